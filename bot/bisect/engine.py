@@ -1,0 +1,386 @@
+"""The culprit finder's decision function: given everything seen so far, what happens next.
+
+`decide` is pure. The caller persists the returned state, dispatches the returned probes, and
+calls again when results arrive. Phases (the state machine the README draws):
+
+    CALIBRATING -> SEARCHING -> CONFIRMING -> DONE
+                       ^  |  (merge culprit, descend)   |
+                       |  +-> SEARCHING (nested scope) |
+                       +------ confirmation disagreed --+
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from bot.bisect.candidates import Graph, Scope, first_parent_scope, is_merge, merge_scope
+from bot.bisect.planner import choose_probes
+from bot.bisect.posterior import Contradiction, Posterior, Tally
+from bot.bisect.verdict import MetricRule, RawResult, Verdict, classify
+
+
+class Phase(str, enum.Enum):
+    CALIBRATING = "calibrating"
+    SEARCHING = "searching"
+    CONFIRMING = "confirming"
+    DONE = "done"
+
+
+class Kind(str, enum.Enum):
+    CALIBRATE = "calibrate"
+    SEARCH = "search"
+    CONFIRM = "confirm"
+
+
+class Status(str, enum.Enum):
+    FOUND = "found"
+    AMBIGUOUS = "ambiguous"
+    NO_CULPRIT = "no_culprit"
+    NOT_REPRODUCIBLE = "not_reproducible"
+    GOOD_FAILS = "good_fails"
+    UNTESTABLE = "untestable"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Settings:
+    confidence: float = 0.99
+    flake_rate: float | None = None  # None: estimate it ("auto")
+    flake_floor: float = 0.02
+    calibration_runs: int = 2
+    metric: MetricRule | None = None
+    descend_merges: bool = False
+    max_infra_per_commit: int = 3
+    max_confirmations: int = 3
+    max_runs: int | None = None  # None: a generous bound derived from the range size
+
+    def run_budget(self, n: int) -> int:
+        return self.max_runs or 12 * max(1, math.ceil(math.log2(n + 1))) + 8 * self.calibration_runs + 20
+
+    def confirm_runs(self, flake: float) -> int:
+        """x = ceil(log(1-C) / log f): runs each for culprit and parent so x agreeing runs beat a flake."""
+        f = max(flake, self.flake_floor)
+        return max(1, math.ceil(math.log(1 - self.confidence) / math.log(f)))
+
+
+@dataclass(frozen=True)
+class Problem:
+    graph: Graph
+    good: str
+    bad: str
+    settings: Settings = field(default_factory=Settings)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished attempt on one commit (infra attempts included: they are counted, not believed)."""
+
+    sha: str
+    kind: Kind
+    raw: RawResult
+    round: int = 0
+
+
+@dataclass(frozen=True)
+class Probe:
+    sha: str
+    kind: Kind
+    round: int = 0
+
+
+@dataclass(frozen=True)
+class State:
+    """The durable part of the state machine, persisted before acting on a decision."""
+
+    phase: Phase = Phase.CALIBRATING
+    merges: tuple[str, ...] = ()  # merge culprits descended into, outermost first
+    confirming: str | None = None
+    confirm_round: int = 0
+    confirmations: int = 0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    message: str
+    culprit: str | None = None
+    first_parent_culprit: str | None = None
+    confidence: float = 0.0
+    candidates: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Guess:
+    sha: str | None  # None: "no culprit"
+    probability: float
+
+
+@dataclass(frozen=True)
+class Decision:
+    state: State
+    probes: tuple[Probe, ...] = ()
+    outcome: Outcome | None = None
+    guess: Guess | None = None
+    flake_rate: float = 0.0
+    boundary: float | None = None
+
+
+# -- evidence ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Verdicts of every run, derived from raw results and the calibration."""
+
+    verdicts: tuple[tuple[Run, Verdict], ...]
+    boundary: float | None
+
+    @classmethod
+    def of(cls, problem: Problem, runs: Sequence[Run]) -> Evidence:
+        rule = problem.settings.metric
+        boundary = None
+        if rule is not None:
+            calib = [(r, classify(r.raw, rule, None)) for r in runs if r.kind is Kind.CALIBRATE]
+            good = [r.raw.metric for r, v in calib if r.sha == problem.good and v.is_evidence and r.raw.metric is not None]
+            bad = [r.raw.metric for r, v in calib if r.sha == problem.bad and v.is_evidence and r.raw.metric is not None]
+            boundary = rule.boundary(good, bad)
+        return cls(tuple((r, classify(r.raw, rule, boundary)) for r in runs), boundary)
+
+    def of_sha(self, sha: str) -> list[Verdict]:
+        return [v for r, v in self.verdicts if r.sha == sha]
+
+    def tallies(self, scope: Scope) -> dict[int, Tally]:
+        out: dict[int, Tally] = {}
+        for run, verdict in self.verdicts:
+            pos = scope.position(run.sha)
+            if pos is not None and verdict.is_evidence:
+                out[pos] = out.get(pos, Tally()).add(verdict is Verdict.GOOD)
+        return out
+
+    def untestable(self, settings: Settings) -> set[str]:
+        skipped = {r.sha for r, v in self.verdicts if v is Verdict.SKIP}
+        infra: dict[str, int] = {}
+        for r, v in self.verdicts:
+            if v is Verdict.INFRA:
+                infra[r.sha] = infra.get(r.sha, 0) + 1
+        return skipped | {sha for sha, count in infra.items() if count >= settings.max_infra_per_commit}
+
+    def evidence_count(self) -> int:
+        return sum(v.is_evidence for _, v in self.verdicts)
+
+
+def fewest_errors(tallies: dict[int, Tally]) -> tuple[int, int]:
+    """(fewest results that disagree with any single first-bad position, total results)."""
+    positions = sorted(tallies)
+    total = sum(t.passes + t.fails for t in tallies.values())
+    best = total
+    for cut in [-1] + positions:  # everything <= cut is good, everything above bad
+        errors = sum(t.fails if p <= cut else t.passes for p, t in tallies.items())
+        best = min(best, errors)
+    return best, total
+
+
+def effective_flake(settings: Settings, tallies: dict[int, Tally]) -> float | None:
+    """The flake rate the model uses now; None when results contradict a declared rate of 0."""
+    if settings.flake_rate:
+        return settings.flake_rate
+    errors, total = fewest_errors(tallies)
+    if errors == 0:
+        return 0.0
+    if settings.flake_rate == 0:
+        return None
+    return min(0.25, max(settings.flake_floor, errors / max(total, 1)))
+
+
+# -- the decision -----------------------------------------------------------------------------
+
+
+def current_scope(problem: Problem, state: State) -> Scope:
+    if state.merges:
+        return merge_scope(problem.graph, state.merges[-1])
+    return first_parent_scope(problem.graph, problem.good, problem.bad)
+
+
+def decide(
+    problem: Problem,
+    state: State,
+    runs: Sequence[Run],
+    in_flight: Sequence[Probe] = (),
+    free: int = 1,
+) -> Decision:
+    """The next state and the probes to dispatch now (possibly none: wait), or the outcome."""
+    evidence = Evidence.of(problem, runs)
+    next_round = 1 + max([r.round for r in runs] + [p.round for p in in_flight] + [0])
+    if state.phase is Phase.CALIBRATING:
+        return _calibrate(problem, state, evidence, in_flight, free, next_round)
+    if state.phase is Phase.DONE:
+        raise ValueError("bisection is already done")
+    return _search(problem, state, evidence, in_flight, free, next_round)
+
+
+def _done(state: State, outcome: Outcome, evidence: Evidence, flake: float = 0.0) -> Decision:
+    return Decision(replace(state, phase=Phase.DONE), outcome=outcome, flake_rate=flake, boundary=evidence.boundary)
+
+
+def _calibrate(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
+    s = problem.settings
+    untestable = ev.untestable(s)
+    for sha, name in ((problem.bad, "BAD"), (problem.good, "GOOD")):
+        if sha in untestable:
+            why = "exited 125 (cannot be tested)" if Verdict.SKIP in ev.of_sha(sha) else f"failed on infrastructure {s.max_infra_per_commit} times"
+            return _done(state, Outcome(Status.UNTESTABLE, f"the {name} endpoint {sha[:12]} {why}; pick a {name} revision the test can run on"), ev)
+    need = {}
+    for sha in (problem.good, problem.bad):
+        have = sum(v.is_evidence for v in ev.of_sha(sha)) + sum(p.sha == sha for p in in_flight)
+        need[sha] = max(0, s.calibration_runs - have)
+    if any(need.values()) or any(p.kind is Kind.CALIBRATE for p in in_flight):
+        probes = []
+        while len(probes) < free and any(need.values()):
+            for sha in (problem.good, problem.bad):
+                if need[sha] and len(probes) < free:
+                    need[sha] -= 1
+                    probes.append(Probe(sha, Kind.CALIBRATE, rnd))
+        return Decision(state, tuple(probes), boundary=ev.boundary)
+    good, bad = ev.of_sha(problem.good), ev.of_sha(problem.bad)
+    rule = s.metric
+    if rule is not None:
+        verdict = _metric_calibration(problem, ev, rule)
+        if verdict is not None:
+            return _done(state, verdict, ev)
+    if all(v is Verdict.GOOD for v in bad if v.is_evidence):
+        return _done(state, Outcome(Status.NOT_REPRODUCIBLE, f"the test passes on BAD {problem.bad[:12]} every time ({len(bad)} runs): nothing to bisect; check the command and the BAD revision"), ev)
+    if all(v is Verdict.BAD for v in good if v.is_evidence):
+        return _done(state, Outcome(Status.GOOD_FAILS, f"the test also fails on GOOD {problem.good[:12]} ({len(good)} runs): the breakage is older; pass an older --good"), ev)
+    return _search(problem, replace(state, phase=Phase.SEARCHING), ev, in_flight, free, rnd)
+
+
+def _metric_calibration(problem: Problem, ev: Evidence, rule: MetricRule) -> Outcome | None:
+    readings = {
+        sha: [r.raw.metric for r, v in ev.verdicts if r.sha == sha and r.kind is Kind.CALIBRATE and r.raw.metric is not None]
+        for sha in (problem.good, problem.bad)
+    }
+    good, bad = readings[problem.good], readings[problem.bad]
+    shown = lambda vals: ", ".join(f"{v:.6g}" for v in vals) or "no value"  # noqa: E731
+    if not bad or not good:
+        return Outcome(Status.UNTESTABLE, f"the metric was not reported on the endpoints (GOOD: {shown(good)}; BAD: {shown(bad)}); check --metric-regex / --metric-file")
+    if ev.boundary is None:
+        return Outcome(Status.NOT_REPRODUCIBLE, f"BAD's metric ({shown(bad)}) is not worse than GOOD's ({shown(good)}): nothing to bisect")
+    if rule.threshold is not None:
+        if not any(rule.worse(v, rule.threshold) for v in bad):
+            return Outcome(Status.NOT_REPRODUCIBLE, f"BAD reads {shown(bad)}, within the threshold {rule.threshold:g}: the failure does not reproduce")
+        if all(rule.worse(v, rule.threshold) for v in good):
+            return Outcome(Status.GOOD_FAILS, f"GOOD already reads {shown(good)}, beyond the threshold {rule.threshold:g}: pass an older --good")
+    return None
+
+
+@dataclass(frozen=True)
+class _Block:
+    """The top hypothesis, widened over untestable commits it cannot be told apart from."""
+
+    first: int  # first hypothesis position of the block
+    last: int  # its one testable commit (n+1: "no culprit")
+    parent: int  # the testable position just below the block
+    mass: float
+
+
+def _top_block(post: Posterior, untestable_pos: set[int]) -> _Block:
+    i = post.median()
+    if i > post.n:
+        return _Block(i, i, post.n, post.no_culprit)
+    last = i
+    while last in untestable_pos and last < post.n:
+        last += 1
+    parent = i - 1
+    while parent in untestable_pos and parent > 0:
+        parent -= 1
+    return _Block(parent + 1, last, parent, post.cdf(last) - post.cdf(parent))
+
+
+def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
+    s = problem.settings
+    scope = current_scope(problem, state)
+    n = len(scope.candidates)
+    tallies = ev.tallies(scope)
+    flake = effective_flake(s, tallies)
+    if flake is None:
+        return _done(state, Outcome(Status.INCONCLUSIVE, "results contradict --flake-rate 0 (a commit both passed and failed, or a pass above a failure): the test is flaky; re-run with --flake-rate auto"), ev)
+    try:
+        post = Posterior.compute(n, tallies, flake)
+    except Contradiction:  # only reachable with a positive flake rate on impossible data
+        return _done(state, Outcome(Status.INCONCLUSIVE, "no single culprit explains the results"), ev, flake)
+    untestable_pos = {p for p in (scope.position(sha) for sha in ev.untestable(s)) if p}
+    block = _top_block(post, untestable_pos)
+    guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
+    fails_at = lambda p: tallies.get(p, Tally()).fails > 0  # noqa: E731
+    passes_at = lambda p: p == 0 or tallies.get(p, Tally()).passes > 0  # noqa: E731
+    confident = block.mass >= s.confidence
+    backed = fails_at(block.last) and passes_at(block.parent) if block.last <= n else passes_at(n)
+    busy = [p for p in (scope.position(pr.sha) for pr in in_flight) if p is not None]
+
+    def finish(outcome: Outcome) -> Decision:
+        return replace(_done(state, outcome, ev, flake), guess=guess)
+
+    if confident and backed:
+        if block.last > n:
+            return finish(Outcome(Status.NO_CULPRIT, f"BAD passed on re-runs: its failures look like flakes (P={block.mass:.3f}); nothing to revert", confidence=block.mass))
+        culprit = scope.sha(block.last)
+        if block.first < block.last:
+            shas = tuple(scope.sha(p) for p in range(block.first, block.last + 1))
+            return finish(Outcome(Status.AMBIGUOUS, f"the first bad commit is one of {len(shas)} commits; all but the last could not be tested (exit 125)", culprit=culprit, first_parent_culprit=_outermost(state, culprit), confidence=block.mass, candidates=shas))
+        if s.descend_merges and is_merge(problem.graph, culprit) and culprit not in state.merges:
+            inner = replace(state, phase=Phase.SEARCHING, merges=state.merges + (culprit,), confirming=None)
+            return _search(problem, inner, ev, in_flight, free, rnd)
+        parent = scope.sha(block.parent)
+        if state.phase is Phase.CONFIRMING and state.confirming == culprit:
+            x = s.confirm_runs(flake)
+            pending = _confirm_needs(ev, in_flight, state, culprit, parent, x)
+            if not pending and not any(pr.kind is Kind.CONFIRM for pr in in_flight):
+                return finish(Outcome(Status.FOUND, f"{culprit[:12]} is the first bad commit (P={block.mass:.4f}; confirmed by {x} re-runs of it and its parent)", culprit=culprit, first_parent_culprit=_outermost(state, culprit), confidence=block.mass))
+            probes = [Probe(sha, Kind.CONFIRM, rnd) for sha in pending][:free]
+            return Decision(state, tuple(probes), guess=guess, flake_rate=flake, boundary=ev.boundary)
+        if state.phase is not Phase.CONFIRMING or state.confirming != culprit:
+            confirm = replace(state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd)
+            return _search(problem, confirm, ev, in_flight, free, rnd)
+    if state.phase is Phase.CONFIRMING:
+        # The confirmation round (or later evidence) disagreed: back to searching.
+        if any(pr.kind is Kind.CONFIRM for pr in in_flight):
+            return Decision(state, (), guess=guess, flake_rate=flake, boundary=ev.boundary)
+        retries = state.confirmations + 1
+        if retries >= s.max_confirmations:
+            return finish(Outcome(Status.INCONCLUSIVE, f"confirmation failed {retries} times: the test is too flaky for confidence {s.confidence}; raise --flake-rate or lower --confidence", culprit=guess.sha, confidence=block.mass))
+        state = replace(state, phase=Phase.SEARCHING, confirming=None, confirmations=retries)
+    if ev.evidence_count() >= s.run_budget(n):
+        return finish(Outcome(Status.INCONCLUSIVE, f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
+    if confident and block.last <= n:
+        # The mass is settled but the culprit lacks its FAIL or its parent its PASS: test those.
+        wanted = [p for p, ok in ((block.last, fails_at(block.last)), (block.parent, passes_at(block.parent))) if not ok]
+        positions = [p for p in wanted if p not in busy][:free]
+    else:
+        positions = choose_probes(post, free, busy, untestable_pos)
+    if not positions and not in_flight:
+        return finish(Outcome(Status.INCONCLUSIVE, f"no commit left whose result would change the answer (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
+    probes = tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
+    return Decision(state, probes, guess=guess, flake_rate=flake, boundary=ev.boundary)
+
+
+def _confirm_needs(ev: Evidence, in_flight: Sequence[Probe], state: State, culprit: str, parent: str, x: int) -> list[str]:
+    """Confirmation runs still to dispatch: x results each for the culprit and its parent."""
+    pending = []
+    for sha in (culprit, parent):
+        done = sum(1 for r, v in ev.verdicts if r.sha == sha and r.kind is Kind.CONFIRM and r.round >= state.confirm_round and v.is_evidence)
+        flying = sum(1 for p in in_flight if p.sha == sha and p.kind is Kind.CONFIRM)
+        pending += [sha] * max(0, x - done - flying)
+    # Interleave so a short pool still tests both sides early.
+    a = [s for s in pending if s == culprit]
+    b = [s for s in pending if s == parent]
+    out = []
+    for i in range(max(len(a), len(b))):
+        out += a[i : i + 1] + b[i : i + 1]
+    return out
+
+
+def _outermost(state: State, culprit: str) -> str:
+    return state.merges[0] if state.merges else culprit

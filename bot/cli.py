@@ -1,0 +1,210 @@
+"""`revert-bisect`: the command line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from platformdirs import user_cache_dir
+from rich.console import Console
+from rich.table import Table
+
+from bot.bisect.engine import Status
+from bot.errors import RevertBisectError
+from bot.orchestrator import setup
+from bot.orchestrator.config import BisectConfig
+from bot.orchestrator.driver import Driver
+from bot.orchestrator.report import EXIT_CODES, replay_log, to_json
+from bot.progress import LiveProgress
+from bot.store.db import connect
+from bot.store.store import Store
+from runners.backends.local import LocalPool
+
+EXIT_HELP = """
+Exit codes: 0 culprit found; 3 ambiguous (untestable commits border the answer); 4 not
+reproducible (BAD passes); 5 GOOD fails too; 6 no culprit (BAD's failures were flakes);
+7 an endpoint cannot be tested; 8 inconclusive; 2 bad input; 130 interrupted (resume with
+--resume ID).
+"""
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Find the commit that broke a test: parallel, flake-aware `git bisect run`.")
+err = Console(stderr=True, soft_wrap=True)
+out = Console()
+
+
+def _flake(value: str) -> float | None:
+    if value == "auto":
+        return None
+    try:
+        f = float(value)
+    except ValueError:
+        raise typer.BadParameter("use 'auto' or a probability such as 0.05") from None
+    if not 0 <= f < 0.5:
+        raise typer.BadParameter("a flake rate is a probability in [0, 0.5)")
+    return f
+
+
+def _worktrees(repo: Path, bisection_id: int) -> Path:
+    tag = hashlib.sha1(str(repo).encode()).hexdigest()[:10]
+    return Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees" / f"{tag}-{bisection_id}"
+
+
+def _run(store: Store, loaded: setup.Loaded, json_out: Path | None, log_out: Path | None) -> int:
+    config = loaded.config
+    graph_shas = list(loaded.problem.graph) + [loaded.problem.good]
+    subjects = loaded.repo.subjects(graph_shas) if len(graph_shas) <= 5000 else {}
+    err.print(f"revert-bisect #{loaded.id}: {len(loaded.problem.graph)} commits in {loaded.problem.good[:12]}..{loaded.problem.bad[:12]}, {config.workers} worker(s)")
+    root = _worktrees(loaded.repo.path, loaded.id)
+    pool = LocalPool(loaded.repo, config.workers, root)
+    try:
+        with LiveProgress(err, subjects) as progress:
+            outcome = Driver(store, loaded.id, loaded.problem, config, pool, progress).run()
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
+        return 130
+    pool.remove_worktrees()
+    row = store.get(loaded.id)
+    report = to_json(row, loaded.problem, loaded.repo)
+    if json_out:
+        json_out.write_text(json.dumps(report, indent=2) + "\n")
+    if log_out:
+        log_out.write_text(replay_log(row, loaded.problem, loaded.repo))
+    style = "green" if outcome.status is Status.FOUND else "yellow"
+    err.print(f"[{style}]{outcome.status.value}[/]: {outcome.message}")
+    if outcome.culprit:
+        out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip())
+    for sha in outcome.candidates:
+        out.print(f"  candidate {sha}")
+    err.print(f"{report['runs']} runs in {report['rounds']} rounds {report['rounds_by_kind']}")
+    return EXIT_CODES[outcome.status]
+
+
+@app.command(epilog=EXIT_HELP)
+def bisect(
+    command: Annotated[Optional[list[str]], typer.Argument(help="The test command, after `--`. Exit 0 good, 125 skip, 1-127 bad, >=128 infra.")] = None,
+    repo: Annotated[Optional[Path], typer.Option(help="The git repository (a working clone).")] = None,
+    good: Annotated[Optional[str], typer.Option(help="A revision where the test passes.")] = None,
+    bad: Annotated[Optional[str], typer.Option(help="A revision where it fails (a descendant of GOOD).")] = None,
+    workers: Annotated[int, typer.Option(min=1, max=256, help="Tests to run at once, each in its own worktree.")] = 1,
+    all_commits: Annotated[bool, typer.Option("--all-commits", help="Any commit may be the culprit, including those merges brought in (implies --descend-merges).")] = False,
+    descend_merges: Annotated[bool, typer.Option("--descend-merges", help="When the culprit is a merge, search the commits it brought in.")] = False,
+    confidence: Annotated[float, typer.Option(min=0.5, max=0.999999, help="Posterior probability the culprit must reach.")] = 0.99,
+    flake_rate: Annotated[str, typer.Option(help="'auto' (estimate from contradicting results) or the chance a good commit fails; 0 = deterministic, stop if results contradict.")] = "auto",
+    metric_regex: Annotated[Optional[str], typer.Option(help="Judge by a number in the output: the group `value` (or the first group) of the last match.")] = None,
+    metric_file: Annotated[bool, typer.Option("--metric-file", help="Judge by {\"metric\": <float>} the test writes to $REVERT_BISECT_RESULT.")] = False,
+    threshold: Annotated[Optional[float], typer.Option(help="The CI threshold of the metric.")] = None,
+    higher_is_worse: Annotated[bool, typer.Option("--higher-is-worse/--lower-is-worse", help="Which way the metric gets worse.")] = True,
+    timeout: Annotated[Optional[float], typer.Option(min=0.001, help="Seconds before a run is killed (an infra result, retried).")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the outcome as JSON here.")] = None,
+    log_out: Annotated[Optional[Path], typer.Option("--log", help="Write a log `git bisect replay` accepts here.")] = None,
+    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: SQLite in the user data directory).")] = None,
+    resume: Annotated[Optional[int], typer.Option(help="Continue bisection ID after a crash or Ctrl-C; finished runs are kept.")] = None,
+) -> None:
+    """Bisect GOOD..BAD with COMMAND, several commits at once, robust to flaky results."""
+    try:
+        store = Store(connect(db))
+        if resume is not None:
+            loaded = setup.load(store, resume)
+            if loaded.row.status:
+                err.print(f"bisection #{resume} already finished: {loaded.row.status}")
+                raise typer.Exit(EXIT_CODES[Status(loaded.row.status)])
+        else:
+            missing = [name for name, value in (("--repo", repo), ("--good", good), ("--bad", bad)) if value is None]
+            if missing:
+                raise RevertBisectError(f"missing {', '.join(missing)} (or pass --resume ID)")
+            if metric_regex and metric_file:
+                raise RevertBisectError("give --metric-regex or --metric-file, not both")
+            if threshold is not None and not (metric_regex or metric_file):
+                raise RevertBisectError("--threshold needs a metric: add --metric-regex RE or --metric-file")
+            from bot.gitrepo import GitRepo
+
+            config = BisectConfig(
+                command=tuple(command or ()), workers=workers, timeout_s=timeout, metric_regex=metric_regex, metric_file=metric_file,
+                threshold=threshold, higher_is_worse=higher_is_worse, confidence=confidence, flake_rate=_flake(flake_rate),
+                descend_merges=descend_merges or all_commits,
+            )
+            if metric_regex:
+                from runners.metric import compile_metric_regex
+
+                compile_metric_regex(metric_regex)
+            loaded = setup.create(store, GitRepo(repo), good, bad, config)
+        code = _run(store, loaded, json_out, log_out)
+    except (RevertBisectError, ValueError) as exc:
+        err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def status(
+    bisection_id: Annotated[Optional[int], typer.Argument(metavar="ID", help="Show one bisection in detail.")] = None,
+    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store.")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 20,
+) -> None:
+    """List recent bisections, or show one with its runs."""
+    try:
+        store = Store(connect(db))
+        if bisection_id is None:
+            table = Table("id", "repo", "range", "state", "culprit", "P", "runs", "created")
+            for row in store.recent(limit):
+                culprit = (row.outcome or {}).get("culprit") or row.guess
+                ran = sum(s.state in ("done", "lost") for s in row.steps)
+                p = (row.outcome or {}).get("confidence") or row.guess_probability
+                table.add_row(str(row.id), Path(row.repo).name, f"{row.good[:8]}..{row.bad[:8]}", row.status or row.phase, (culprit or "-")[:12], f"{p:.3f}" if p else "-", str(ran), f"{row.created_at:%Y-%m-%d %H:%M}")
+            out.print(table)
+            return
+        row = store.get(bisection_id)
+        out.print(f"#{row.id} {row.repo} {row.good_rev}..{row.bad_rev}: {row.status or row.phase}")
+        if row.outcome:
+            out.print(row.outcome.get("message", ""))
+        table = Table("step", "round", "kind", "sha", "state", "verdict", "exit", "metric", "s", "runner")
+        for s in row.steps:
+            table.add_row(str(s.id), str(s.round), s.kind, s.sha[:12], s.state, s.verdict or "-", "-" if s.exit_code is None else str(s.exit_code), "-" if s.metric is None else f"{s.metric:.6g}", f"{s.duration_s:.1f}" if s.duration_s else "-", s.runner or "-")
+        out.print(table)
+    except RevertBisectError as exc:
+        err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def demo(
+    commits: Annotated[int, typer.Option(min=2, max=2000)] = 40,
+    workers: Annotated[int, typer.Option(min=1, max=32)] = 3,
+    flake_rate: Annotated[float, typer.Option(min=0.0, max=0.3, help="Chance a good commit's run fails.")] = 0.05,
+    sleep: Annotated[float, typer.Option(min=0.0, help="Seconds each test run takes.")] = 0.3,
+    seed: Annotated[int, typer.Option()] = 7,
+    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store.")] = None,
+) -> None:
+    """Build a throwaway repository with one regression in a flaky test, and find it."""
+    from bot.gitrepo import GitRepo
+    from bot.synthetic import build, random_culprit
+
+    workdir = Path(tempfile.mkdtemp(prefix="revert-bisect-demo-"))
+    culprit = random_culprit(commits, seed)
+    synth = build(workdir / "repo", commits, culprit, sleep=sleep, flake=flake_rate)
+    err.print(f"demo repository: {synth.path} ({commits} commits; the regression is in commit {culprit})")
+    try:
+        store = Store(connect(db))
+        config = BisectConfig(command=tuple(synth.command()), workers=workers, metric_regex=r"avg_kl_div=(?P<value>[0-9.eE+-]+)", threshold=0.002)
+        loaded = setup.create(store, GitRepo(synth.path), synth.good, synth.bad, config)
+        code = _run(store, loaded, workdir / "result.json", workdir / "bisect.log")
+    except RevertBisectError as exc:
+        err.print(f"revert-bisect: error: {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    found = json.loads((workdir / "result.json").read_text()).get("culprit") if code == 0 else None
+    verdict = "[green]correct[/]" if found == synth.culprit else "[red]wrong[/]"
+    err.print(f"expected {synth.culprit[:12]}: {verdict}; outcome and replay log in {workdir}")
+    raise typer.Exit(0 if found == synth.culprit else 1)
+
+
+def main() -> None:
+    app(prog_name="revert-bisect")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""What a bisection was asked to do, as stored with it (so --resume needs no flags)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from bot.bisect.engine import Settings
+from bot.bisect.verdict import MetricRule
+
+
+@dataclass(frozen=True)
+class BisectConfig:
+    command: tuple[str, ...]
+    workers: int = 1
+    timeout_s: float | None = None
+    metric_regex: str | None = None
+    metric_file: bool = False
+    threshold: float | None = None
+    higher_is_worse: bool = True
+    confidence: float = 0.99
+    flake_rate: float | None = None  # None: auto
+    calibration_runs: int = 2
+    descend_merges: bool = False
+
+    @property
+    def uses_metric(self) -> bool:
+        return self.metric_file or self.metric_regex is not None
+
+    def settings(self) -> Settings:
+        rule = MetricRule(self.threshold, self.higher_is_worse) if self.uses_metric else None
+        return Settings(
+            confidence=self.confidence,
+            flake_rate=self.flake_rate,
+            calibration_runs=self.calibration_runs,
+            metric=rule,
+            descend_merges=self.descend_merges,
+        )
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["command"] = list(self.command)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> BisectConfig:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["command"] = tuple(values["command"])
+        return cls(**values)

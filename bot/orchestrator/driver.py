@@ -1,0 +1,154 @@
+"""Drives one bisection: engine decisions in, steps out, everything through the store first.
+
+Order of writes, so that a process killed at any line resumes cleanly:
+  1. the engine's new state is saved;
+  2. the steps about to run are recorded as `running`;
+  3. only then are they dispatched; each result is written as it arrives.
+On resume, steps still `running` belong to a process that is gone: they become `lost` (infra,
+never evidence) and the engine simply plans around them; finished steps are never re-run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bot.bisect.engine import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, decide
+from bot.bisect.verdict import RawResult, Verdict, classify
+from bot.orchestrator.config import BisectConfig
+from bot.store.models import BisectionRow, StepRow, utcnow
+from bot.store.store import NewStep, StepReport, Store
+from runners.backends.base import Backend, StepResult, StepSpec
+
+# After a result, wait a little for its round-mates before planning again, so that equal-length
+# runs form real rounds instead of one probe placed on stale information.
+GATHER_FRACTION = 0.1
+GATHER_FLOOR_S = 0.2
+
+
+@dataclass
+class Snapshot:
+    """What a progress display shows."""
+
+    bisection_id: int
+    phase: Phase
+    candidates: int
+    runs: list[tuple[str, str, Verdict, float | None]] = field(default_factory=list)  # sha, kind, verdict, metric
+    in_flight: list[str] = field(default_factory=list)
+    guess: str | None = None
+    guess_probability: float = 0.0
+    flake_rate: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+
+Observer = Callable[[Snapshot], None]
+
+
+def state_of(row: BisectionRow) -> State:
+    return State(Phase(row.phase), tuple(row.merges or ()), row.confirming, row.confirm_round, row.confirmations)
+
+
+def run_of(step: StepRow) -> Run:
+    return Run(step.sha, Kind(step.kind), RawResult(step.exit_code, step.metric, step.infra_reason), step.round)
+
+
+def finished_runs(row: BisectionRow) -> list[Run]:
+    """Runs the engine learns from: done and lost steps (cancelled ones said nothing)."""
+    return [run_of(s) for s in row.steps if s.state in ("done", "lost")]
+
+
+class Driver:
+    def __init__(self, store: Store, bisection_id: int, problem: Problem, config: BisectConfig, backend: Backend, observer: Observer | None = None):
+        self.store = store
+        self.id = bisection_id
+        self.problem = problem
+        self.config = config
+        self.backend = backend
+        self.observer = observer or (lambda snap: None)
+
+    def run(self) -> Outcome:
+        self.store.mark_lost(self.id, "lost: the process driving this step stopped before it finished")
+        row = self.store.get(self.id)
+        state = state_of(row)
+        runs = finished_runs(row)
+        flying: dict[int, Probe] = {}
+        durations = [s.duration_s for s in row.steps if s.duration_s]
+        snap = Snapshot(self.id, state.phase, len(self.problem.graph))
+        for step in row.steps:
+            if step.state in ("done", "lost"):
+                snap.runs.append((step.sha, step.kind, Verdict(step.verdict or "infra"), step.metric))
+        try:
+            while True:
+                decision = decide(self.problem, state, runs, list(flying.values()), self.backend.free)
+                self._save(state, decision)
+                state = decision.state
+                self._show(snap, decision, flying)
+                if decision.outcome is not None:
+                    self._cancel(flying)
+                    return decision.outcome
+                if decision.probes:
+                    self._dispatch(decision.probes, flying)
+                    self._show(snap, decision, flying)
+                    continue
+                if not flying:
+                    raise RuntimeError("the engine asked to wait with nothing in flight")
+                for result in self._collect(durations, flying):
+                    probe = flying.pop(result.step_id)
+                    raw = RawResult(result.exit_code, result.metric, result.infra_reason)
+                    verdict = classify(raw, self.problem.settings.metric, decision.boundary)
+                    self.store.finish_step(result.step_id, StepReport(result.exit_code, result.metric, result.infra_reason, verdict.value, result.runner, result.duration_s, result.log_tail))
+                    runs.append(Run(result.sha, probe.kind, raw, probe.round))
+                    snap.runs.append((result.sha, probe.kind.value, verdict, result.metric))
+                    if result.infra_reason is None:
+                        durations.append(result.duration_s)
+        finally:
+            self.backend.close()
+
+    def _save(self, old: State, decision: Decision) -> None:
+        new = decision.state
+        fields = dict(
+            guess=decision.guess.sha if decision.guess else None,
+            guess_probability=decision.guess.probability if decision.guess else None,
+            flake_rate=decision.flake_rate,
+            boundary=decision.boundary,
+        )
+        if new != old:
+            fields.update(phase=new.phase.value, merges=list(new.merges), confirming=new.confirming, confirm_round=new.confirm_round, confirmations=new.confirmations)
+        if decision.outcome is not None:
+            out = decision.outcome
+            fields.update(
+                status=out.status.value,
+                finished_at=utcnow(),
+                outcome=dict(message=out.message, culprit=out.culprit, first_parent_culprit=out.first_parent_culprit, confidence=out.confidence, candidates=list(out.candidates)),
+            )
+        self.store.save_progress(self.id, **fields)
+
+    def _dispatch(self, probes: tuple[Probe, ...], flying: dict[int, Probe]) -> None:
+        ids = self.store.add_steps(self.id, [NewStep(p.sha, p.kind.value, p.round) for p in probes])
+        for step_id, probe in zip(ids, probes):
+            flying[step_id] = probe
+            self.backend.submit(StepSpec(step_id, probe.sha, self.config.command, self.config.timeout_s, self.config.metric_regex))
+
+    def _collect(self, durations: list[float], flying: dict[int, Probe]) -> list[StepResult]:
+        results = self.backend.wait(timeout=None)
+        if durations and len(results) < len(flying):
+            deadline = time.monotonic() + max(GATHER_FLOOR_S, GATHER_FRACTION * statistics.median(durations))
+            while len(results) < len(flying) and (left := deadline - time.monotonic()) > 0:
+                results += self.backend.wait(timeout=left)
+        return results
+
+    def _cancel(self, flying: dict[int, Probe]) -> None:
+        if flying:
+            self.backend.cancel(list(flying))
+            self.store.mark_lost(self.id, "cancelled: the bisection finished without it", state="cancelled")
+            flying.clear()
+
+    def _show(self, snap: Snapshot, decision: Decision, flying: dict[int, Probe]) -> None:
+        snap.phase = decision.state.phase
+        snap.in_flight = [p.sha for p in flying.values()]
+        if decision.guess:
+            snap.guess, snap.guess_probability = decision.guess.sha, decision.guess.probability
+        snap.flake_rate = decision.flake_rate
+        self.observer(snap)

@@ -1,0 +1,66 @@
+"""The outcome of a bisection as data: the `--json` document and the replay log."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from bot.bisect.candidates import first_parent_chain
+from bot.bisect.engine import Evidence, Problem, Status
+from bot.bisect.replay import render
+from bot.gitrepo import GitRepo
+from bot.orchestrator.driver import finished_runs
+from bot.store.models import BisectionRow
+
+EXIT_CODES = {
+    Status.FOUND: 0,
+    Status.AMBIGUOUS: 3,
+    Status.NOT_REPRODUCIBLE: 4,
+    Status.GOOD_FAILS: 5,
+    Status.NO_CULPRIT: 6,
+    Status.UNTESTABLE: 7,
+    Status.INCONCLUSIVE: 8,
+}
+
+
+def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
+    outcome = row.outcome or {}
+    evidence = Evidence.of(problem, finished_runs(row))
+    ran = [s for s in row.steps if s.state in ("done", "lost")]
+    culprit = outcome.get("culprit")
+    subjects = repo.subjects([culprit]) if culprit else {}
+    rounds: dict[str, set[int]] = defaultdict(set)
+    for s in ran:
+        rounds[s.kind].add(s.round)
+    steps = []
+    for step, (_, verdict) in zip(ran, evidence.verdicts):  # same order: finished_runs keeps row order
+        steps.append(dict(sha=step.sha, kind=step.kind, round=step.round, verdict=verdict.value, exit_code=step.exit_code, metric=step.metric, infra_reason=step.infra_reason, duration_s=step.duration_s, runner=step.runner))
+    return dict(
+        id=row.id,
+        status=row.status,
+        message=outcome.get("message"),
+        culprit=culprit,
+        culprit_subject=subjects.get(culprit) if culprit else None,
+        first_parent_culprit=outcome.get("first_parent_culprit"),
+        confidence=outcome.get("confidence"),
+        candidates=outcome.get("candidates") or [],
+        good=row.good,
+        bad=row.bad,
+        range_size=len(problem.graph),
+        flake_rate=row.flake_rate,
+        metric_boundary=evidence.boundary,
+        rounds=sum(len(r) for r in rounds.values()),
+        rounds_by_kind={k: len(v) for k, v in sorted(rounds.items())},
+        runs=len(ran),
+        steps=steps,
+    )
+
+
+def replay_log(row: BisectionRow, problem: Problem, repo: GitRepo) -> str:
+    evidence = Evidence.of(problem, finished_runs(row))
+    verdicts = defaultdict(list)
+    for run, verdict in evidence.verdicts:
+        verdicts[run.sha].append(verdict)
+    culprit = (row.outcome or {}).get("culprit") if row.status == Status.FOUND.value else None
+    first_parent = culprit is None or culprit in first_parent_chain(problem.graph, problem.bad)
+    subjects = repo.subjects(list(verdicts) + ([culprit] if culprit else []))
+    return render(problem.graph, problem.good, problem.bad, first_parent, verdicts, subjects, culprit)

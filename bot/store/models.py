@@ -1,0 +1,71 @@
+"""Tables: one row per bisection, one row per run attempt (its step)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class BisectionRow(Base):
+    __tablename__ = "bisections"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo: Mapped[str] = mapped_column(Text)
+    good_rev: Mapped[str] = mapped_column(String(255))
+    bad_rev: Mapped[str] = mapped_column(String(255))
+    good: Mapped[str] = mapped_column(String(64))
+    bad: Mapped[str] = mapped_column(String(64))
+    command: Mapped[list] = mapped_column(JSON)
+    settings: Mapped[dict] = mapped_column(JSON)
+    # The engine's state machine (bot.bisect.engine.State), written before each dispatch.
+    phase: Mapped[str] = mapped_column(String(32), index=True)
+    merges: Mapped[list] = mapped_column(JSON, default=list)
+    confirming: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    confirm_round: Mapped[int] = mapped_column(Integer, default=0)
+    confirmations: Mapped[int] = mapped_column(Integer, default=0)
+    # Latest view, for status displays.
+    guess: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    guess_probability: Mapped[float | None] = mapped_column(Float, nullable=True)
+    flake_rate: Mapped[float | None] = mapped_column(Float, nullable=True)
+    boundary: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Outcome, once done.
+    status: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    outcome: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    steps: Mapped[list[StepRow]] = relationship(back_populates="bisection", order_by="StepRow.id")
+
+
+class StepRow(Base):
+    __tablename__ = "steps"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bisection_id: Mapped[int] = mapped_column(ForeignKey("bisections.id", ondelete="CASCADE"), index=True)
+    sha: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))
+    round: Mapped[int] = mapped_column(Integer)
+    # running -> done | lost. A lost step's process vanished; it is kept, never believed.
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    metric: Mapped[float | None] = mapped_column(Float, nullable=True)
+    infra_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    verdict: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    runner: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    log_tail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    bisection: Mapped[BisectionRow] = relationship(back_populates="steps")

@@ -1,0 +1,102 @@
+"""Reads and writes of bisections and steps; every method is one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, select, update
+from sqlalchemy.orm import selectinload, sessionmaker
+
+from bot.errors import NotFound
+from bot.store.models import BisectionRow, StepRow, utcnow
+
+
+@dataclass(frozen=True)
+class NewBisection:
+    repo: str
+    good_rev: str
+    bad_rev: str
+    good: str
+    bad: str
+    command: list[str]
+    settings: dict
+
+
+@dataclass(frozen=True)
+class NewStep:
+    sha: str
+    kind: str
+    round: int
+
+
+@dataclass(frozen=True)
+class StepReport:
+    exit_code: int | None
+    metric: float | None
+    infra_reason: str | None
+    verdict: str
+    runner: str
+    duration_s: float
+    log_tail: str
+
+
+class Store:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._session = sessionmaker(engine, expire_on_commit=False)
+
+    def create(self, new: NewBisection, phase: str) -> int:
+        with self._session.begin() as s:
+            row = BisectionRow(
+                repo=new.repo, good_rev=new.good_rev, bad_rev=new.bad_rev, good=new.good, bad=new.bad,
+                command=new.command, settings=new.settings, phase=phase, merges=[], confirm_round=0, confirmations=0,
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def get(self, bisection_id: int) -> BisectionRow:
+        with self._session() as s:
+            row = s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
+            if row is None:
+                raise NotFound(f"no bisection #{bisection_id} in this store; `revert-bisect status` lists them")
+            return row
+
+    def recent(self, limit: int = 20) -> Sequence[BisectionRow]:
+        with self._session() as s:
+            query = select(BisectionRow).order_by(BisectionRow.id.desc()).limit(limit).options(selectinload(BisectionRow.steps))
+            return s.scalars(query).all()
+
+    def save_progress(self, bisection_id: int, **fields) -> None:
+        """Write state-machine fields (phase, merges, confirming, ...) and the latest view."""
+        with self._session.begin() as s:
+            s.execute(update(BisectionRow).where(BisectionRow.id == bisection_id).values(updated_at=utcnow(), **fields))
+
+    def add_steps(self, bisection_id: int, steps: Iterable[NewStep]) -> list[int]:
+        """Record steps as running, in one transaction, before they are dispatched."""
+        with self._session.begin() as s:
+            rows = [StepRow(bisection_id=bisection_id, sha=st.sha, kind=st.kind, round=st.round, state="running") for st in steps]
+            s.add_all(rows)
+            s.flush()
+            return [r.id for r in rows]
+
+    def finish_step(self, step_id: int, report: StepReport) -> None:
+        with self._session.begin() as s:
+            s.execute(
+                update(StepRow)
+                .where(StepRow.id == step_id, StepRow.state == "running")
+                .values(state="done", finished_at=utcnow(), **report.__dict__)
+            )
+
+    def mark_lost(self, bisection_id: int, reason: str, state: str = "lost") -> int:
+        """Close steps still running: `lost` (their process is gone: an infra result, kept, never
+        believed) or `cancelled` (stopped on purpose: said nothing)."""
+        verdict = "infra" if state == "lost" else None
+        with self._session.begin() as s:
+            result = s.execute(
+                update(StepRow)
+                .where(StepRow.bisection_id == bisection_id, StepRow.state == "running")
+                .values(state=state, infra_reason=reason, verdict=verdict, finished_at=utcnow())
+            )
+            return result.rowcount
