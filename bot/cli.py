@@ -35,6 +35,8 @@ reproducible (BAD passes); 5 GOOD fails too; 6 no culprit (BAD's failures were f
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Find the commit that broke a test: parallel, flake-aware `git bisect run`.")
 err = Console(stderr=True, soft_wrap=True)
 out = Console()
+if not out.is_terminal:  # piped or captured: keep table rows on one line each
+    out = Console(width=200)
 
 
 def _flake(value: str) -> float | None:
@@ -49,9 +51,10 @@ def _flake(value: str) -> float | None:
     return f
 
 
-def _worktrees(repo: Path, bisection_id: int) -> Path:
-    tag = hashlib.sha1(str(repo).encode()).hexdigest()[:10]
-    return Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees" / f"{tag}-{bisection_id}"
+def _worktrees(repo: Path) -> Path:
+    """One cache of worktrees per repository, reused by every bisection of it."""
+    tag = hashlib.sha1(str(repo).encode()).hexdigest()[:12]
+    return Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees" / f"{repo.name}-{tag}"
 
 
 def _run(store: Store, loaded: setup.Loaded, json_out: Path | None, log_out: Path | None) -> int:
@@ -59,15 +62,13 @@ def _run(store: Store, loaded: setup.Loaded, json_out: Path | None, log_out: Pat
     graph_shas = list(loaded.problem.graph) + [loaded.problem.good]
     subjects = loaded.repo.subjects(graph_shas) if len(graph_shas) <= 5000 else {}
     err.print(f"revert-bisect #{loaded.id}: {len(loaded.problem.graph)} commits in {loaded.problem.good[:12]}..{loaded.problem.bad[:12]}, {config.workers} worker(s)")
-    root = _worktrees(loaded.repo.path, loaded.id)
-    pool = LocalPool(loaded.repo, config.workers, root)
+    pool = LocalPool(loaded.repo, config.workers, _worktrees(loaded.repo.path))
     try:
         with LiveProgress(err, subjects) as progress:
             outcome = Driver(store, loaded.id, loaded.problem, config, pool, progress).run()
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
         return 130
-    pool.remove_worktrees()
     row = store.get(loaded.id)
     report = to_json(row, loaded.problem, loaded.repo)
     if json_out:

@@ -49,15 +49,21 @@ class GitRepo:
     # -- worktrees --
 
     def add_worktree(self, path: Path) -> None:
-        """A detached worktree at path, reusing a registered one left by an earlier run."""
-        self.repo.git.worktree("prune")
-        listed = self.repo.git.worktree("list", "--porcelain")
-        if f"worktree {path.resolve()}" in listed.splitlines() and path.exists():
+        """A detached worktree at path, reusing one registered by an earlier run.
+
+        It is created without a checkout: the first step's checkout fills it, on the worker.
+        """
+        if (path / ".git").is_file() and self._registered(path):
             return
         if path.exists():
             shutil.rmtree(path)
+        self.repo.git.worktree("prune")
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.repo.git.worktree("add", "--detach", "--force", str(path), "HEAD")
+        self.repo.git.worktree("add", "--detach", "--no-checkout", "--force", str(path), "HEAD")
+
+    def _registered(self, path: Path) -> bool:
+        listed = self.repo.git.worktree("list", "--porcelain").splitlines()
+        return f"worktree {path.resolve()}" in listed
 
     @staticmethod
     def checkout(worktree: Path, sha: str) -> None:
@@ -66,9 +72,3 @@ class GitRepo:
         wt.checkout("--detach", "--force", "--quiet", sha)
         wt.clean("-ffdq")
 
-    def remove_worktree(self, path: Path) -> None:
-        try:
-            self.repo.git.worktree("remove", "--force", str(path))
-        except git.GitCommandError:
-            shutil.rmtree(path, ignore_errors=True)
-            self.repo.git.worktree("prune")

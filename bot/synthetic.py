@@ -4,6 +4,10 @@ Each commit touches a file of its own; the culprit flips `BROKEN = True` in `ser
 The test script lives outside the repository (the yardstick must not change along the range):
 it sleeps, exits 125 on commits marked unbuildable, fails on broken ones, and fails a good
 one with the flake probability it is given.
+
+The history is written with one `git fast-import` stream (4096 commits in a few seconds);
+`fast=False` builds the same history with one `git commit` per commit instead. Both give the same
+trees, messages, identities and dates, hence the same commit ids (bench/check_synthetic.py).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ class SyntheticRepo:
     test_script: Path
     good: str
     bad: str
-    culprit: str
+    culprit: str | None  # None when `culprit` is outside 1..commits: no commit breaks it
     shas: list[str]  # first-parent commits after GOOD, oldest first
 
     def command(self) -> list[str]:
@@ -69,12 +73,16 @@ def build(
     merge_at: int | None = None,
     side_commits: int = 4,
     side_culprit: int | None = None,
+    fast: bool = True,
 ) -> SyntheticRepo:
     """A repository: GOOD, then `commits` first-parent commits (1-based); commit `culprit` breaks it.
 
     With `merge_at`, first-parent commit number `merge_at` is a merge of a side branch of
     `side_commits` commits; `side_culprit` (1-based on that branch) breaks it there instead.
+    `fast=False` runs git once per commit (the original builder) instead of one fast-import.
     """
+    if fast:
+        return _build_fast(path, commits, culprit, sleep=sleep, flake=flake, unbuildable=unbuildable, merge_at=merge_at, side_commits=side_commits, side_culprit=side_culprit)
     path.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
     _git(path, "config", "commit.gpgsign", "false")
@@ -101,10 +109,14 @@ def build(
     if merge_at and side_culprit:
         culprit_sha = _git(path, "rev-parse", f"side-{merge_at}~{side_commits - side_culprit}")
     else:
-        culprit_sha = shas[culprit - 1]
+        culprit_sha = shas[culprit - 1] if 1 <= culprit <= commits else None
+    return SyntheticRepo(path, _write_script(path, sleep, flake), good, shas[-1], culprit_sha, shas)
+
+
+def _write_script(path: Path, sleep: float, flake: float) -> Path:
     script = path.parent / f"{path.name}-test.py"
     script.write_text(TEST_SCRIPT.format(sleep=sleep, flake=flake))
-    return SyntheticRepo(path, script, good, shas[-1], culprit_sha, shas)
+    return script
 
 
 def _change(repo: Path, name: str, text: str) -> None:
@@ -123,6 +135,127 @@ def _merge(repo: Path, i: int, side_commits: int, side_culprit: int | None) -> N
         _git(repo, "commit", "-q", "-m", f"Side change {j} of feature {i}")
     _git(repo, "checkout", "-q", "main")
     _git(repo, "merge", "-q", "--no-ff", "-m", f"Merge feature {i} (#{1000 + i})", branch)
+
+
+# -- the fast builder: the same history as one `git fast-import` stream ---------------------------
+
+_IDENT = "Ada Dev <ada@example.com> 1767225600 +0000"  # what _git's environment gives `git commit`
+Tree = dict[str, str]  # path -> content
+Changes = dict[str, "str | None"]  # path -> new content, None: deleted
+
+
+class _Stream:
+    """Commits for `git fast-import`, each written as its changes against its first parent."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.marks = 0
+
+    def commit(self, ref: str, message: str, changes: Changes, parent: int | None, merge: int | None = None) -> int:
+        self.marks += 1
+        out = [f"commit {ref}\nmark :{self.marks}\nauthor {_IDENT}\ncommitter {_IDENT}\n".encode(), _data(message + "\n")]
+        if parent is not None:
+            out.append(f"from :{parent}\n".encode())
+        if merge is not None:
+            out.append(f"merge :{merge}\n".encode())
+        for name in sorted(changes):
+            if changes[name] is None:
+                out.append(f"D {name}\n".encode())
+            else:
+                out += [f"M 100644 inline {name}\n".encode(), _data(changes[name])]
+        out.append(b"\n")
+        self.chunks += out
+        return self.marks
+
+
+def _data(text: str) -> bytes:
+    raw = text.encode()
+    return b"data %d\n" % len(raw) + raw + b"\n"
+
+
+def _apply(tree: Tree, wanted: Changes) -> tuple[Changes, Changes]:
+    """Apply `wanted` to `tree` in place; returns (what really changed, how to undo it)."""
+    changes = {name: text for name, text in wanted.items() if tree.get(name) != text}
+    undo = {name: tree.get(name) for name in changes}
+    for name, text in changes.items():
+        if text is None:
+            del tree[name]
+        else:
+            tree[name] = text
+    return changes, undo
+
+
+def _merge_trees(base: Tree, ours: Tree, theirs: Tree) -> Tree:
+    """A three-way merge of whole files, as `git merge` does it when nothing conflicts."""
+    out = {}
+    for name in base.keys() | ours.keys() | theirs.keys():
+        b, o, t = base.get(name), ours.get(name), theirs.get(name)
+        if o == t or t == b:
+            pick = o
+        elif o == b:
+            pick = t
+        else:
+            raise ValueError(f"synthetic merge conflict on {name}")
+        if pick is not None:
+            out[name] = pick
+    return out
+
+
+def _build_fast(
+    path: Path,
+    commits: int,
+    culprit: int,
+    *,
+    sleep: float,
+    flake: float,
+    unbuildable: frozenset[int],
+    merge_at: int | None,
+    side_commits: int,
+    side_culprit: int | None,
+) -> SyntheticRepo:
+    """`build` in one `git fast-import`: linear in the number of commits."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    _git(path, "config", "commit.gpgsign", "false")
+    stream = _Stream()
+    tree: Tree = {}
+    changes, undo = _apply(tree, {"README.md": "synthetic service\n", "service/config.py": "BROKEN = False\n"})
+    chain = [stream.commit("refs/heads/main", "Initial import (#1000)", changes, None)]  # first-parent marks, GOOD first
+    for i in range(1, commits + 1):
+        if i == merge_at:
+            base_tree = dict(tree)
+            if i > 1:  # the side branch starts at HEAD~1: undo the last commit
+                _apply(base_tree, undo)
+            side, side_tree = chain[-2] if i > 1 else chain[-1], dict(base_tree)
+            for j in range(1, side_commits + 1):
+                wanted: Changes = {f"side/{i}_{j}.txt": f"side {j}\n"}
+                if j == side_culprit:
+                    wanted["service/config.py"] = "BROKEN = True\n"
+                side = stream.commit(f"refs/heads/side-{i}", f"Side change {j} of feature {i}", _apply(side_tree, wanted)[0], side)
+            merged = _merge_trees(base_tree, tree, side_tree)
+            changes, undo = _apply(tree, {name: merged.get(name) for name in tree.keys() | merged.keys()})
+            chain.append(stream.commit("refs/heads/main", f"Merge feature {i} (#{1000 + i})", changes, chain[-1], side))
+        else:
+            wanted = {f"notes/change_{i}.txt": f"change {i}\n", "BUILD_BROKEN": "x\n" if i in unbuildable else None}
+            if i == culprit:
+                wanted["service/config.py"] = "BROKEN = True\n"
+            changes, undo = _apply(tree, wanted)
+            chain.append(stream.commit("refs/heads/main", f"Change {i} (#{1000 + i})", changes, chain[-1]))
+    marks_file = path.parent / f"{path.name}.marks"
+    stream.chunks.append(b"done\n")
+    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet", "--done", f"--export-marks={marks_file}"], input=b"".join(stream.chunks), check=True, capture_output=True)
+    by_mark = {}
+    for line in marks_file.read_text().splitlines():
+        mark, sha = line.split()
+        by_mark[int(mark[1:])] = sha
+    marks_file.unlink()
+    _git(path, "reset", "-q", "--hard", "main")
+    shas = [by_mark[mark] for mark in chain[1:]]
+    if merge_at and side_culprit:
+        culprit_sha = _git(path, "rev-parse", f"side-{merge_at}~{side_commits - side_culprit}")
+    else:
+        culprit_sha = shas[culprit - 1] if 1 <= culprit <= commits else None
+    return SyntheticRepo(path, _write_script(path, sleep, flake), by_mark[chain[0]], shas[-1], culprit_sha, shas)
 
 
 def random_culprit(commits: int, seed: int) -> int:

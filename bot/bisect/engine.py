@@ -15,9 +15,10 @@ import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from bot.bisect.candidates import Graph, Scope, first_parent_scope, is_merge, merge_scope
-from bot.bisect.planner import choose_probes
+from bot.bisect.planner import USEFUL, choose_probes
 from bot.bisect.posterior import Contradiction, Posterior, Tally
 from bot.bisect.verdict import MetricRule, RawResult, Verdict, classify
 
@@ -73,6 +74,20 @@ class Problem:
     bad: str
     settings: Settings = field(default_factory=Settings)
 
+    @cached_property
+    def _scopes(self) -> dict[tuple[str, ...], Scope]:
+        return {}
+
+    def scope(self, merges: tuple[str, ...]) -> Scope:
+        """The linear search space: first-parent GOOD..BAD, or the commits the innermost merge
+        brought in. Computed once per problem (O(range)); decisions then cost O(tested commits)."""
+        if merges not in self._scopes:
+            if merges:
+                self._scopes[merges] = merge_scope(self.graph, merges[-1])
+            else:
+                self._scopes[merges] = first_parent_scope(self.graph, self.good, self.bad)
+        return self._scopes[merges]
+
 
 @dataclass(frozen=True)
 class Run:
@@ -122,6 +137,7 @@ class Guess:
 class Decision:
     state: State
     probes: tuple[Probe, ...] = ()
+    obsolete: tuple[Probe, ...] = ()  # in-flight runs whose result can no longer change anything
     outcome: Outcome | None = None
     guess: Guess | None = None
     flake_rate: float = 0.0
@@ -196,12 +212,6 @@ def effective_flake(settings: Settings, tallies: dict[int, Tally]) -> float | No
 
 
 # -- the decision -----------------------------------------------------------------------------
-
-
-def current_scope(problem: Problem, state: State) -> Scope:
-    if state.merges:
-        return merge_scope(problem.graph, state.merges[-1])
-    return first_parent_scope(problem.graph, problem.good, problem.bad)
 
 
 def decide(
@@ -301,7 +311,7 @@ def _top_block(post: Posterior, untestable_pos: set[int]) -> _Block:
 
 def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
     s = problem.settings
-    scope = current_scope(problem, state)
+    scope = problem.scope(state.merges)
     n = len(scope.candidates)
     tallies = ev.tallies(scope)
     flake = effective_flake(s, tallies)
@@ -318,7 +328,13 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     passes_at = lambda p: p == 0 or tallies.get(p, Tally()).passes > 0  # noqa: E731
     confident = block.mass >= s.confidence
     backed = fails_at(block.last) and passes_at(block.parent) if block.last <= n else passes_at(n)
-    busy = [p for p in (scope.position(pr.sha) for pr in in_flight) if p is not None]
+    # With a deterministic test, a run in flight whose outcome is already implied is pure waste.
+    obsolete = tuple(
+        pr for pr in in_flight
+        if pr.kind is Kind.SEARCH and (pos := scope.position(pr.sha)) is not None and not USEFUL < post.cdf(pos) < 1 - USEFUL
+    )
+    busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr not in obsolete) if p is not None]
+    free += len(obsolete)
 
     def finish(outcome: Outcome) -> Decision:
         return replace(_done(state, outcome, ev, flake), guess=guess)
@@ -360,10 +376,10 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         positions = [p for p in wanted if p not in busy][:free]
     else:
         positions = choose_probes(post, free, busy, untestable_pos)
-    if not positions and not in_flight:
+    if not positions and len(in_flight) == len(obsolete):
         return finish(Outcome(Status.INCONCLUSIVE, f"no commit left whose result would change the answer (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
     probes = tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
-    return Decision(state, probes, guess=guess, flake_rate=flake, boundary=ev.boundary)
+    return Decision(state, probes, obsolete, guess=guess, flake_rate=flake, boundary=ev.boundary)
 
 
 def _confirm_needs(ev: Evidence, in_flight: Sequence[Probe], state: State, culprit: str, parent: str, x: int) -> list[str]:

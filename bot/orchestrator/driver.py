@@ -24,7 +24,7 @@ from runners.backends.base import Backend, StepResult, StepSpec
 
 # After a result, wait a little for its round-mates before planning again, so that equal-length
 # runs form real rounds instead of one probe placed on stale information.
-GATHER_FRACTION = 0.1
+GATHER_FRACTION = 0.5
 GATHER_FLOOR_S = 0.2
 
 
@@ -86,8 +86,11 @@ class Driver:
                 state = decision.state
                 self._show(snap, decision, flying)
                 if decision.outcome is not None:
-                    self._cancel(flying)
+                    self._cancel(flying, list(flying), "cancelled: the bisection finished without it")
                     return decision.outcome
+                if decision.obsolete:
+                    stale = [i for i, p in flying.items() if p in decision.obsolete]
+                    self._cancel(flying, stale, "cancelled: other results already settled this commit")
                 if decision.probes:
                     self._dispatch(decision.probes, flying)
                     self._show(snap, decision, flying)
@@ -133,17 +136,19 @@ class Driver:
 
     def _collect(self, durations: list[float], flying: dict[int, Probe]) -> list[StepResult]:
         results = self.backend.wait(timeout=None)
-        if durations and len(results) < len(flying):
-            deadline = time.monotonic() + max(GATHER_FLOOR_S, GATHER_FRACTION * statistics.median(durations))
+        if len(results) < len(flying):
+            typical = statistics.median(durations) if durations else results[0].duration_s
+            deadline = time.monotonic() + max(GATHER_FLOOR_S, GATHER_FRACTION * typical)
             while len(results) < len(flying) and (left := deadline - time.monotonic()) > 0:
                 results += self.backend.wait(timeout=left)
         return results
 
-    def _cancel(self, flying: dict[int, Probe]) -> None:
-        if flying:
-            self.backend.cancel(list(flying))
-            self.store.mark_lost(self.id, "cancelled: the bisection finished without it", state="cancelled")
-            flying.clear()
+    def _cancel(self, flying: dict[int, Probe], step_ids: list[int], reason: str) -> None:
+        if step_ids:
+            self.backend.cancel(step_ids)
+            self.store.mark_lost(self.id, reason, state="cancelled", step_ids=step_ids)
+            for step_id in step_ids:
+                flying.pop(step_id, None)
 
     def _show(self, snap: Snapshot, decision: Decision, flying: dict[int, Probe]) -> None:
         snap.phase = decision.state.phase

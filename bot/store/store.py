@@ -89,14 +89,14 @@ class Store:
                 .values(state="done", finished_at=utcnow(), **report.__dict__)
             )
 
-    def mark_lost(self, bisection_id: int, reason: str, state: str = "lost") -> int:
-        """Close steps still running: `lost` (their process is gone: an infra result, kept, never
-        believed) or `cancelled` (stopped on purpose: said nothing)."""
+    def mark_lost(self, bisection_id: int, reason: str, state: str = "lost", step_ids: Iterable[int] | None = None) -> int:
+        """Close steps still running (all of the bisection's, or just step_ids): `lost` (their
+        process is gone: an infra result, kept, never believed) or `cancelled` (stopped on
+        purpose: said nothing)."""
         verdict = "infra" if state == "lost" else None
+        query = update(StepRow).where(StepRow.bisection_id == bisection_id, StepRow.state == "running")
+        if step_ids is not None:
+            query = query.where(StepRow.id.in_(list(step_ids)))
         with self._session.begin() as s:
-            result = s.execute(
-                update(StepRow)
-                .where(StepRow.bisection_id == bisection_id, StepRow.state == "running")
-                .values(state=state, infra_reason=reason, verdict=verdict, finished_at=utcnow())
-            )
+            result = s.execute(query.values(state=state, infra_reason=reason, verdict=verdict, finished_at=utcnow()))
             return result.rowcount

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import queue
 import signal
@@ -24,17 +25,32 @@ def _now() -> datetime:
 
 
 class LocalPool:
+    """Worktrees live under `root` (one root per repository) and outlive the pool, so the next
+    bisection of the same repository starts without creating them; each is held with an
+    exclusive lock while in use, so two pools on one repository never share a worktree."""
+
     def __init__(self, repo: GitRepo, workers: int, root: Path):
         self.repo = repo
         self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "logs").mkdir(exist_ok=True)
+        (root / "results").mkdir(exist_ok=True)
         self._trees: queue.Queue[Path] = queue.Queue()
-        for i in range(workers):
-            tree = root / f"wt-{i}"
+        self._locks = []
+        slot = 0
+        while len(self._locks) < workers:
+            tree = root / f"wt-{slot}"
+            slot += 1
+            lock = open(tree.with_name(tree.name + ".lock"), "w")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.close()
+                continue
             _kill_orphan(tree)
             repo.add_worktree(tree)
+            self._locks.append(lock)
             self._trees.put(tree)
-        (root / "logs").mkdir(parents=True, exist_ok=True)
-        (root / "results").mkdir(parents=True, exist_ok=True)
         self._workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="revert-bisect-step")
         self._done: queue.Queue[StepResult] = queue.Queue()
@@ -75,11 +91,9 @@ class LocalPool:
     def close(self) -> None:
         self.cancel(list(self._running))
         self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def remove_worktrees(self) -> None:
-        """Drop the worktrees once the bisection is over (kept on interrupt, for --resume)."""
-        for i in range(self._workers):
-            self.repo.remove_worktree(self.root / f"wt-{i}")
+        for lock in self._locks:
+            lock.close()
+        self._locks.clear()
 
     # -- one step, on a worker thread --
 
@@ -100,8 +114,8 @@ class LocalPool:
 
     def _run(self, spec: StepSpec, tree: Path, started: datetime, t0: float) -> StepResult:
         GitRepo.checkout(tree, spec.sha)
-        result_file = self.root / "results" / f"step-{spec.step_id}.json"
-        log_file = self.root / "logs" / f"step-{spec.step_id}.log"
+        result_file = self.root / "results" / f"{spec.step_id}-{tree.name}.json"
+        log_file = self.root / "logs" / f"{spec.step_id}-{tree.name}.log"
         result_file.unlink(missing_ok=True)
         env = {
             **os.environ,

@@ -1,0 +1,70 @@
+"""Shared fixtures: isolated user directories, synthetic repositories, the CLI as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import sqlalchemy
+
+from bot.synthetic import build
+
+PG_URL = os.environ.get("REVERT_BISECT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """Keep the default store and worktrees of every test inside its tmp_path."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
+@pytest.fixture
+def synth(tmp_path):
+    def make(commits: int = 20, culprit: int = 7, **kw):
+        return build(tmp_path / f"repo-{uuid.uuid4().hex[:6]}", commits, culprit, **kw)
+
+    return make
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+    json: dict | None
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """Run `revert-bisect` as a real process; --json is read back when the run wrote it."""
+
+    def run(*args: str, env: dict | None = None, timeout: float = 180) -> CliResult:
+        out = tmp_path / f"out-{uuid.uuid4().hex[:6]}.json"
+        argv = [sys.executable, "-m", "bot.cli", *args]
+        if args and args[0] == "bisect" and "--json" not in args:
+            argv[4:4] = ["--json", str(out)]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+        data = json.loads(out.read_text()) if out.exists() else None
+        return CliResult(proc.returncode, proc.stdout, proc.stderr, data)
+
+    return run
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh schema on the PostgreSQL server for one test, dropped afterwards."""
+    schema = f"rb_test_{uuid.uuid4().hex[:10]}"
+    engine = sqlalchemy.create_engine(PG_URL)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
+    yield f"{PG_URL}?options=-csearch_path%3D{schema}"
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    engine.dispose()
