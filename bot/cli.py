@@ -23,6 +23,7 @@ from bot.orchestrator.report import EXIT_CODES, replay_log, to_json
 from bot.progress import LiveProgress
 from bot.store.db import connect
 from bot.store.store import Store
+from bot.revert.git_revert import reverter_for
 from runners.backends.local import LocalPool
 
 EXIT_HELP = """
@@ -65,7 +66,8 @@ def _run(store: Store, loaded: setup.Loaded, json_out: Path | None, log_out: Pat
     pool = LocalPool(loaded.repo, config.workers, _worktrees(loaded.repo.path))
     try:
         with LiveProgress(err, subjects) as progress:
-            outcome = Driver(store, loaded.id, loaded.problem, config, pool, progress).run()
+            reverter = reverter_for(loaded.repo, "The revert-bisect culprit finder confirmed this commit as the first bad one.")
+            outcome = Driver(store, loaded.id, loaded.problem, config, pool, progress, reverter).run()
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
         return 130
@@ -81,6 +83,8 @@ def _run(store: Store, loaded: setup.Loaded, json_out: Path | None, log_out: Pat
         out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip())
     for sha in outcome.candidates:
         out.print(f"  candidate {sha}")
+    if report.get("revert"):
+        out.print(f"revert {report['revert']['sha']} on branch {report['revert']['branch']}")
     err.print(f"{report['runs']} runs in {report['rounds']} rounds {report['rounds_by_kind']}")
     return EXIT_CODES[outcome.status]
 
@@ -101,6 +105,8 @@ def bisect(
     threshold: Annotated[Optional[float], typer.Option(help="The CI threshold of the metric.")] = None,
     higher_is_worse: Annotated[bool, typer.Option("--higher-is-worse/--lower-is-worse", help="Which way the metric gets worse.")] = True,
     timeout: Annotated[Optional[float], typer.Option(min=0.001, help="Seconds before a run is killed (an infra result, retried).")] = None,
+    verify_revert: Annotated[bool, typer.Option("--verify-revert", help="Revert the culprit on --onto (a new branch) and prove it: HEAD vs HEAD+revert, alongside the confirmation.")] = False,
+    onto: Annotated[Optional[str], typer.Option(help="The branch head the revert goes on (default: BAD).")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the outcome as JSON here.")] = None,
     log_out: Annotated[Optional[Path], typer.Option("--log", help="Write a log `git bisect replay` accepts here.")] = None,
     db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: SQLite in the user data directory).")] = None,
@@ -127,8 +133,10 @@ def bisect(
             config = BisectConfig(
                 command=tuple(command or ()), workers=workers, timeout_s=timeout, metric_regex=metric_regex, metric_file=metric_file,
                 threshold=threshold, higher_is_worse=higher_is_worse, confidence=confidence, flake_rate=_flake(flake_rate),
-                descend_merges=descend_merges or all_commits,
+                descend_merges=descend_merges or all_commits, verify_revert=verify_revert, onto=onto,
             )
+            if onto and not verify_revert:
+                raise RevertBisectError("--onto goes with --verify-revert")
             if metric_regex:
                 from runners.metric import compile_metric_regex
 
@@ -170,6 +178,28 @@ def status(
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+@app.command()
+def revert(
+    repo: Annotated[Path, typer.Option(help="The git repository.")],
+    culprit: Annotated[str, typer.Option(help="The commit to revert.")],
+    onto: Annotated[Optional[str], typer.Option(help="Where the revert goes (default: the default branch head).")] = None,
+    branch: Annotated[Optional[str], typer.Option(help="The new branch (default: revert-bisect/revert-<sha>).")] = None,
+    reason: Annotated[Optional[str], typer.Option(help="Why, appended to the commit message.")] = None,
+) -> None:
+    """Revert CULPRIT on top of ONTO on a new branch; a conflict changes nothing."""
+    from bot.gitrepo import GitRepo
+    from bot.revert.git_revert import create_revert
+
+    try:
+        git_repo = GitRepo(repo)
+        result = create_revert(git_repo, culprit, onto or git_repo.default_branch(), branch, reason)
+    except RevertBisectError as exc:
+        err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    out.print(f"{result.sha} on branch {result.branch}")
+    out.print(result.diffstat, highlight=False)
 
 
 @app.command()

@@ -28,6 +28,13 @@ class GitRepo:
         except git.GitCommandError as exc:
             raise RepoError(f"{what} {rev!r} is not a commit in {self.path} (fetch it, or check the spelling)") from exc
 
+    def default_branch(self) -> str:
+        """origin's default branch if the clone knows it, else the checked-out branch (or HEAD)."""
+        try:
+            return self.repo.git.symbolic_ref("--short", "refs/remotes/origin/HEAD")
+        except git.GitCommandError:
+            return "HEAD"
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         return self.repo.is_ancestor(older, newer)
 

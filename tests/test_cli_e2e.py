@@ -198,3 +198,27 @@ def test_sigkill_then_resume_finishes_without_rerunning_finished_steps(synth, tm
     assert {str(i) for i in after} <= set(ran)
     # every test invocation belongs to a recorded step: nothing ran behind the store's back
     assert set(ran) <= {str(s.id) for s in steps}
+
+
+def test_verify_revert_proves_the_revert_alongside_confirmation(synth, cli):
+    repo = synth(30, 19)
+    r = cli(*bisect_args(repo, "--workers", "4", "--verify-revert"))
+    assert r.code == 0, r.stderr
+    assert r.json["culprit"] == repo.culprit
+    assert r.json["ab"]["passed"] and r.json["ab"]["head"] == repo.bad
+    assert r.json["ab"]["head_verdicts"] == ["bad", "bad"] and r.json["ab"]["revert_verdicts"] == ["good", "good"]
+    assert r.json["revert"]["branch"] == f"revert-bisect/revert-{repo.culprit[:12]}"
+    confirm_rounds = {s["round"] for s in r.json["steps"] if s["kind"] in ("confirm", "ab_head", "ab_revert")}
+    assert len(confirm_rounds) == 2  # 8 runs on 4 workers: confirmation and A/B share the rounds
+    assert "revert is proven" in r.stderr
+
+
+def test_verify_revert_with_conflict_reports_culprit_and_why(synth, cli, tmp_path):
+    repo = synth(10, 4)
+    subprocess.run(["git", "-C", str(repo.path), "checkout", "-q", "-b", "release"], check=True)
+    (repo.path / "service" / "config.py").write_text("BROKEN = True  # tuned\n")
+    subprocess.run(["git", "-C", str(repo.path), "commit", "-qam", "Tune (#3000)"], check=True)
+    r = cli(*bisect_args(repo, "--workers", "2", "--verify-revert", "--onto", "release"))
+    assert r.code == 0, r.stderr
+    assert r.json["culprit"] == repo.culprit and r.json["ab"] is None
+    assert "conflicts in service/config.py" in r.json["revert"]["error"]

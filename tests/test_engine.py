@@ -1,5 +1,6 @@
 import math
 import random
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -216,3 +217,52 @@ def test_runs_in_flight_that_results_have_settled_are_obsolete():
     d = decide(Problem(graph, good, bad), State(Phase.SEARCHING), runs, flying, 0)
     assert d.obsolete == (Probe("c60", Kind.SEARCH, 2),)
     assert len(d.probes) == 1 and 20 < int(d.probes[0].sha[1:]) < 40  # its runner is reused at once
+
+
+def test_revert_is_made_then_proven_in_the_confirmation_round():
+    graph, good, bad = linear_graph(30)
+    problem = Problem(graph, good, bad, head=bad)
+    outcome_of = lambda sha: RawResult(0 if sha == "REVERT" else exits(17)(sha).exit_code)  # noqa: E731
+    state, runs = State(), []
+    for _ in range(50):
+        d = decide(problem, state, runs, (), 8)
+        state = d.state
+        if d.wants_revert:
+            assert d.wants_revert == "c17" and state.phase is Phase.CONFIRMING and not d.probes
+            state = replace(state, revert="REVERT")
+            d = decide(problem, state, runs, (), 8)
+            # culprit, parent, head and head+revert, x=2 each, all in one round
+            assert sorted((p.sha, p.kind.value) for p in d.probes) == sorted(
+                [("c17", "confirm"), ("c16", "confirm"), ("c30", "ab_head"), ("REVERT", "ab_revert")] * 2)
+        if d.outcome:
+            break
+        runs += [Run(p.sha, p.kind, outcome_of(p.sha), p.round) for p in d.probes]
+    assert d.outcome.status is Status.FOUND and d.outcome.culprit == "c17"
+    assert d.outcome.ab.passed and "revert is proven" in d.outcome.message
+
+
+def test_a_revert_that_does_not_fix_the_test_is_reported():
+    graph, good, bad = linear_graph(10)
+    problem = Problem(graph, good, bad, head=bad)
+    state, runs = State(), []
+    for _ in range(50):
+        d = decide(problem, state, runs, (), 4)
+        state = replace(d.state, revert="REVERT") if d.wants_revert else d.state
+        if d.outcome:
+            break
+        runs += [Run(p.sha, p.kind, RawResult(1) if p.sha == "REVERT" else exits(4)(p.sha), p.round) for p in d.probes]
+    assert d.outcome.status is Status.FOUND and not d.outcome.ab.passed
+    assert "NOT proven" in d.outcome.message
+
+
+def test_revert_conflict_still_reports_the_culprit():
+    graph, good, bad = linear_graph(10)
+    problem = Problem(graph, good, bad, head=bad)
+    state, runs = State(), []
+    for _ in range(50):
+        d = decide(problem, state, runs, (), 4)
+        state = replace(d.state, revert_error="conflicts in a.py") if d.wants_revert else d.state
+        if d.outcome:
+            break
+        runs += [Run(p.sha, p.kind, exits(4)(p.sha), p.round) for p in d.probes]
+    assert d.outcome.culprit == "c4" and d.outcome.ab is None and d.outcome.revert_error == "conflicts in a.py"

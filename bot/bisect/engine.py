@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import zip_longest
 
 from bot.bisect.candidates import Graph, Scope, first_parent_scope, is_merge, merge_scope
 from bot.bisect.planner import USEFUL, choose_probes
@@ -34,6 +35,11 @@ class Kind(str, enum.Enum):
     CALIBRATE = "calibrate"
     SEARCH = "search"
     CONFIRM = "confirm"
+    AB_HEAD = "ab_head"  # the branch head, for the revert's A/B
+    AB_REVERT = "ab_revert"  # the branch head plus the revert
+
+
+CONFIRMATION_KINDS = (Kind.CONFIRM, Kind.AB_HEAD, Kind.AB_REVERT)
 
 
 class Status(str, enum.Enum):
@@ -73,6 +79,7 @@ class Problem:
     good: str
     bad: str
     settings: Settings = field(default_factory=Settings)
+    head: str | None = None  # when set, the culprit's revert on top of it is verified (A/B)
 
     @cached_property
     def _scopes(self) -> dict[tuple[str, ...], Scope]:
@@ -115,6 +122,22 @@ class State:
     confirming: str | None = None
     confirm_round: int = 0
     confirmations: int = 0
+    revert: str | None = None  # HEAD + revert of `confirming`, once the caller made it
+    revert_error: str | None = None  # why there is no revert to verify (conflict, already reverted)
+
+
+@dataclass(frozen=True)
+class ABResult:
+    """The revert's proof: the branch head fails, the head plus the revert passes."""
+
+    head: str
+    revert: str
+    head_verdicts: tuple[Verdict, ...]
+    revert_verdicts: tuple[Verdict, ...]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.head_verdicts and self.revert_verdicts) and all(v is Verdict.BAD for v in self.head_verdicts) and all(v is Verdict.GOOD for v in self.revert_verdicts)
 
 
 @dataclass(frozen=True)
@@ -125,6 +148,8 @@ class Outcome:
     first_parent_culprit: str | None = None
     confidence: float = 0.0
     candidates: tuple[str, ...] = ()
+    ab: ABResult | None = None
+    revert_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +167,7 @@ class Decision:
     guess: Guess | None = None
     flake_rate: float = 0.0
     boundary: float | None = None
+    wants_revert: str | None = None  # make the revert of this culprit on problem.head, then decide again
 
 
 # -- evidence ---------------------------------------------------------------------------------
@@ -351,23 +377,18 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             return _search(problem, inner, ev, in_flight, free, rnd)
         parent = scope.sha(block.parent)
         if state.phase is Phase.CONFIRMING and state.confirming == culprit:
-            x = s.confirm_runs(flake)
-            pending = _confirm_needs(ev, in_flight, state, culprit, parent, x)
-            if not pending and not any(pr.kind is Kind.CONFIRM for pr in in_flight):
-                return finish(Outcome(Status.FOUND, f"{culprit[:12]} is the first bad commit (P={block.mass:.4f}; confirmed by {x} re-runs of it and its parent)", culprit=culprit, first_parent_culprit=_outermost(state, culprit), confidence=block.mass))
-            probes = [Probe(sha, Kind.CONFIRM, rnd) for sha in pending][:free]
-            return Decision(state, tuple(probes), guess=guess, flake_rate=flake, boundary=ev.boundary)
+            return _confirm(problem, state, ev, in_flight, free, rnd, culprit, scope.sha(block.parent), flake, block.mass, guess)
         if state.phase is not Phase.CONFIRMING or state.confirming != culprit:
-            confirm = replace(state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd)
+            confirm = replace(state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None)
             return _search(problem, confirm, ev, in_flight, free, rnd)
     if state.phase is Phase.CONFIRMING:
         # The confirmation round (or later evidence) disagreed: back to searching.
-        if any(pr.kind is Kind.CONFIRM for pr in in_flight):
+        if any(pr.kind in CONFIRMATION_KINDS for pr in in_flight):
             return Decision(state, (), guess=guess, flake_rate=flake, boundary=ev.boundary)
         retries = state.confirmations + 1
         if retries >= s.max_confirmations:
             return finish(Outcome(Status.INCONCLUSIVE, f"confirmation failed {retries} times: the test is too flaky for confidence {s.confidence}; raise --flake-rate or lower --confidence", culprit=guess.sha, confidence=block.mass))
-        state = replace(state, phase=Phase.SEARCHING, confirming=None, confirmations=retries)
+        state = replace(state, phase=Phase.SEARCHING, confirming=None, confirmations=retries, revert=None, revert_error=None)
     if ev.evidence_count() >= s.run_budget(n):
         return finish(Outcome(Status.INCONCLUSIVE, f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
     if confident and block.last <= n:
@@ -382,20 +403,46 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     return Decision(state, probes, obsolete, guess=guess, flake_rate=flake, boundary=ev.boundary)
 
 
-def _confirm_needs(ev: Evidence, in_flight: Sequence[Probe], state: State, culprit: str, parent: str, x: int) -> list[str]:
-    """Confirmation runs still to dispatch: x results each for the culprit and its parent."""
-    pending = []
-    for sha in (culprit, parent):
-        done = sum(1 for r, v in ev.verdicts if r.sha == sha and r.kind is Kind.CONFIRM and r.round >= state.confirm_round and v.is_evidence)
-        flying = sum(1 for p in in_flight if p.sha == sha and p.kind is Kind.CONFIRM)
-        pending += [sha] * max(0, x - done - flying)
-    # Interleave so a short pool still tests both sides early.
-    a = [s for s in pending if s == culprit]
-    b = [s for s in pending if s == parent]
-    out = []
-    for i in range(max(len(a), len(b))):
-        out += a[i : i + 1] + b[i : i + 1]
-    return out
+def _confirm(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int,
+             culprit: str, parent: str, flake: float, mass: float, guess: Guess) -> Decision:
+    """The confirmation round: culprit and parent x times each, and, in the same round, the
+    branch head and head + revert x times each (the A/B proof), once the revert exists."""
+    x = problem.settings.confirm_runs(flake)
+    extras = dict(guess=guess, flake_rate=flake, boundary=ev.boundary)
+    if problem.head and state.revert is None and state.revert_error is None:
+        return Decision(state, (), wants_revert=culprit, **extras)
+    targets = [(culprit, Kind.CONFIRM), (parent, Kind.CONFIRM)]
+    if state.revert:
+        untestable = ev.untestable(problem.settings)
+        targets += [(sha, kind) for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT)) if sha not in untestable]
+    needs = []
+    for sha, kind in targets:
+        done = sum(1 for r, v in ev.verdicts if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence)
+        flying = sum(1 for p in in_flight if p.sha == sha and p.kind is kind)
+        needs.append([Probe(sha, kind, rnd)] * max(0, x - done - flying))
+    pending = [p for batch in zip_longest(*needs) for p in batch if p is not None]  # interleaved
+    if pending:
+        return Decision(state, tuple(pending[:free]), **extras)
+    if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
+        return Decision(state, (), **extras)
+    ab = _ab_result(problem, state, ev)
+    message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; confirmed by {x} re-runs of it and its parent)"
+    if state.revert_error:
+        message += f"; no revert to verify: {state.revert_error}"
+    elif ab is not None:
+        message += "; the revert is proven: HEAD fails, HEAD + revert passes" if ab.passed else "; the revert is NOT proven by the A/B runs"
+    outcome = Outcome(Status.FOUND, message, culprit=culprit, first_parent_culprit=_outermost(state, culprit), confidence=mass, ab=ab, revert_error=state.revert_error)
+    return replace(_done(state, outcome, ev, flake), guess=guess)
+
+
+def _ab_result(problem: Problem, state: State, ev: Evidence) -> ABResult | None:
+    if not (problem.head and state.revert):
+        return None
+
+    def verdicts(sha: str, kind: Kind) -> tuple[Verdict, ...]:
+        return tuple(v for r, v in ev.verdicts if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence)
+
+    return ABResult(problem.head, state.revert, verdicts(problem.head, Kind.AB_HEAD), verdicts(state.revert, Kind.AB_REVERT))
 
 
 def _outermost(state: State, culprit: str) -> str:

@@ -21,6 +21,8 @@ class BisectConfig:
     flake_rate: float | None = None  # None: auto
     calibration_runs: int = 2
     descend_merges: bool = False
+    verify_revert: bool = False  # revert the culprit on --onto (default BAD) and prove it with an A/B
+    onto: str | None = None
 
     @property
     def uses_metric(self) -> bool:

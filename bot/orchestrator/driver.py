@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bot.bisect.engine import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, decide
 from bot.bisect.verdict import RawResult, Verdict, classify
@@ -47,7 +47,10 @@ Observer = Callable[[Snapshot], None]
 
 
 def state_of(row: BisectionRow) -> State:
-    return State(Phase(row.phase), tuple(row.merges or ()), row.confirming, row.confirm_round, row.confirmations)
+    return State(Phase(row.phase), tuple(row.merges or ()), row.confirming, row.confirm_round, row.confirmations, row.revert, row.revert_error)
+
+
+Reverter = Callable[[str, str], "tuple[str | None, str | None]"]  # (culprit, onto) -> (revert sha, or why not)
 
 
 def run_of(step: StepRow) -> Run:
@@ -60,7 +63,9 @@ def finished_runs(row: BisectionRow) -> list[Run]:
 
 
 class Driver:
-    def __init__(self, store: Store, bisection_id: int, problem: Problem, config: BisectConfig, backend: Backend, observer: Observer | None = None):
+    def __init__(self, store: Store, bisection_id: int, problem: Problem, config: BisectConfig, backend: Backend,
+                 observer: Observer | None = None, reverter: Reverter | None = None):
+        self.reverter = reverter
         self.store = store
         self.id = bisection_id
         self.problem = problem
@@ -91,6 +96,9 @@ class Driver:
                 if decision.obsolete:
                     stale = [i for i, p in flying.items() if p in decision.obsolete]
                     self._cancel(flying, stale, "cancelled: other results already settled this commit")
+                if decision.wants_revert:
+                    state = self._revert(state, decision.wants_revert)
+                    continue
                 if decision.probes:
                     self._dispatch(decision.probes, flying)
                     self._show(snap, decision, flying)
@@ -109,6 +117,15 @@ class Driver:
         finally:
             self.backend.close()
 
+    def _revert(self, state: State, culprit: str) -> State:
+        """Make (or find, after a restart) the culprit's revert on the branch head; record it first."""
+        if self.reverter is None:
+            sha, error = None, "no reverter configured"
+        else:
+            sha, error = self.reverter(culprit, self.problem.head)
+        self.store.save_progress(self.id, revert=sha, revert_error=error)
+        return replace(state, revert=sha, revert_error=error)
+
     def _save(self, old: State, decision: Decision) -> None:
         new = decision.state
         fields = dict(
@@ -118,13 +135,21 @@ class Driver:
             boundary=decision.boundary,
         )
         if new != old:
-            fields.update(phase=new.phase.value, merges=list(new.merges), confirming=new.confirming, confirm_round=new.confirm_round, confirmations=new.confirmations)
+            fields.update(phase=new.phase.value, merges=list(new.merges), confirming=new.confirming, confirm_round=new.confirm_round,
+                          confirmations=new.confirmations, revert=new.revert, revert_error=new.revert_error)
         if decision.outcome is not None:
             out = decision.outcome
             fields.update(
                 status=out.status.value,
                 finished_at=utcnow(),
-                outcome=dict(message=out.message, culprit=out.culprit, first_parent_culprit=out.first_parent_culprit, confidence=out.confidence, candidates=list(out.candidates)),
+                outcome=dict(
+                    message=out.message, culprit=out.culprit, first_parent_culprit=out.first_parent_culprit, confidence=out.confidence,
+                    candidates=list(out.candidates), revert_error=out.revert_error,
+                    ab=None if out.ab is None else dict(
+                        head=out.ab.head, revert=out.ab.revert, passed=out.ab.passed,
+                        head_verdicts=[v.value for v in out.ab.head_verdicts], revert_verdicts=[v.value for v in out.ab.revert_verdicts],
+                    ),
+                ),
             )
         self.store.save_progress(self.id, **fields)
 

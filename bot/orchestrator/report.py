@@ -52,7 +52,19 @@ def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
         rounds_by_kind={k: len(v) for k, v in sorted(rounds.items())},
         runs=len(ran),
         steps=steps,
+        revert=_revert_info(row, repo),
+        ab=outcome.get("ab"),
     )
+
+
+def _revert_info(row: BisectionRow, repo: GitRepo) -> dict | None:
+    if not row.head:
+        return None
+    branch = None
+    if row.revert:
+        branches = repo.repo.git.branch("--points-at", row.revert, "--format=%(refname:short)").split()
+        branch = branches[0] if branches else None
+    return dict(onto=row.head, sha=row.revert, branch=branch, error=row.revert_error)
 
 
 def replay_log(row: BisectionRow, problem: Problem, repo: GitRepo) -> str:

@@ -48,10 +48,13 @@ def create(store: Store, repo: GitRepo, good_rev: str, bad_rev: str, config: Bis
         if repo.is_ancestor(bad, good):
             raise RepoError(f"--good {good_rev} is newer than --bad {bad_rev}: swap them")
         raise RepoError(f"--good {good_rev} is not an ancestor of --bad {bad_rev}: pick a GOOD on BAD's history (e.g. `git merge-base`)")
+    head = repo.resolve(config.onto or bad, "--onto") if config.verify_revert else None
+    if head and not repo.is_ancestor(bad, head):
+        raise RepoError(f"--onto {config.onto} does not contain --bad {bad_rev}: the revert must go on a branch that has the culprit")
     graph = repo.range_graph(good, bad)
-    new = NewBisection(str(repo.path), good_rev, bad_rev, good, bad, list(config.command), config.to_json())
+    new = NewBisection(str(repo.path), good_rev, bad_rev, good, bad, list(config.command), config.to_json(), head)
     bisection_id = store.create(new, Phase.CALIBRATING.value)
-    return Loaded(bisection_id, repo, Problem(graph, good, bad, config.settings()), config, store.get(bisection_id))
+    return Loaded(bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id))
 
 
 def load(store: Store, bisection_id: int) -> Loaded:
@@ -59,4 +62,4 @@ def load(store: Store, bisection_id: int) -> Loaded:
     repo = GitRepo(row.repo)
     config = BisectConfig.from_json(row.settings)
     graph = repo.range_graph(row.good, row.bad)
-    return Loaded(bisection_id, repo, Problem(graph, row.good, row.bad, config.settings()), config, row)
+    return Loaded(bisection_id, repo, Problem(graph, row.good, row.bad, config.settings(), row.head), config, row)

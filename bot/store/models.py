@@ -33,6 +33,10 @@ class BisectionRow(Base):
     confirming: Mapped[str | None] = mapped_column(String(64), nullable=True)
     confirm_round: Mapped[int] = mapped_column(Integer, default=0)
     confirmations: Mapped[int] = mapped_column(Integer, default=0)
+    # Revert verification: the branch head it is proven on, the revert commit or why there is none.
+    head: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    revert: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    revert_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Latest view, for status displays.
     guess: Mapped[str | None] = mapped_column(String(64), nullable=True)
     guess_probability: Mapped[float | None] = mapped_column(Float, nullable=True)

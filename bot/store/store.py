@@ -21,6 +21,7 @@ class NewBisection:
     bad: str
     command: list[str]
     settings: dict
+    head: str | None = None
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Store:
         with self._session.begin() as s:
             row = BisectionRow(
                 repo=new.repo, good_rev=new.good_rev, bad_rev=new.bad_rev, good=new.good, bad=new.bad,
-                command=new.command, settings=new.settings, phase=phase, merges=[], confirm_round=0, confirmations=0,
+                command=new.command, settings=new.settings, head=new.head, phase=phase, merges=[], confirm_round=0, confirmations=0,
             )
             s.add(row)
             s.flush()
