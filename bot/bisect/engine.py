@@ -40,6 +40,7 @@ class Kind(str, enum.Enum):
 
 
 CONFIRMATION_KINDS = (Kind.CONFIRM, Kind.AB_HEAD, Kind.AB_REVERT)
+BISECT_KINDS = (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM)  # runs on commits of the range
 
 
 class Status(str, enum.Enum):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bot.bisect.candidates import first_parent_chain
-from bot.bisect.engine import Evidence, Problem, Status
+from bot.bisect.engine import BISECT_KINDS, Evidence, Problem, Status
 from bot.bisect.replay import render
 from bot.gitrepo import GitRepo
 from bot.orchestrator.driver import finished_runs
@@ -71,7 +71,8 @@ def replay_log(row: BisectionRow, problem: Problem, repo: GitRepo) -> str:
     evidence = Evidence.of(problem, finished_runs(row))
     verdicts = defaultdict(list)
     for run, verdict in evidence.verdicts:
-        verdicts[run.sha].append(verdict)
+        if run.kind in BISECT_KINDS:
+            verdicts[run.sha].append(verdict)
     culprit = (row.outcome or {}).get("culprit") if row.status == Status.FOUND.value else None
     first_parent = culprit is None or culprit in first_parent_chain(problem.graph, problem.bad)
     subjects = repo.subjects(list(verdicts) + ([culprit] if culprit else []))

@@ -31,7 +31,7 @@ class Culprit:
 
 
 @dataclass(frozen=True)
-class TestInfo:
+class FailingTest:
     name: str
     metric: str | None = None
     threshold: float | None = None
@@ -74,7 +74,7 @@ class RevertEvidence:
     repo_slug: str
     branch: str
     culprit: Culprit
-    test: TestInfo
+    test: FailingTest
     rows: list[Row]
     ab: AB
     files: list[str]
