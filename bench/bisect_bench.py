@@ -117,6 +117,13 @@ class Cell:
     failures: int = 0
 
 
+TEST_KIND = "sh"  # set from --test
+
+
+def test_command(synth: SyntheticRepo) -> list[str]:
+    return synth.shell_command() if TEST_KIND == "sh" else synth.command()
+
+
 def run_git_bisect(synth: SyntheticRepo, work: Path) -> GitResult:
     run_log = work / "git-bisect-runs.log"
     run_log.unlink(missing_ok=True)
@@ -126,7 +133,7 @@ def run_git_bisect(synth: SyntheticRepo, work: Path) -> GitResult:
     try:
         t0 = time.perf_counter()
         subprocess.run([*git, "bisect", "start", synth.bad, synth.good], check=True, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=synth.path)
-        subprocess.run([*git, "bisect", "run", *synth.command()], check=True, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=synth.path)
+        subprocess.run([*git, "bisect", "run", *test_command(synth)], check=True, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=synth.path)
         wall = time.perf_counter() - t0
         found = subprocess.run([*git, "rev-parse", "--verify", "--quiet", "refs/bisect/bad"], capture_output=True, text=True, env=env).stdout.strip() or None
     finally:
@@ -140,7 +147,7 @@ def run_revert_bisect(synth: SyntheticRepo, workers: int, work: Path, db_url: st
     out_json = work / f"rb-k{workers}.json"
     out_json.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "bot.cli", "bisect", "--repo", str(synth.path), "--good", synth.good, "--bad", synth.bad,
-            "--workers", str(workers), "--json", str(out_json), "--db", db_url, "--", *synth.command()]
+            "--workers", str(workers), "--json", str(out_json), "--db", db_url, "--", *test_command(synth)]
     t0 = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.perf_counter() - t0
@@ -218,7 +225,7 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
                              fmt(med(cell.search_ratio)), fmt(med(cell.e2e_ratio)), fmt(med([r.wall for r in cell.results]), 1)])
     seeds_txt = ", ".join(f"n={n}: {seeds[n]}" for n in sizes)
     table(
-        f"Real processes and git: revert-bisect vs `git bisect run` (test sleeps {args.sleep:g}s, flake {args.flake:g}; seeds {seeds_txt}; {os.cpu_count()} CPUs)",
+        f"Real processes and git: revert-bisect vs `git bisect run` (test: {TEST_KIND} script sleeping {args.sleep:g}s, flake {args.flake:g}; seeds {seeds_txt}; {os.cpu_count()} CPUs)",
         ["n", "tool", "k", "accuracy (culprit == expected)", "search rounds (median; JSON rounds_by_kind.search; git: runs)", "ideal ceil(log_(k+1) n)",
          "all rounds (median; calibrate+search+confirm)", "test runs (median; JSON runs; git: lines in SYNTH_RUN_LOG)",
          "search wall / git (median of per-seed ratios; estimate: search rounds x median search-step duration_s, over git's measured wall)",
@@ -344,6 +351,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], help="seeds for n=64,512,4096, e.g. 5,5,2 (the default; --quick: 2,1,0)")
     parser.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4], help="revert-bisect worker counts (default 1,2,4)")
     parser.add_argument("--sleep", type=float, default=0.25, help="seconds each real test run sleeps (default 0.25)")
+    parser.add_argument("--test", choices=["sh", "python"], default="sh", help="the synthetic test as /bin/sh (default) or Python; both tools run the same one")
     parser.add_argument("--flake", type=float, default=0.0, help="chance a good commit's real test run fails (default 0: deterministic)")
     parser.add_argument("--sim-seeds", type=int, default=1000, help="seeds of the flaky simulation (default 1000)")
     parser.add_argument("--det-seeds", type=int, help="seeds per n of the deterministic simulation (default 200; --quick: 50)")
@@ -353,6 +361,8 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--only", choices=["real", "sim", "engine"], action="append", help="run only these parts (repeatable)")
     args = parser.parse_args()
+    global TEST_KIND
+    TEST_KIND = args.test
     args.seeds = args.seeds or ([2, 1, 0] if args.quick else [5, 5, 2])
     if len(args.seeds) != 3:
         parser.error("--seeds takes three numbers: for n=64,512,4096")
