@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import tempfile
@@ -10,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from platformdirs import user_cache_dir
 from rich.console import Console
 from rich.table import Table
 
@@ -18,13 +16,10 @@ from bot.bisect.engine import Status
 from bot.errors import RevertBisectError
 from bot.orchestrator import setup
 from bot.orchestrator.config import BisectConfig
-from bot.orchestrator.driver import Driver
-from bot.orchestrator.report import EXIT_CODES, replay_log, to_json
-from bot.progress import LiveProgress
+from bot.orchestrator.report import EXIT_CODES
+from bot.session import run_bisection
 from bot.store.db import connect
 from bot.store.store import Store
-from bot.revert.git_revert import reverter_for
-from runners.backends.local import LocalPool
 
 EXIT_HELP = """
 Exit codes: 0 culprit found; 3 ambiguous (untestable commits border the answer); 4 not
@@ -50,43 +45,6 @@ def _flake(value: str) -> float | None:
     if not 0 <= f < 0.5:
         raise typer.BadParameter("a flake rate is a probability in [0, 0.5)")
     return f
-
-
-def _worktrees(repo: Path) -> Path:
-    """One cache of worktrees per repository, reused by every bisection of it."""
-    tag = hashlib.sha1(str(repo).encode()).hexdigest()[:12]
-    return Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees" / f"{repo.name}-{tag}"
-
-
-def _run(store: Store, loaded: setup.Loaded, json_out: Path | None, log_out: Path | None) -> int:
-    config = loaded.config
-    graph_shas = list(loaded.problem.graph) + [loaded.problem.good]
-    subjects = loaded.repo.subjects(graph_shas) if len(graph_shas) <= 5000 else {}
-    err.print(f"revert-bisect #{loaded.id}: {len(loaded.problem.graph)} commits in {loaded.problem.good[:12]}..{loaded.problem.bad[:12]}, {config.workers} worker(s)")
-    pool = LocalPool(loaded.repo, config.workers, _worktrees(loaded.repo.path))
-    try:
-        with LiveProgress(err, subjects) as progress:
-            reverter = reverter_for(loaded.repo, "The revert-bisect culprit finder confirmed this commit as the first bad one.")
-            outcome = Driver(store, loaded.id, loaded.problem, config, pool, progress, reverter).run()
-    except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
-        return 130
-    row = store.get(loaded.id)
-    report = to_json(row, loaded.problem, loaded.repo)
-    if json_out:
-        json_out.write_text(json.dumps(report, indent=2) + "\n")
-    if log_out:
-        log_out.write_text(replay_log(row, loaded.problem, loaded.repo))
-    style = "green" if outcome.status is Status.FOUND else "yellow"
-    err.print(f"[{style}]{outcome.status.value}[/]: {outcome.message}")
-    if outcome.culprit:
-        out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip())
-    for sha in outcome.candidates:
-        out.print(f"  candidate {sha}")
-    if report.get("revert"):
-        out.print(f"revert {report['revert']['sha']} on branch {report['revert']['branch']}")
-    err.print(f"{report['runs']} runs in {report['rounds']} rounds {report['rounds_by_kind']}")
-    return EXIT_CODES[outcome.status]
 
 
 @app.command(epilog=EXIT_HELP)
@@ -142,7 +100,7 @@ def bisect(
 
                 compile_metric_regex(metric_regex)
             loaded = setup.create(store, GitRepo(repo), good, bad, config)
-        code = _run(store, loaded, json_out, log_out)
+        code, _ = run_bisection(store, loaded, err, out, json_out, log_out)
     except (RevertBisectError, ValueError) as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
@@ -223,7 +181,7 @@ def demo(
         store = Store(connect(db))
         config = BisectConfig(command=tuple(synth.command()), workers=workers, metric_regex=r"avg_kl_div=(?P<value>[0-9.eE+-]+)", threshold=0.002)
         loaded = setup.create(store, GitRepo(synth.path), synth.good, synth.bad, config)
-        code = _run(store, loaded, workdir / "result.json", workdir / "bisect.log")
+        code, _ = run_bisection(store, loaded, err, out, workdir / "result.json", workdir / "bisect.log")
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False)
         raise typer.Exit(2) from None

@@ -376,7 +376,6 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         if s.descend_merges and is_merge(problem.graph, culprit) and culprit not in state.merges:
             inner = replace(state, phase=Phase.SEARCHING, merges=state.merges + (culprit,), confirming=None)
             return _search(problem, inner, ev, in_flight, free, rnd)
-        parent = scope.sha(block.parent)
         if state.phase is Phase.CONFIRMING and state.confirming == culprit:
             return _confirm(problem, state, ev, in_flight, free, rnd, culprit, scope.sha(block.parent), flake, block.mass, guess)
         if state.phase is not Phase.CONFIRMING or state.confirming != culprit:

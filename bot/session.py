@@ -1,0 +1,59 @@
+"""Running one stored bisection on this machine, with the live display, and writing its outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from platformdirs import user_cache_dir
+from rich.console import Console
+
+from bot.bisect.engine import Status
+from bot.orchestrator.driver import Driver
+from bot.orchestrator.report import EXIT_CODES, replay_log, to_json
+from bot.orchestrator.setup import Loaded
+from bot.progress import LiveProgress
+from bot.revert.git_revert import reverter_for
+from bot.store.store import Store
+from runners.backends.local import LocalPool
+
+INTERRUPTED = 130
+REVERT_REASON = "The revert-bisect culprit finder confirmed this commit as the first bad one."
+
+
+def worktree_root(repo: Path) -> Path:
+    """One cache of worktrees per repository, reused by every bisection of it."""
+    tag = hashlib.sha1(str(repo).encode()).hexdigest()[:12]
+    return Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees" / f"{repo.name}-{tag}"
+
+
+def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json_out: Path | None = None, log_out: Path | None = None) -> tuple[int, dict | None]:
+    """Drive the bisection to its end; (exit code, JSON report), or (130, None) on Ctrl-C."""
+    config, problem = loaded.config, loaded.problem
+    shas = list(problem.graph) + [problem.good]
+    subjects = loaded.repo.subjects(shas) if len(shas) <= 5000 else {}
+    err.print(f"revert-bisect #{loaded.id}: {len(problem.graph)} commits in {problem.good[:12]}..{problem.bad[:12]}, {config.workers} worker(s)")
+    pool = LocalPool(loaded.repo, config.workers, worktree_root(loaded.repo.path))
+    try:
+        with LiveProgress(err, subjects) as progress:
+            outcome = Driver(store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo, REVERT_REASON)).run()
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
+        return INTERRUPTED, None
+    row = store.get(loaded.id)
+    report = to_json(row, problem, loaded.repo)
+    if json_out:
+        json_out.write_text(json.dumps(report, indent=2) + "\n")
+    if log_out:
+        log_out.write_text(replay_log(row, problem, loaded.repo))
+    style = "green" if outcome.status is Status.FOUND else "yellow"
+    err.print(f"[{style}]{outcome.status.value}[/]: {outcome.message}")
+    if outcome.culprit:
+        out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip())
+    for sha in outcome.candidates:
+        out.print(f"  candidate {sha}")
+    if report.get("revert") and report["revert"]["sha"]:
+        out.print(f"revert {report['revert']['sha']} on branch {report['revert']['branch']}")
+    err.print(f"{report['runs']} runs in {report['rounds']} rounds {report['rounds_by_kind']}")
+    return EXIT_CODES[outcome.status], report
