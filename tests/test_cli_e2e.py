@@ -58,11 +58,17 @@ def test_merge_culprit_descended_into(tmp_path, cli):
     assert flat.code == 0, flat.stderr
     merge = repo.shas[5]
     assert flat.json["culprit"] == merge
-    deep = cli(*bisect_args(repo, "--workers", "2", "--descend-merges"))
+    log = tmp_path / "deep.log"
+    deep = cli(*bisect_args(repo, "--workers", "2", "--descend-merges", "--log", str(log)))
     assert deep.code == 0, deep.stderr
     assert deep.json["culprit"] == repo.culprit != merge
     assert deep.json["first_parent_culprit"] == merge
     assert deep.json["culprit_subject"] == "Side change 3 of feature 6"
+    replay = subprocess.run(["git", "-C", str(repo.path), "bisect", "replay", str(log)], capture_output=True, text=True)
+    assert replay.returncode == 0 and f"{repo.culprit} is the first bad commit" in replay.stdout, replay.stdout + replay.stderr
+    subprocess.run(["git", "-C", str(repo.path), "bisect", "reset"], check=True, capture_output=True)
+    every = cli(*bisect_args(repo, "--workers", "2", "--all-commits"))
+    assert every.code == 0 and every.json["culprit"] == repo.culprit
 
 
 def test_unbuildable_commits_next_to_the_culprit_are_ambiguous(synth, cli):
