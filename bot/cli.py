@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import sys
 import tempfile
 from pathlib import Path
@@ -162,33 +162,30 @@ def revert(
 
 @app.command()
 def demo(
-    commits: Annotated[int, typer.Option(min=2, max=2000)] = 40,
-    workers: Annotated[int, typer.Option(min=1, max=32)] = 3,
-    flake_rate: Annotated[float, typer.Option(min=0.0, max=0.3, help="Chance a good commit's run fails.")] = 0.05,
-    sleep: Annotated[float, typer.Option(min=0.0, help="Seconds each test run takes.")] = 0.3,
-    seed: Annotated[int, typer.Option()] = 7,
-    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store.")] = None,
+    directory: Annotated[Optional[Path], typer.Option("--dir", help="Where to build the scenario (default: a new temporary directory).")] = None,
+    commits: Annotated[int, typer.Option(min=8, max=500, help="Commits since the last green nightly.")] = 60,
+    seed: Annotated[int, typer.Option(help="Which history (and culprit) to generate.")] = 0,
+    flake_rate: Annotated[float, typer.Option(min=0.0, max=0.3, help="Chance a healthy commit's KL test fails anyway.")] = 0.0,
+    unbuildable: Annotated[int, typer.Option(min=0, max=10, help="Commits that do not build (exit 125).")] = 0,
+    workers: Annotated[int, typer.Option(min=1, max=16, help="Local runners.")] = 4,
+    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: SQLite in the scenario directory).")] = None,
 ) -> None:
-    """Build a throwaway repository with one regression in a flaky test, and find it."""
-    from bot.gitrepo import GitRepo
-    from bot.synthetic import build, random_culprit
+    """The miniature SGLang incident end to end: red nightly, bisect, confirm, revert, A/B, the revert PR."""
+    from bot import demo as demo_flow
 
-    workdir = Path(tempfile.mkdtemp(prefix="revert-bisect-demo-"))
-    culprit = random_culprit(commits, seed)
-    synth = build(workdir / "repo", commits, culprit, sleep=sleep, flake=flake_rate)
-    err.print(f"demo repository: {synth.path} ({commits} commits; the regression is in commit {culprit})")
+    workdir = directory or Path(tempfile.mkdtemp(prefix="revert-bisect-demo-"))
+    if directory and directory.exists() and any(directory.iterdir()):
+        err.print(f"revert-bisect: error: --dir {directory} is not empty; give a new directory")
+        raise typer.Exit(2)
+    if importlib.util.find_spec("torch") is None:
+        err.print("revert-bisect: error: the demo's model needs torch: pip install 'revert-bisect[model]' (torch==2.13.0, CPU)")
+        raise typer.Exit(2)
     try:
-        store = Store(connect(db))
-        config = BisectConfig(command=tuple(synth.command()), workers=workers, metric_regex=r"avg_kl_div=(?P<value>[0-9.eE+-]+)", threshold=0.002)
-        loaded = setup.create(store, GitRepo(synth.path), synth.good, synth.bad, config)
-        code, _ = run_bisection(store, loaded, err, out, workdir / "result.json", workdir / "bisect.log")
+        result = demo_flow.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, workers=workers, db=db, err=err, out=out)
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False)
         raise typer.Exit(2) from None
-    found = json.loads((workdir / "result.json").read_text()).get("culprit") if code == 0 else None
-    verdict = "[green]correct[/]" if found == synth.culprit else "[red]wrong[/]"
-    err.print(f"expected {synth.culprit[:12]}: {verdict}; outcome and replay log in {workdir}")
-    raise typer.Exit(0 if found == synth.culprit else 1)
+    raise typer.Exit(result.exit_code)
 
 
 def main() -> None:
