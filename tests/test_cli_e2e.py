@@ -122,10 +122,32 @@ def test_good_that_fails(synth, cli):
     assert "pass an older --good" in r.stderr
 
 
-def test_demo_command_runs_green(cli):
-    r = cli("demo", "--commits", "12", "--sleep", "0", "--workers", "2")
-    assert r.code == 0, r.stderr
-    assert "correct" in r.stderr
+def test_demo_finds_reverts_and_proves_the_miniature_incident(cli, tmp_path):
+    import json
+
+    r = cli("demo", "--dir", str(tmp_path / "demo"), timeout=300)
+    assert r.code == 0, r.stderr[-3000:]
+    scenario = json.loads((tmp_path / "demo" / "scenario.json").read_text())
+    result = json.loads((tmp_path / "demo" / "result.json").read_text())
+    assert result["culprit"] == scenario["culprit"]
+    assert result["ab"]["passed"] and result["ab"]["head_verdicts"] == ["bad", "bad"] and result["ab"]["revert_verdicts"] == ["good", "good"]
+    assert "nightly is red" in r.stderr and "correct" in r.stderr
+    pr = (tmp_path / "demo" / "revert-pr.md").read_text()
+    assert pr.startswith(f'# Revert "') and f"Reverts {scenario['repo_slug']}#{scenario['culprit_pr']}" in pr
+    assert f"#{scenario['followup']['number']}" in pr
+    assert "HEAD fails and HEAD + revert passes on every run" in pr
+
+
+def test_demo_with_flakes_and_unbuildable_commits(cli, tmp_path):
+    import json
+
+    r = cli("demo", "--dir", str(tmp_path / "demo"), "--flake-rate", "0.05", "--unbuildable", "3", "--seed", "4", timeout=300)
+    assert r.code == 0, r.stderr[-3000:]
+    scenario = json.loads((tmp_path / "demo" / "scenario.json").read_text())
+    result = json.loads((tmp_path / "demo" / "result.json").read_text())
+    assert result["culprit"] == scenario["culprit"]
+    skipped = {s["sha"] for s in result["steps"] if s["verdict"] == "skip"}
+    assert skipped <= set(scenario["unbuildable"])  # only the unbuildable commits ever exit 125
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from runners.backends.base import StepResult, StepSpec
 from runners.metric import compile_metric_regex, metric_from_file, metric_from_output
 
 LOG_TAIL_CHARS = 4000
+STOP_GRACE_S = 10.0
 
 
 def _now() -> datetime:
@@ -142,8 +143,7 @@ class LocalPool:
                 try:
                     exit_code = proc.wait(timeout=spec.timeout_s)
                 except subprocess.TimeoutExpired:
-                    _kill_group(proc)
-                    proc.wait()
+                    _stop_group(proc)
                     exit_code, infra = None, f"timeout after {spec.timeout_s:g}s"
                 _pidfile(tree).unlink(missing_ok=True)
         output = log_file.read_text(errors="replace")
@@ -153,6 +153,18 @@ class LocalPool:
         if exit_code is not None and exit_code < 0 and infra is None:
             infra = f"killed by signal {-exit_code}"
         return StepResult(spec.step_id, spec.sha, exit_code, metric, infra, f"local/{tree.name}", time.monotonic() - t0, output[-LOG_TAIL_CHARS:], started, _now())
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM first, so a probe can stop the server it launched; SIGKILL after a grace period."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=STOP_GRACE_S)
+    except (ProcessLookupError, PermissionError):
+        proc.wait()
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.wait()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,0 +1,314 @@
+"""Build the scenario: a git repository whose squash-merge history hides the track-boundary mislabel.
+
+    build(Path("/tmp/incident"), commits=60, seed=0)  ->  Scenario; /tmp/incident/repo, /tmp/incident/scenario.json
+
+The history is written with one `git fast-import` stream; identities, dates and contents all come
+from the seed, so a seed always gives the same commit ids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from . import history
+from .history import AUTHORS, CULPRIT_AUTHOR, FOLLOWUP_AUTHOR, Change, Tree
+
+THRESHOLD = 0.002
+METRIC = "avg_kl_div"
+TRACK_INTERVAL = 8
+REPO_SLUG = "mini-sglang/mini-sglang"
+FIRST_VERSION = "0.3.0"
+COMMITTER = "GitHub <noreply@github.com>"
+EPOCH = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
+LAUNCH = "{python} -m mini_sglang.launch_server --port {port} --track-interval %d" % TRACK_INTERVAL
+BUILD = "{python} -m compileall -q -f mini_sglang"  # -f: a stale .pyc must not hide a syntax error
+
+
+def test_command(python: str | None = None) -> list[str]:
+    """The scheduled test: the bot's KL probe, launching the engine of the commit under test."""
+    return [python or sys.executable, "-m", "runners.probes.sglang_kl", "--launch", LAUNCH, "--build", BUILD,
+            "--threshold", str(THRESHOLD), "--samples", "16", "--max-new-tokens", "24", "--prompt-len", "20",
+            "--startup-timeout", "60"]
+
+
+@dataclass
+class Scenario:
+    dir: Path
+    repo: Path
+    seed: int
+    commits: int
+    flake_rate: float
+    good: str  # the first commit
+    bad: str  # HEAD of main
+    culprit: str  # for tests only: what a bisection must find
+    culprit_pr: int
+    culprit_index: int  # position in `shas` (0 = good)
+    shas: list[str]  # every commit of main, oldest first
+    unbuildable: list[str]
+    prs: list[dict]  # one per commit, oldest first: number, title, author, author_name, author_email, body, sha, ...
+    followup: dict  # the issue where the proper fix is being worked on; cites the culprit PR
+    test_command: list[str]
+    threshold: float = THRESHOLD
+    metric: str = METRIC
+    track_interval: int = TRACK_INTERVAL
+    repo_slug: str = REPO_SLUG
+    default_branch: str = "main"
+    schema: int = 1
+    test_command_shell: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        self.test_command_shell = shlex.join(self.test_command)
+
+    def pr_for(self, sha: str) -> dict | None:
+        return next((pr for pr in self.prs if pr["sha"] == sha), None)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["dir"], data["repo"] = str(self.dir), str(self.repo)
+        return data
+
+    @classmethod
+    def load(cls, path: Path) -> "Scenario":
+        path = Path(path)
+        data = json.loads((path / "scenario.json" if path.is_dir() else path).read_text())
+        data["dir"], data["repo"] = Path(data["dir"]), Path(data["repo"])
+        return cls(**data)
+
+
+# -- the plan: which change lands at which position --
+
+@dataclass
+class Planned:
+    change: Change
+    pr: int
+    author: int
+
+
+def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int, list[int]]:
+    if commits < 8:
+        raise ValueError("--commits must be at least 8 (the culprit is kept out of the first and last 3)")
+    rng = random.Random(f"mamba-track-boundary/{seed}")
+    culprit = rng.randint(3, commits - 4)
+
+    # Unbuildable commits: never an endpoint, the culprit or its parent; each fixed by the next
+    # commit, so two of them are never adjacent.
+    candidates = [u for u in range(1, commits - 1) if u not in (culprit - 1, culprit)]
+    rng.shuffle(candidates)
+    broken: list[int] = []
+    for u in candidates:
+        if len(broken) == unbuildable:
+            break
+        if all(abs(u - v) >= 2 for v in broken) and u + 1 != culprit:
+            broken.append(u)
+    if len(broken) < unbuildable:
+        raise ValueError(f"cannot place {unbuildable} unbuildable commits in a history of {commits}")
+    broken.sort()
+    fixes = {u + 1 for u in broken}
+
+    free = [i for i in range(1, commits) if i != culprit and i not in broken and i not in fixes]
+    releases = sorted(rng.sample(free, min(len(free), max(1, commits // 15))))
+
+    numbers = _pr_numbers(commits, rng)
+    pool = [c for kind in sorted(history.pools().items()) for c in kind[1]]
+    rng.shuffle(pool)
+    version = [int(x) for x in FIRST_VERSION.split(".")]
+    plan: list[Planned] = []
+    fillers = 0
+    broken_changes: dict[int, tuple[Change, object]] = {u: history.broken_pair(k) for k, u in enumerate(broken)}
+    for i in range(commits):
+        author = rng.randrange(len(AUTHORS))
+        if i == 0:
+            change = Change("release", "Import mini-sglang v%s" % FIRST_VERSION,
+                            "Import the engine: TinyMamba, the Mamba prefix cache with ping-pong track slots, "
+                            "the overlap scheduler and the HTTP server.", lambda tree: None)
+        elif i == culprit:
+            change, author = history.culprit_change(), CULPRIT_AUTHOR
+        elif i in broken_changes:
+            change = broken_changes[i][0]
+        elif i in fixes:
+            change = broken_changes[i - 1][1](numbers[i - 1])
+        elif i in releases:
+            version[2] += 1
+            change = history.release_change(".".join(map(str, version)))
+        elif pool:
+            change = pool.pop()
+        else:
+            change = history.filler(fillers, rng)
+            fillers += 1
+        plan.append(Planned(change, numbers[i], author))
+    return plan, culprit, broken
+
+
+def _pr_numbers(commits: int, rng: random.Random) -> list[int]:
+    """Increasing with gaps, with a few neighbours swapped: PRs merge out of order."""
+    n = 8000 + rng.randrange(2000)
+    numbers = []
+    for _ in range(commits):
+        n += rng.randint(1, 12)
+        numbers.append(n)
+    for i in range(1, commits - 1):
+        if rng.random() < 0.2:
+            numbers[i], numbers[i + 1] = numbers[i + 1], numbers[i]
+    return numbers
+
+
+# -- writing the repository --
+
+def _ident(name: str, email: str, when: datetime, tz: str) -> str:
+    return f"{name} <{email}> {int(when.timestamp())} {tz}"
+
+
+def _data(text: str) -> bytes:
+    raw = text.encode()
+    return b"data %d\n" % len(raw) + raw + b"\n"
+
+
+def _pr_body(change: Change, number: int) -> str:
+    mods = "\n".join(f"- {m}" for m in change.modifications) or "- See the diff."
+    return (f"## Motivation\n\n{change.summary}\n\n## Modifications\n\n{mods}\n\n## Checklist\n\n"
+            "- [x] Format your code according to the pre-commit config.\n"
+            f"- [{'x' if change.kind in ('test', 'feature', 'culprit') else ' '}] Add unit tests.\n"
+            f"- [{'x' if change.kind == 'docs' else ' '}] Update documentation as needed.\n")
+
+
+def _followup(number: int, culprit_pr: int, created: datetime) -> dict:
+    name, email, login, _ = AUTHORS[FOLLOWUP_AUTHOR]
+    body = (
+        "## Describe the bug\n\n"
+        "The nightly decode-cache-hit KL accuracy test fails on main: a second turn that resumes from a "
+        "decode-state checkpoint drifts from a cold prefill of the same tokens (`avg_kl_div` far above the "
+        f"{THRESHOLD} threshold), while `cached_tokens` looks fine.\n\n"
+        f"Since #{culprit_pr}, `mamba_last_track_seqlen` is taken from `kv_committed_len` when a decode step lands "
+        "on a track boundary. Under the overlap scheduler that counter already includes the next, prepared step, "
+        "so the cached prefix is labelled one token longer than the state it holds.\n\n"
+        f"The proper fix for the regression introduced in #{culprit_pr} is being worked on here: record the "
+        "boundary from the result's own sequence length, and test decode cache hits against a cold prefill "
+        "instead of only checking `cached_tokens`.\n\n"
+        "## Reproduction\n\n"
+        "```sh\n"
+        f"python -m mini_sglang.launch_server --port 30000 --track-interval {TRACK_INTERVAL}\n"
+        "# turn 1: generate 24 tokens; turn 2: prompt + output + ','; flush; cold prefill; compare logprobs\n"
+        "```\n"
+    )
+    return {
+        "number": number,
+        "kind": "issue",
+        "title": "[Bug] Mamba decode cache hit drifts from prefill: track boundary seqlen off by one under overlap",
+        "body": body,
+        "author": login,
+        "author_name": name,
+        "author_email": email,
+        "state": "open",
+        "labels": ["bug", "mamba"],
+        "created_at": created.isoformat().replace("+00:00", "Z"),
+        "cites": culprit_pr,
+    }
+
+
+def build(dir: Path, commits: int = 60, seed: int = 0, flake_rate: float = 0.0, unbuildable: int = 0,
+          force: bool = False) -> Scenario:
+    """Write DIR/repo and DIR/scenario.json; see the module docstring."""
+    if not 0.0 <= flake_rate <= 1.0:
+        raise ValueError("flake_rate must be within [0, 1]")
+    if unbuildable < 0:
+        raise ValueError("unbuildable must be at least 0")
+    plan, culprit_index, broken = _plan(commits, seed, unbuildable)
+    dir = Path(dir).resolve()
+    repo = dir / "repo"
+    if repo.exists():
+        if not force and any(repo.iterdir()):
+            raise FileExistsError(f"{repo} already exists (use force=True / --force to replace it)")
+        shutil.rmtree(repo)
+    repo.mkdir(parents=True)
+
+    rng = random.Random(f"mamba-track-boundary/dates/{seed}")
+    tree: Tree = {}
+    stream: list[bytes] = []
+    when = EPOCH
+    records = []
+    for i, planned in enumerate(plan):
+        change = planned.change
+        before = dict(tree)
+        if i == 0:
+            tree.update(history.initial_tree(flake_rate, FIRST_VERSION))
+        else:
+            change.apply(tree)
+        changed = sorted(p for p in tree if before.get(p) != tree[p])
+        removed = sorted(p for p in before if p not in tree)
+        if i and not changed and not removed:
+            raise AssertionError(f"scenario builder: change {change.title!r} changed nothing")
+        when += timedelta(seconds=rng.randint(25 * 60, 16 * 3600))
+        authored = when - timedelta(seconds=rng.randint(600, 3 * 86400))
+        name, email, login, tz = AUTHORS[planned.author]
+        message = f"{change.title} (#{planned.pr})\n\n{change.summary}\n"
+        if rng.random() < 0.15:
+            co = AUTHORS[(planned.author + 1 + rng.randrange(len(AUTHORS) - 1)) % len(AUTHORS)]
+            message += f"\nCo-authored-by: {co[0]} <{co[1]}>\n"
+        stream.append(f"commit refs/heads/main\nmark :{i + 1}\n".encode())
+        stream.append(f"author {_ident(name, email, authored, tz)}\n".encode())
+        stream.append(f"committer {COMMITTER} {int(when.timestamp())} +0000\n".encode())
+        stream.append(_data(message))
+        if i:
+            stream.append(f"from :{i}\n".encode())
+        for path in removed:
+            stream.append(f"D {path}\n".encode())
+        for path in changed:
+            stream.append(f"M 100644 inline {path}\n".encode())
+            stream.append(_data(tree[path]))
+        stream.append(b"\n")
+        records.append({
+            "number": planned.pr,
+            "title": change.title,
+            "author": login,
+            "author_name": name,
+            "author_email": email,
+            "body": _pr_body(change, planned.pr),
+            "kind": change.kind,
+            "files": changed + removed,
+            "merged_at": when.isoformat().replace("+00:00", "Z"),
+        })
+
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
+    git = ["git", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=env, capture_output=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        marks = Path(tmp) / "marks"
+        subprocess.run([*git, "fast-import", "--quiet", f"--export-marks={marks}"], input=b"".join(stream),
+                       check=True, env=env, capture_output=True)
+        by_mark = dict(line.split() for line in marks.read_text().splitlines())
+    shas = [by_mark[f":{i + 1}"] for i in range(len(plan))]
+    subprocess.run([*git, "reset", "-q", "--hard", "main"], check=True, env=env, capture_output=True)
+    for record, sha in zip(records, shas):
+        record["sha"] = sha
+
+    numbers = {p.pr for p in plan}
+    followup_number = max(numbers) + 1 + rng.randrange(30)
+    scenario = Scenario(
+        dir=dir,
+        repo=repo,
+        seed=seed,
+        commits=commits,
+        flake_rate=flake_rate,
+        good=shas[0],
+        bad=shas[-1],
+        culprit=shas[culprit_index],
+        culprit_pr=plan[culprit_index].pr,
+        culprit_index=culprit_index,
+        shas=shas,
+        unbuildable=[shas[u] for u in broken],
+        prs=records,
+        followup=_followup(followup_number, plan[culprit_index].pr, when + timedelta(hours=6)),
+        test_command=test_command(),
+    )
+    (dir / "scenario.json").write_text(json.dumps(scenario.to_json(), indent=2) + "\n")
+    return scenario

@@ -1,0 +1,513 @@
+"""The decode-cache-hit KL probe, for any server speaking SGLang's native /generate API.
+
+    python -m runners.probes.sglang_kl --launch "python -m sglang.launch_server ... --port {port}" \\
+        [--build CMD] [--threshold 0.002] [--samples 16] [--max-new-tokens 24] [--prompt-len 20]
+    python -m runners.probes.sglang_kl --base-url http://127.0.0.1:30000      # a server already up
+
+It is SGLang's `test_input_output_logprobs_match_decode_cache_hit_helper` (sglang/test/
+kl_test_utils.py), self-contained: stdlib only, no torch, no tokenizer.
+
+1. `--build` (optional) runs in the worktree; a non-zero exit means the commit cannot be built.
+2. The server is launched from the worktree (`{port}`, `{host}`, `{python}` substituted; split
+   with shlex, never run through a shell) in a process group of its own, its log in a file, and
+   polled on /health (or /get_server_info) until it answers.
+3. Flush; turn 1 generates `--max-new-tokens` per prompt (temperature 0, ignore_eos).
+4. Turn 2 sends prompt + output + one extra token: a server that checkpoints decode states must
+   serve it from the cache beyond the prompt. Samples with cached_tokens <= len(prompt) + 1 are
+   skipped, and more than `--min-cache-hit-ratio` of them must hit.
+5. Flush; a cold prefill of turn 2's input + output (`logprob_start_len=0`, `max_new_tokens=0`);
+   the last len(output) input logprobs are what turn 2's decode should have produced.
+6. Per sample mean(exp(r) - 1 - r) with r = prefill_logprob - decode_logprob; avg_kl_div is the
+   mean over samples, and the test fails when it is above `--threshold`.
+
+Exit codes have git-bisect meanings: 0 pass, 1 fail (KL above the threshold, or too few decode
+cache hits), 125 cannot build, 255 infrastructure (server never healthy, died mid-run, HTTP
+errors, malformed responses); a probe stopped by a signal exits 128 + the signal. The server is
+stopped (process group: SIGTERM, then SIGKILL) on every path. `--result` (default
+$REVERT_BISECT_RESULT) gets result.json: schema, sha, verdict, exit_code,
+metric {name, value, threshold}, duration_s, log_tail, started_at, finished_at, and details.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from runners.probes.server import (
+    HttpError,
+    InfraError,
+    ServerProcess,
+    http_json,
+    http_request,
+    render_command,
+    server_info,
+)
+
+EXIT_PASS, EXIT_FAIL, EXIT_SKIP, EXIT_INFRA = 0, 1, 125, 255
+METRIC = "avg_kl_div"
+TEST_NAME = "test_decode_cache_hit"
+VERDICTS = {EXIT_PASS: "good", EXIT_FAIL: "bad", EXIT_SKIP: "skip", EXIT_INFRA: "infra"}
+
+
+class ProtocolError(InfraError):
+    """A response lacks a field or has one of the wrong shape."""
+
+
+class Terminated(BaseException):
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+class BuildFailed(Exception):
+    pass
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    message: str
+    value: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return VERDICTS.get(self.exit_code, "infra")
+
+
+# -- the formula --
+
+def sample_kl(prefill_logprobs: list[float], decode_logprobs: list[float]) -> float:
+    """mean(exp(r) - 1 - r), r = prefill - decode: SGLang's compare_kl_divergence for one sample."""
+    if len(prefill_logprobs) != len(decode_logprobs) or not decode_logprobs:
+        raise ValueError(f"{len(prefill_logprobs)} prefill logprobs against {len(decode_logprobs)} decode logprobs")
+    total = 0.0
+    for p, d in zip(prefill_logprobs, decode_logprobs):
+        r = p - d
+        try:
+            total += math.expm1(r) - r
+        except OverflowError:
+            return math.inf
+    return total / len(decode_logprobs)
+
+
+def avg_kl(prefill: list[list[float]], decode: list[list[float]]) -> tuple[float, list[float]]:
+    kl_divs = [sample_kl(p, d) for p, d in zip(prefill, decode, strict=True)]
+    return sum(kl_divs) / len(kl_divs), kl_divs
+
+
+# -- the API, checked field by field --
+
+class Client:
+    def __init__(self, base_url: str, timeout: float, server: ServerProcess | None = None,
+                 say: Callable[[str], None] = print) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.server = server
+        self.say = say
+
+    def _call(self, phase: str, fn: Callable[[], Any]) -> Any:
+        self.check_alive(phase)
+        try:
+            return fn()
+        except HttpError as exc:
+            if self.server is not None and exc.status is None:  # a dropped connection is often the server dying
+                deadline = time.monotonic() + 2.0
+                while self.server.describe_exit() is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            self.check_alive(phase)
+            raise InfraError(f"{phase}: {exc}") from None
+
+    def check_alive(self, phase: str) -> None:
+        gone = self.server.describe_exit() if self.server is not None else None
+        if gone:
+            raise InfraError(f"server {gone} during {phase}")
+
+    def flush(self, phase: str) -> None:
+        self._call(phase, lambda: http_request("POST", self.base_url + "/flush_cache?timeout=30", timeout=self.timeout))
+
+    def generate(self, phase: str, input_ids: list[list[int]], max_new_tokens: int, return_logprob: bool,
+                 logprob_start_len: int = -1) -> list[dict]:
+        body: dict[str, Any] = {
+            "input_ids": input_ids,
+            "sampling_params": {"temperature": 0.0, "max_new_tokens": max_new_tokens, "ignore_eos": True},
+        }
+        if return_logprob:
+            body.update({"return_logprob": True, "return_text_in_logprobs": False, "logprob_start_len": logprob_start_len})
+        response = self._call(phase, lambda: http_json("POST", self.base_url + "/generate", body, timeout=self.timeout))
+        return check_results(response, len(input_ids), phase)
+
+
+def check_results(response: Any, n: int, phase: str) -> list[dict]:
+    if isinstance(response, dict) and "error" in response:
+        error = response["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        raise InfraError(f"{phase}: the server answered with an error: {message}")
+    if not isinstance(response, list):
+        raise ProtocolError(f"{phase}: expected a list of {n} results for a batch of {n}, got {type(response).__name__}")
+    if len(response) != n:
+        raise ProtocolError(f"{phase}: expected {n} results, got {len(response)}")
+    for i, result in enumerate(response):
+        reason = field_of(result, "meta_info.finish_reason", phase, i, (dict, type(None)))
+        if isinstance(reason, dict) and reason.get("type") == "abort":
+            raise InfraError(f"{phase}: request {i} was aborted by the server: {reason.get('message', reason)}")
+    return response
+
+
+_MISSING = object()
+
+
+def field_of(result: Any, name: str, phase: str, i: int, kind: type | tuple[type, ...]) -> Any:
+    """result[a][b]... for name 'a.b', or a ProtocolError naming the field."""
+    value = result
+    for part in name.split("."):
+        value = value.get(part, _MISSING) if isinstance(value, dict) else _MISSING
+        if value is _MISSING:
+            raise ProtocolError(f"{phase}: response {i} has no field '{name}'")
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)) or not isinstance(value, kind):
+        raise ProtocolError(f"{phase}: response {i} field '{name}' is {type(value).__name__}, not {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+
+
+def token_ids_of(result: Any, phase: str, i: int) -> list[int]:
+    ids = field_of(result, "output_ids", phase, i, list)
+    if any(isinstance(t, bool) or not isinstance(t, int) for t in ids):
+        raise ProtocolError(f"{phase}: response {i} field 'output_ids' holds something other than token ids")
+    return ids
+
+
+def logprob_values(result: Any, name: str, phase: str, i: int) -> list[float | None]:
+    """The logprob column of meta_info.<name>: entries [logprob, token_id, text-or-None]."""
+    entries = field_of(result, f"meta_info.{name}", phase, i, list)
+    values = []
+    for j, entry in enumerate(entries):
+        if not isinstance(entry, (list, tuple)) or len(entry) < 2:
+            raise ProtocolError(f"{phase}: response {i} field 'meta_info.{name}'[{j}] is not [logprob, token_id, ...]")
+        value = entry[0]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ProtocolError(f"{phase}: response {i} field 'meta_info.{name}'[{j}] has a non-numeric logprob")
+        values.append(None if value is None else float(value))
+    return values
+
+
+# -- the test --
+
+def decode_cache_hit_kl(client: Client, prompts: list[list[int]], *, max_new_tokens: int, extra_token: int,
+                        threshold: float, min_cache_hit_ratio: float) -> Outcome:
+    say = client.say
+    n = len(prompts)
+    say(f"Running {TEST_NAME} with {n} prompts, max_new_tokens={max_new_tokens}")
+
+    say("Flush cache; turn 1: prefill + decode to cache decode states ...")
+    client.flush("flush before turn 1")
+    turn1 = client.generate("turn 1", prompts, max_new_tokens, return_logprob=True)
+    second = [prompts[i] + token_ids_of(r, "turn 1", i) + [extra_token] for i, r in enumerate(turn1)]
+
+    say("Turn 2: prompt + output + one token, which should hit the decode cache ...")
+    turn2 = client.generate("turn 2", second, max_new_tokens, return_logprob=True)
+    replay, decode_logprobs, cached, hits = [], [], [], []
+    for i, result in enumerate(turn2):
+        cached_tokens = field_of(result, "meta_info.cached_tokens", "turn 2", i, int)
+        cached.append(cached_tokens)
+        out_ids = token_ids_of(result, "turn 2", i)
+        values = logprob_values(result, "output_token_logprobs", "turn 2", i)
+        if len(values) != len(out_ids):
+            raise ProtocolError(f"turn 2: response {i} has {len(out_ids)} output_ids but {len(values)} output_token_logprobs")
+        if not out_ids:
+            raise ProtocolError(f"turn 2: response {i} generated no tokens (max_new_tokens={max_new_tokens}, ignore_eos)")
+        if any(v is None for v in values):
+            raise ProtocolError(f"turn 2: response {i} field 'meta_info.output_token_logprobs' has a null logprob")
+        if cached_tokens <= len(prompts[i]) + 1:
+            say(f"Decode cache miss for prompt {i} (cached_tokens={cached_tokens}, prompt {len(prompts[i])}), skipping")
+            continue
+        hits.append(i)
+        replay.append(second[i] + out_ids)
+        decode_logprobs.append(values)
+    details: dict[str, Any] = {"samples": n, "cache_hits": len(hits), "cached_tokens": cached}
+    say(f"decode cache hits: {len(hits)}/{n}")
+    if len(hits) <= min_cache_hit_ratio * n:
+        return Outcome(EXIT_FAIL, f"Too few decode cache hits: {len(hits)}/{n}", None, details)
+
+    say("Flush cache; cold prefill of turn 2's input + output for the reference logprobs ...")
+    client.flush("flush before the cold prefill")
+    prefill = client.generate("cold prefill", replay, 0, return_logprob=True, logprob_start_len=0)
+    prefill_logprobs = []
+    for k, result in enumerate(prefill):
+        values = logprob_values(result, "input_token_logprobs", "cold prefill", k)
+        want = len(decode_logprobs[k])
+        if len(values) < want:
+            raise ProtocolError(f"cold prefill: response {k} has {len(values)} input_token_logprobs, needs at least {want}")
+        tail_values = values[-want:]
+        if any(v is None for v in tail_values):
+            raise ProtocolError(f"cold prefill: response {k} field 'meta_info.input_token_logprobs' has a null logprob "
+                                "where turn 2's output tokens are")
+        prefill_logprobs.append(tail_values)
+
+    value, kl_divs = avg_kl(prefill_logprobs, decode_logprobs)
+    details["kl_divs"] = kl_divs
+    say(f"kl_divs={kl_divs}")
+    if not value <= threshold:  # NaN fails too
+        return Outcome(EXIT_FAIL, f"{METRIC}={value} > threshold={threshold}", value, details)
+    return Outcome(EXIT_PASS, f"{METRIC}={value} <= threshold={threshold}", value, details)
+
+
+# -- prompts --
+
+def load_prompts(path: Path | None, samples: int, prompt_len: int, vocab_size: int, seed: int) -> list[list[int]]:
+    if path is not None:
+        prompts = []
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            ids = item.get("input_ids") if isinstance(item, dict) else item
+            if not isinstance(ids, list) or not ids or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+                raise ValueError(f"{path}:{lineno}: expected a list of token ids or {{\"input_ids\": [...]}}")
+            prompts.append(ids)
+        if not prompts:
+            raise ValueError(f"{path}: no prompts")
+        return prompts[:samples]
+    # Like SGLang's LongBench prompts, cut to 0.5x..1.5x of the prompt length; token 0 left out.
+    rng = random.Random(seed)
+    lo, hi = max(2, prompt_len // 2), max(2, prompt_len * 3 // 2)
+    return [[rng.randrange(1, vocab_size) for _ in range(rng.randint(lo, hi))] for _ in range(samples)]
+
+
+# -- the command --
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m runners.probes.sglang_kl", description=__doc__.split("\n\n")[0])
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--launch", metavar="CMD", help="server command; {port}, {host} and {python} are substituted")
+    where.add_argument("--base-url", metavar="URL", help="use a server that is already up instead")
+    p.add_argument("--build", metavar="CMD", help="run first in the worktree; non-zero exit: cannot build (125)")
+    p.add_argument("--threshold", type=float, default=0.002)
+    p.add_argument("--samples", type=int, default=16)
+    p.add_argument("--max-new-tokens", type=int, default=24)
+    p.add_argument("--prompt-len", type=int, default=20)
+    p.add_argument("--vocab-size", type=int, default=64, help="synthetic prompts draw token ids from 1..N-1")
+    p.add_argument("--extra-token", type=int, default=11, help="the token appended for turn 2 (',' in common vocabularies)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prompts", type=Path, metavar="FILE.jsonl", help="one JSON list of token ids (or {\"input_ids\": [...]}) a line")
+    p.add_argument("--min-cache-hit-ratio", type=float, default=0.5)
+    p.add_argument("--startup-timeout", type=float, default=120.0)
+    p.add_argument("--request-timeout", type=float, default=600.0)
+    p.add_argument("--build-timeout", type=float, default=1800.0)
+    p.add_argument("--stop-grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=None, help="default: a free port")
+    p.add_argument("--result", type=Path, default=os.environ.get("REVERT_BISECT_RESULT") or None)
+    p.add_argument("--server-log", type=Path, default=None, help="default: beside --result, else a temporary file")
+    p.add_argument("--cwd", type=Path, default=Path(os.environ.get("REVERT_BISECT_WORKTREE") or "."))
+    args = p.parse_args(argv)
+    if args.samples < 1 or args.max_new_tokens < 1 or args.prompt_len < 1:
+        p.error("--samples, --max-new-tokens and --prompt-len must be at least 1")
+    return args
+
+
+class Console:
+    """print() that also keeps the lines for result.json's log_tail."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        print(line, flush=True)
+
+
+def _sha(cwd: Path) -> str | None:
+    sha = os.environ.get("REVERT_BISECT_SHA")
+    if sha:
+        return sha
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def run_build(command: str, cwd: Path, timeout: float, say: Callable[[str], None]) -> None:
+    argv = render_command(command)
+    say(f"build: {' '.join(argv)}")
+    try:
+        proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as exc:
+        raise BuildFailed(f"build command not found: {exc.filename or argv[0]}") from None
+    except subprocess.TimeoutExpired:
+        raise BuildFailed(f"build timed out after {timeout:g}s") from None
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        for line in output.splitlines()[-30:]:
+            say(f"  | {line}")
+        raise BuildFailed(f"build failed with exit code {proc.returncode}")
+
+
+def _server_log_path(args: argparse.Namespace) -> Path:
+    if args.server_log:
+        return args.server_log
+    if args.result:
+        return args.result.with_name(args.result.stem + ".server.log")
+    fd, name = tempfile.mkstemp(prefix="sglang-kl-server-", suffix=".log")
+    os.close(fd)
+    return Path(name)
+
+
+def _raise_terminated(signum, _frame):
+    raise Terminated(signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    say = Console()
+    started_at, t0 = datetime.now(timezone.utc), time.monotonic()
+    cwd = args.cwd.resolve()
+    old_handlers = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    server: ServerProcess | None = None
+    outcome: Outcome | None = None
+    exit_code: int
+    try:
+        try:
+            prompts = load_prompts(args.prompts, args.samples, args.prompt_len, args.vocab_size, args.seed)
+            if args.build:
+                run_build(args.build, cwd, args.build_timeout, say)
+            if args.launch:
+                server = ServerProcess(args.launch, cwd, _server_log_path(args), host=args.host, port=args.port)
+                say(f"launching: {' '.join(server.argv)}  (log: {server.log_path})")
+                server.start()
+                info = server.wait_healthy(args.startup_timeout)
+                base_url = server.base_url
+                say(f"server {base_url} (pid {server.pid}) healthy after {time.monotonic() - t0:.1f}s")
+            else:
+                base_url = args.base_url.rstrip("/")
+                probe = ServerProbe(base_url)
+                info = probe.wait_healthy(args.startup_timeout)
+            if info:
+                shown = {k: info[k] for k in ("model_path", "page_size", "mamba_track_interval", "disable_radix_cache") if k in info}
+                say(f"server_info: {json.dumps(shown)}")
+                if info.get("disable_radix_cache"):
+                    raise InfraError("the server runs with the radix cache disabled: a decode cache hit cannot happen")
+            client = Client(base_url, args.request_timeout, server, say)
+            outcome = decode_cache_hit_kl(client, prompts, max_new_tokens=args.max_new_tokens, extra_token=args.extra_token,
+                                          threshold=args.threshold, min_cache_hit_ratio=args.min_cache_hit_ratio)
+            client.check_alive("the test")
+        except BuildFailed as exc:
+            outcome = Outcome(EXIT_SKIP, f"cannot build: {exc}")
+        except ValueError as exc:  # bad --prompts, bad command template
+            outcome = Outcome(EXIT_INFRA, f"bad probe input: {exc}")
+        except InfraError as exc:
+            outcome = Outcome(EXIT_INFRA, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a probe bug is an infra failure, never a verdict
+            import traceback
+
+            traceback.print_exc()
+            outcome = Outcome(EXIT_INFRA, f"probe error: {type(exc).__name__}: {exc}")
+        finally:
+            if server is not None:
+                code = server.stop(args.stop_grace)
+                say(f"server stopped (pid {server.pid}, exit {code})")
+        exit_code = outcome.exit_code
+    except Terminated as exc:
+        outcome = Outcome(128 + exc.signum, f"probe {exc}")
+        exit_code = outcome.exit_code
+    finally:
+        for s, handler in old_handlers.items():
+            signal.signal(s, handler)
+
+    _report(outcome, args.threshold, say)
+    if outcome.exit_code in (EXIT_INFRA,) and server is not None:
+        say("--- server log (tail) ---")
+        for line in server.log_tail(30).splitlines():
+            say(line)
+    if args.result:
+        _write_result(args.result, outcome, args.threshold, cwd, started_at, time.monotonic() - t0, say,
+                      server.log_tail(40) if server else "")
+    return exit_code
+
+
+class ServerProbe:
+    """Health polling for a server the probe did not launch."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    def wait_healthy(self, timeout: float) -> dict | None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while True:
+            try:
+                status, _ = http_request("GET", self.base_url + "/health", timeout=5)
+                if status == 200:
+                    return server_info(self.base_url)
+            except HttpError as exc:
+                last = str(exc)
+                if exc.status == 404:
+                    info = server_info(self.base_url)
+                    if info is not None:
+                        return info
+            if time.monotonic() >= deadline:
+                raise InfraError(f"server at {self.base_url} not healthy within --startup-timeout {timeout:g}s (last: {last})")
+            time.sleep(0.5)
+
+
+def _report(outcome: Outcome, threshold: float, say: Callable[[str], None]) -> None:
+    if outcome.value is not None:
+        say(f"{METRIC}={outcome.value} threshold={threshold}")
+    if outcome.exit_code == EXIT_PASS:
+        say("Test Summary: 1/1 passed")
+    elif outcome.exit_code == EXIT_FAIL:
+        say(f"FAILED: {TEST_NAME}")
+        say(outcome.message)
+        say("Test Summary: 0/1 passed")
+    elif outcome.exit_code == EXIT_SKIP:
+        say(f"SKIPPED: {TEST_NAME}: {outcome.message}")
+    else:
+        say(f"ERROR: {TEST_NAME}: infrastructure failure: {outcome.message}")
+
+
+def _write_result(path: Path, outcome: Outcome, threshold: float, cwd: Path, started_at: datetime, duration: float,
+                  say: Console, server_tail: str) -> None:
+    log_tail = "\n".join(say.lines[-30:])
+    if server_tail:
+        log_tail += "\n--- server log ---\n" + server_tail
+    data = {
+        "schema": 1,
+        "sha": _sha(cwd),
+        "verdict": outcome.verdict,
+        "exit_code": outcome.exit_code,
+        "metric": {"name": METRIC, "value": outcome.value, "threshold": threshold},
+        "message": outcome.message,
+        "duration_s": round(duration, 3),
+        "log_tail": log_tail[-8000:],
+        "started_at": started_at.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "details": outcome.details,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        print(f"cannot write {path}: {exc}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
