@@ -133,7 +133,7 @@ def test_demo_finds_reverts_and_proves_the_miniature_incident(cli, tmp_path):
     assert result["ab"]["passed"] and result["ab"]["head_verdicts"] == ["bad", "bad"] and result["ab"]["revert_verdicts"] == ["good", "good"]
     assert "nightly is red" in r.stderr and "correct" in r.stderr
     pr = (tmp_path / "demo" / "revert-pr.md").read_text()
-    assert pr.startswith(f'# Revert "') and f"Reverts {scenario['repo_slug']}#{scenario['culprit_pr']}" in pr
+    assert pr.startswith('# Revert "') and f"Reverts {scenario['repo_slug']}#{scenario['culprit_pr']}" in pr
     assert f"#{scenario['followup']['number']}" in pr
     assert "HEAD fails and HEAD + revert passes on every run" in pr
 

@@ -359,7 +359,7 @@ def broken_pair(k: int) -> tuple[Change, Callable[[int], Change]]:
     change = Change(
         "broken",
         f"[Refactor] Add {fname} helper to {module}",
-        f"Small helper for the logging work in progress; no behaviour change.",
+        "Small helper for the logging work in progress; no behaviour change.",
         append(path, broken),
         (f"`{path}`: add `{fname}`.",),
     )
