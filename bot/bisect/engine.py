@@ -90,10 +90,9 @@ class Problem:
         """The linear search space: first-parent GOOD..BAD, or the commits the innermost merge
         brought in. Computed once per problem (O(range)); decisions then cost O(tested commits)."""
         if merges not in self._scopes:
-            if merges:
-                self._scopes[merges] = merge_scope(self.graph, merges[-1])
-            else:
-                self._scopes[merges] = first_parent_scope(self.graph, self.good, self.bad)
+            scope = merge_scope(self.graph, merges[-1]) if merges else first_parent_scope(self.graph, self.good, self.bad)
+            scope.position(scope.candidates[-1])  # build its sha -> position index now, not in a decision
+            self._scopes[merges] = scope
         return self._scopes[merges]
 
 
