@@ -35,7 +35,8 @@ class LiveProgress:
     def __call__(self, snap: Snapshot) -> None:
         for sha, kind, verdict, metric in snap.runs[self._printed :]:
             value = f" {metric:.6g}" if metric is not None else ""
-            line = Text.assemble(("  " + verdict.value.ljust(5), STYLE[verdict]), f" {sha[:12]} {kind:<9}{value}  {self.subjects.get(sha, '')[:60]}")
+            subject = self.subjects.get(sha) or ("(HEAD + revert)" if kind == "ab_revert" else "")
+            line = Text.assemble(("  " + verdict.value.ljust(5), STYLE[verdict]), f" {sha[:12]} {kind:<9}{value}  {subject[:60]}")
             self.console.print(line)
         self._printed = len(snap.runs)
         self.live.update(self.render(snap))

@@ -48,7 +48,7 @@ def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
         range_size=len(problem.graph),
         flake_rate=row.flake_rate,
         metric_boundary=evidence.boundary,
-        rounds=sum(len(r) for r in rounds.values()),
+        rounds=len({s.round for s in ran}),  # confirmation and A/B share rounds
         rounds_by_kind={k: len(v) for k, v in sorted(rounds.items())},
         runs=len(ran),
         steps=steps,
