@@ -34,7 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.bisect.engine import Kind, Problem, Run, Settings, State, Status, decide  # noqa: E402
+from bot.bisect.engine import decide  # noqa: E402
+from bot.bisect.model import Kind, Problem, Run, Settings, State, Status  # noqa: E402
 from bot.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate  # noqa: E402
 from bot.synthetic import SyntheticRepo, build, random_culprit  # noqa: E402
 

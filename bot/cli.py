@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bot.bisect.engine import Status
+from bot.bisect.model import Status
 from bot.errors import RevertBisectError
 from bot.orchestrator import setup
 from bot.orchestrator.config import BisectConfig

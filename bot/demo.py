@@ -11,7 +11,7 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.syntax import Syntax
 
-from bot.bisect.engine import Status
+from bot.bisect.model import Status
 from bot.bisect.verdict import MetricRule, RawResult, classify
 from bot.gitrepo import GitRepo
 from bot.orchestrator import setup

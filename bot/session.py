@@ -9,7 +9,7 @@ from pathlib import Path
 from platformdirs import user_cache_dir
 from rich.console import Console
 
-from bot.bisect.engine import Status
+from bot.bisect.model import Status
 from bot.orchestrator.driver import Driver
 from bot.orchestrator.report import EXIT_CODES, replay_log, to_json
 from bot.orchestrator.setup import Loaded

@@ -1,4 +1,10 @@
-from bot.bisect.candidates import ancestors, descendants, first_parent_scope, is_merge, merge_scope
+from bot.bisect.candidates import (
+    ancestors,
+    descendants,
+    first_parent_scope,
+    is_merge,
+    merge_scope,
+)
 
 GRAPH = {"m1": ("g",), "m2": ("m1",), "s1": ("m1",), "s2": ("s1",), "m3": ("m2", "s2"), "m4": ("m3",)}
 

@@ -5,7 +5,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.bisect.engine import Kind, Phase, Probe, Problem, Run, Settings, State, Status, decide
+from bot.bisect.engine import decide
+from bot.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
 from bot.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate
 from bot.bisect.verdict import MetricRule, RawResult
 

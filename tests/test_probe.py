@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from runners.probes.sglang_kl import avg_kl, load_prompts, sample_kl
 from runners.probes.server import free_port
+from runners.probes.sglang_kl import avg_kl, load_prompts, sample_kl
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "examples" / "mamba_track_boundary" / "template"
@@ -324,6 +324,7 @@ def test_sigterm_to_the_probe_stops_the_server(fake, tmp_path):
 
 def test_probe_matches_direct_queries_to_the_miniature_engine(tmp_path):
     import torch  # noqa: F401  (the model extra: a missing torch must fail, not skip)
+
     from examples.mamba_track_boundary.history import BAD_BOUNDARY, GOOD_BOUNDARY
 
     shutil.copytree(TEMPLATE / "mini_sglang", tmp_path / "mini_sglang")

@@ -6,7 +6,13 @@ import pytest
 
 from bot.errors import RevertBisectError
 from bot.gitrepo import GitRepo
-from bot.revert.git_revert import AlreadyReverted, RevertConflict, create_revert, reverter_for, safe_branch
+from bot.revert.git_revert import (
+    AlreadyReverted,
+    RevertConflict,
+    create_revert,
+    reverter_for,
+    safe_branch,
+)
 from bot.synthetic import build
 
 

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from examples.mamba_track_boundary import Scenario, build
-from examples.mamba_track_boundary.history import AUTHORS, BAD_BOUNDARY, CULPRIT_TITLE, GOOD_BOUNDARY
+from examples.mamba_track_boundary.history import (
+    AUTHORS,
+    BAD_BOUNDARY,
+    CULPRIT_TITLE,
+    GOOD_BOUNDARY,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLD = 0.002

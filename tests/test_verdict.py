@@ -1,6 +1,12 @@
 import pytest
 
-from bot.bisect.verdict import MetricRule, RawResult, Verdict, classify, verdict_from_exit
+from bot.bisect.verdict import (
+    MetricRule,
+    RawResult,
+    Verdict,
+    classify,
+    verdict_from_exit,
+)
 
 
 @pytest.mark.parametrize(

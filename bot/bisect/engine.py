@@ -11,233 +11,29 @@ calls again when results arrive. Phases (the state machine the README draws):
 
 from __future__ import annotations
 
-import enum
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 
-from bot.bisect.candidates import Graph, Scope, first_parent_scope, is_merge, merge_scope
+from bot.bisect.candidates import is_merge
+from bot.bisect.evidence import Evidence, effective_flake
+from bot.bisect.model import (
+    CONFIRMATION_KINDS,
+    ABResult,
+    Decision,
+    Guess,
+    Kind,
+    Outcome,
+    Phase,
+    Probe,
+    Problem,
+    Run,
+    State,
+    Status,
+)
 from bot.bisect.planner import USEFUL, choose_probes
 from bot.bisect.posterior import Contradiction, Posterior, Tally
-from bot.bisect.verdict import MetricRule, RawResult, Verdict, classify
-
-
-class Phase(str, enum.Enum):
-    CALIBRATING = "calibrating"
-    SEARCHING = "searching"
-    CONFIRMING = "confirming"
-    DONE = "done"
-
-
-class Kind(str, enum.Enum):
-    CALIBRATE = "calibrate"
-    SEARCH = "search"
-    CONFIRM = "confirm"
-    AB_HEAD = "ab_head"  # the branch head, for the revert's A/B
-    AB_REVERT = "ab_revert"  # the branch head plus the revert
-
-
-CONFIRMATION_KINDS = (Kind.CONFIRM, Kind.AB_HEAD, Kind.AB_REVERT)
-BISECT_KINDS = (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM)  # runs on commits of the range
-
-
-class Status(str, enum.Enum):
-    FOUND = "found"
-    AMBIGUOUS = "ambiguous"
-    NO_CULPRIT = "no_culprit"
-    NOT_REPRODUCIBLE = "not_reproducible"
-    GOOD_FAILS = "good_fails"
-    UNTESTABLE = "untestable"
-    INCONCLUSIVE = "inconclusive"
-
-
-@dataclass(frozen=True)
-class Settings:
-    confidence: float = 0.99
-    flake_rate: float | None = None  # None: estimate it ("auto")
-    flake_floor: float = 0.02
-    calibration_runs: int = 2
-    metric: MetricRule | None = None
-    descend_merges: bool = False
-    max_infra_per_commit: int = 3
-    max_confirmations: int = 3
-    max_runs: int | None = None  # None: a generous bound derived from the range size
-
-    def run_budget(self, n: int) -> int:
-        return self.max_runs or 12 * max(1, math.ceil(math.log2(n + 1))) + 8 * self.calibration_runs + 20
-
-    def confirm_runs(self, flake: float) -> int:
-        """x = ceil(log(1-C) / log f): runs each for culprit and parent so x agreeing runs beat a flake."""
-        f = max(flake, self.flake_floor)
-        return max(1, math.ceil(math.log(1 - self.confidence) / math.log(f)))
-
-
-@dataclass(frozen=True)
-class Problem:
-    graph: Graph
-    good: str
-    bad: str
-    settings: Settings = field(default_factory=Settings)
-    head: str | None = None  # when set, the culprit's revert on top of it is verified (A/B)
-
-    @cached_property
-    def _scopes(self) -> dict[tuple[str, ...], Scope]:
-        return {}
-
-    def scope(self, merges: tuple[str, ...]) -> Scope:
-        """The linear search space: first-parent GOOD..BAD, or the commits the innermost merge
-        brought in. Computed once per problem (O(range)); decisions then cost O(tested commits)."""
-        if merges not in self._scopes:
-            scope = merge_scope(self.graph, merges[-1]) if merges else first_parent_scope(self.graph, self.good, self.bad)
-            scope.position(scope.candidates[-1])  # build its sha -> position index now, not in a decision
-            self._scopes[merges] = scope
-        return self._scopes[merges]
-
-
-@dataclass(frozen=True)
-class Run:
-    """One finished attempt on one commit (infra attempts included: they are counted, not believed)."""
-
-    sha: str
-    kind: Kind
-    raw: RawResult
-    round: int = 0
-
-
-@dataclass(frozen=True)
-class Probe:
-    sha: str
-    kind: Kind
-    round: int = 0
-
-
-@dataclass(frozen=True)
-class State:
-    """The durable part of the state machine, persisted before acting on a decision."""
-
-    phase: Phase = Phase.CALIBRATING
-    merges: tuple[str, ...] = ()  # merge culprits descended into, outermost first
-    confirming: str | None = None
-    confirm_round: int = 0
-    confirmations: int = 0
-    revert: str | None = None  # HEAD + revert of `confirming`, once the caller made it
-    revert_error: str | None = None  # why there is no revert to verify (conflict, already reverted)
-
-
-@dataclass(frozen=True)
-class ABResult:
-    """The revert's proof: the branch head fails, the head plus the revert passes."""
-
-    head: str
-    revert: str
-    head_verdicts: tuple[Verdict, ...]
-    revert_verdicts: tuple[Verdict, ...]
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.head_verdicts and self.revert_verdicts) and all(v is Verdict.BAD for v in self.head_verdicts) and all(v is Verdict.GOOD for v in self.revert_verdicts)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    status: Status
-    message: str
-    culprit: str | None = None
-    first_parent_culprit: str | None = None
-    confidence: float = 0.0
-    candidates: tuple[str, ...] = ()
-    ab: ABResult | None = None
-    revert_error: str | None = None
-
-
-@dataclass(frozen=True)
-class Guess:
-    sha: str | None  # None: "no culprit"
-    probability: float
-
-
-@dataclass(frozen=True)
-class Decision:
-    state: State
-    probes: tuple[Probe, ...] = ()
-    obsolete: tuple[Probe, ...] = ()  # in-flight runs whose result can no longer change anything
-    outcome: Outcome | None = None
-    guess: Guess | None = None
-    flake_rate: float = 0.0
-    boundary: float | None = None
-    wants_revert: str | None = None  # make the revert of this culprit on problem.head, then decide again
-
-
-# -- evidence ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """Verdicts of every run, derived from raw results and the calibration."""
-
-    verdicts: tuple[tuple[Run, Verdict], ...]
-    boundary: float | None
-
-    @classmethod
-    def of(cls, problem: Problem, runs: Sequence[Run]) -> Evidence:
-        rule = problem.settings.metric
-        boundary = None
-        if rule is not None:
-            calib = [(r, classify(r.raw, rule, None)) for r in runs if r.kind is Kind.CALIBRATE]
-            good = [r.raw.metric for r, v in calib if r.sha == problem.good and v.is_evidence and r.raw.metric is not None]
-            bad = [r.raw.metric for r, v in calib if r.sha == problem.bad and v.is_evidence and r.raw.metric is not None]
-            boundary = rule.boundary(good, bad)
-        return cls(tuple((r, classify(r.raw, rule, boundary)) for r in runs), boundary)
-
-    def of_sha(self, sha: str) -> list[Verdict]:
-        return [v for r, v in self.verdicts if r.sha == sha]
-
-    def tallies(self, scope: Scope) -> dict[int, Tally]:
-        out: dict[int, Tally] = {}
-        for run, verdict in self.verdicts:
-            pos = scope.position(run.sha)
-            if pos is not None and verdict.is_evidence:
-                out[pos] = out.get(pos, Tally()).add(verdict is Verdict.GOOD)
-        return out
-
-    def untestable(self, settings: Settings) -> set[str]:
-        skipped = {r.sha for r, v in self.verdicts if v is Verdict.SKIP}
-        infra: dict[str, int] = {}
-        for r, v in self.verdicts:
-            if v is Verdict.INFRA:
-                infra[r.sha] = infra.get(r.sha, 0) + 1
-        return skipped | {sha for sha, count in infra.items() if count >= settings.max_infra_per_commit}
-
-    def evidence_count(self) -> int:
-        return sum(v.is_evidence for _, v in self.verdicts)
-
-
-def fewest_errors(tallies: dict[int, Tally]) -> tuple[int, int]:
-    """(fewest results that disagree with any single first-bad position, total results)."""
-    positions = sorted(tallies)
-    total = sum(t.passes + t.fails for t in tallies.values())
-    best = total
-    for cut in [-1] + positions:  # everything <= cut is good, everything above bad
-        errors = sum(t.fails if p <= cut else t.passes for p, t in tallies.items())
-        best = min(best, errors)
-    return best, total
-
-
-def effective_flake(settings: Settings, tallies: dict[int, Tally]) -> float | None:
-    """The flake rate the model uses now; None when results contradict a declared rate of 0."""
-    if settings.flake_rate:
-        return settings.flake_rate
-    errors, total = fewest_errors(tallies)
-    if errors == 0:
-        return 0.0
-    if settings.flake_rate == 0:
-        return None
-    return min(0.25, max(settings.flake_floor, errors / max(total, 1)))
-
-
-# -- the decision -----------------------------------------------------------------------------
+from bot.bisect.verdict import MetricRule, Verdict
 
 
 def decide(

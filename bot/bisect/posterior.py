@@ -119,15 +119,3 @@ class Posterior:
 
     def median(self) -> int:
         return self.quantile(0.5)
-
-    def map_errors(self, tallies: Mapping[int, Tally]) -> tuple[int, int]:
-        """(fewest results that disagree with a single first-bad position, total results)."""
-        cuts = self.cuts
-        total = sum(t.passes + t.fails for t in tallies.values())
-        best = total
-        for j in range(len(cuts) - 1):
-            errs = 0
-            for p, t in tallies.items():
-                errs += t.fails if p <= cuts[j] else t.passes
-            best = min(best, errs)
-        return best, total

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from bot.bisect.engine import Kind, Outcome, Problem, Run, Settings, State, decide
+from bot.bisect.engine import decide
+from bot.bisect.model import Kind, Outcome, Problem, Run, Settings, State
 from bot.bisect.verdict import RawResult
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from bot.bisect.engine import Settings
+from bot.bisect.model import Settings
 from bot.bisect.verdict import MetricRule
 
 

@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from bot.bisect.engine import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, decide
+from bot.bisect.engine import decide
+from bot.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State
 from bot.bisect.verdict import RawResult, Verdict, classify
 from bot.orchestrator.config import BisectConfig
 from bot.store.models import BisectionRow, StepRow, utcnow

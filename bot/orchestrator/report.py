@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bot.bisect.candidates import first_parent_chain
-from bot.bisect.engine import BISECT_KINDS, Evidence, Problem, Status
+from bot.bisect.evidence import Evidence
+from bot.bisect.model import BISECT_KINDS, Problem, Status
 from bot.bisect.replay import render
 from bot.gitrepo import GitRepo
 from bot.orchestrator.driver import finished_runs

@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.bisect.engine import Phase, Problem
+from bot.bisect.model import Phase, Problem
 from bot.errors import CommandError, RepoError
 from bot.gitrepo import GitRepo
 from bot.orchestrator.config import BisectConfig

@@ -6,13 +6,24 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.bisect.engine import BISECT_KINDS, Evidence, Kind, Problem
+from bot.bisect.evidence import Evidence
+from bot.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.bisect.verdict import Verdict
 from bot.gitrepo import GitRepo
 from bot.orchestrator.driver import finished_runs
 from bot.orchestrator.report import replay_log
 from bot.revert.git_revert import Revert
-from bot.revert.pr_body import AB, Culprit, PullRequestDraft, RevertEvidence, Row, FailingTest, pr_number, render, strip_pr_number
+from bot.revert.pr_body import (
+    AB,
+    Culprit,
+    FailingTest,
+    PullRequestDraft,
+    RevertEvidence,
+    Row,
+    pr_number,
+    render,
+    strip_pr_number,
+)
 from bot.store.models import BisectionRow
 
 

@@ -6,7 +6,12 @@ from pathlib import Path
 
 from platformdirs import user_data_dir
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    NoSuchModuleError,
+    OperationalError,
+)
 
 from bot.errors import StoreUnavailable
 

@@ -7,6 +7,15 @@ which exactly one commit records the wrong length for a decode-state checkpoint,
 the scheduled test command). See ../shared/DESIGN.md section 7.
 """
 
-from .builder import BUILD, LAUNCH, METRIC, THRESHOLD, TRACK_INTERVAL, Scenario, build, test_command
+from .builder import (
+    BUILD,
+    LAUNCH,
+    METRIC,
+    THRESHOLD,
+    TRACK_INTERVAL,
+    Scenario,
+    build,
+    test_command,
+)
 
 __all__ = ["BUILD", "LAUNCH", "METRIC", "THRESHOLD", "TRACK_INTERVAL", "Scenario", "build", "test_command"]
