@@ -53,12 +53,14 @@ def test_auto_flake_mode_recovers_from_flakes():
     assert correct / 300 >= 0.97
 
 
-def drive(problem, outcome_of, workers=4, state=State()):
-    """Synchronous rounds against a results function; returns (decision, runs)."""
+def drive(problem, outcome_of, workers=4, state=State(), revert=None):
+    """Synchronous rounds against a results function; returns (decision, runs).
+
+    `revert` holds the State fields the caller sets when the engine asks for a revert."""
     runs = []
     for _ in range(500):
         d = decide(problem, state, runs, (), workers)
-        state = d.state
+        state = replace(d.state, **revert) if d.wants_revert else d.state
         if d.outcome:
             return d, runs
         runs += [Run(p.sha, p.kind, outcome_of(p.sha), p.round) for p in d.probes]
@@ -244,26 +246,13 @@ def test_revert_is_made_then_proven_in_the_confirmation_round():
 
 def test_a_revert_that_does_not_fix_the_test_is_reported():
     graph, good, bad = linear_graph(10)
-    problem = Problem(graph, good, bad, head=bad)
-    state, runs = State(), []
-    for _ in range(50):
-        d = decide(problem, state, runs, (), 4)
-        state = replace(d.state, revert="REVERT") if d.wants_revert else d.state
-        if d.outcome:
-            break
-        runs += [Run(p.sha, p.kind, RawResult(1) if p.sha == "REVERT" else exits(4)(p.sha), p.round) for p in d.probes]
+    outcome_of = lambda sha: RawResult(1) if sha == "REVERT" else exits(4)(sha)  # noqa: E731
+    d, _ = drive(Problem(graph, good, bad, head=bad), outcome_of, revert=dict(revert="REVERT"))
     assert d.outcome.status is Status.FOUND and not d.outcome.ab.passed
     assert "NOT proven" in d.outcome.message
 
 
 def test_revert_conflict_still_reports_the_culprit():
     graph, good, bad = linear_graph(10)
-    problem = Problem(graph, good, bad, head=bad)
-    state, runs = State(), []
-    for _ in range(50):
-        d = decide(problem, state, runs, (), 4)
-        state = replace(d.state, revert_error="conflicts in a.py") if d.wants_revert else d.state
-        if d.outcome:
-            break
-        runs += [Run(p.sha, p.kind, exits(4)(p.sha), p.round) for p in d.probes]
+    d, _ = drive(Problem(graph, good, bad, head=bad), exits(4), revert=dict(revert_error="conflicts in a.py"))
     assert d.outcome.culprit == "c4" and d.outcome.ab is None and d.outcome.revert_error == "conflicts in a.py"
