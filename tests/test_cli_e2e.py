@@ -155,6 +155,7 @@ def test_demo_with_flakes_and_unbuildable_commits(cli, tmp_path):
     [
         ("unknown-rev", "is not a commit"),
         ("not-ancestor", "swap them"),
+        ("diverged", "is not an ancestor of --bad"),
         ("not-executable", "is not executable"),
         ("missing-command", "no test command"),
         ("not-a-repo", "not a git repository"),
@@ -164,11 +165,14 @@ def test_demo_with_flakes_and_unbuildable_commits(cli, tmp_path):
 )
 def test_bad_input_is_one_clear_line(case, words, synth, cli, tmp_path):
     repo = synth(6, 3)
+    side = subprocess.run(["git", "-C", str(repo.path), "commit-tree", "-p", repo.good, "-m", "elsewhere", f"{repo.good}^{{tree}}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
     script = tmp_path / "noexec.sh"
     script.write_text("#!/bin/sh\nexit 0\n")
     args = {
         "unknown-rev": ["bisect", "--repo", str(repo.path), "--good", "nope", "--bad", repo.bad, "--", "true"],
         "not-ancestor": ["bisect", "--repo", str(repo.path), "--good", repo.bad, "--bad", repo.good, "--", "true"],
+        "diverged": ["bisect", "--repo", str(repo.path), "--good", side, "--bad", repo.bad, "--", "true"],
         "not-executable": ["bisect", "--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad, "--", str(script)],
         "missing-command": ["bisect", "--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad],
         "not-a-repo": ["bisect", "--repo", str(tmp_path), "--good", "a", "--bad", "b", "--", "true"],

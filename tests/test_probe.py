@@ -398,3 +398,19 @@ def test_server_dies_with_a_probe_killed_by_sigkill(fake, tmp_path):
         if probe.poll() is None:
             probe.kill()
     assert_reaped(pidfile)
+
+
+def test_the_commit_under_test_cannot_replace_the_probe(tmp_path):
+    """The scenario's test command runs in the worktree; a `runners/` package there must not win."""
+    import subprocess
+
+    from examples.mamba_track_boundary import test_command
+
+    fake = tmp_path / "runners" / "probes"
+    fake.mkdir(parents=True)
+    (tmp_path / "runners" / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "sglang_kl.py").write_text("print('SHADOWED BY THE COMMIT')\n")
+    argv = test_command()
+    proc = subprocess.run(argv[: argv.index("--launch")] + ["--help"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "SHADOWED" not in proc.stdout and "--launch" in proc.stdout

@@ -35,8 +35,11 @@ BUILD = "{python} -m compileall -q -f mini_sglang"  # -f: a stale .pyc must not 
 
 
 def test_command(python: str | None = None) -> list[str]:
-    """The scheduled test: the bot's KL probe, launching the engine of the commit under test."""
-    return [python or sys.executable, "-m", "runners.probes.sglang_kl", "--launch", LAUNCH, "--build", BUILD,
+    """The scheduled test: the bot's KL probe, launching the engine of the commit under test.
+
+    `-P`: the worktree is the working directory, and it must not put its own `runners/` first on
+    the import path -- the yardstick is the bot's, never the commit's."""
+    return [python or sys.executable, "-P", "-m", "runners.probes.sglang_kl", "--launch", LAUNCH, "--build", BUILD,
             "--threshold", str(THRESHOLD), "--samples", "16", "--max-new-tokens", "24", "--prompt-len", "20",
             "--startup-timeout", "60"]
 
