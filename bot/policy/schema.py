@@ -1,0 +1,155 @@
+"""A repository's policy: what to watch, which tests and metrics, runners, bisect and revert limits.
+
+Typed and closed: an unknown key is an error (a typo must not silently disable a safety limit).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _regex(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+    return value
+
+
+class Watch(Closed):
+    workflow: str = Field(description="Workflow name, or its path under .github/workflows/")
+    branch: str = "main"
+    events: list[str] = Field(default_factory=lambda: ["schedule"])
+
+
+class LogPatterns(Closed):
+    """Regexes over a job log, e.g. SGLang's run_suite output."""
+
+    summary: str | None = Field(None, description="Named groups `passed` and `total`")
+    failed: str | None = Field(None, description="Named group `test`: one failed test per match")
+    metric: str | None = Field(None, description="Named groups `value` and optionally `threshold`")
+
+    _check = field_validator("summary", "failed", "metric")(_regex)
+
+
+class Results(Closed):
+    """Where a run's results are read from, in order of preference."""
+
+    junit_artifact: str | None = None
+    metrics_artifact: str | None = None
+    log: LogPatterns = Field(default_factory=LogPatterns)
+
+
+class Direction(str, Enum):
+    HIGHER_IS_WORSE = "higher_is_worse"
+    LOWER_IS_WORSE = "lower_is_worse"
+
+
+class Metric(Closed):
+    name: str
+    threshold: float
+    direction: Direction = Direction.HIGHER_IS_WORSE
+
+
+class Probe(Closed):
+    name: Literal["command", "sglang_kl"]
+    command: list[str] = Field(default_factory=list, description="For `command`: argv run in the worktree")
+    args: dict[str, str | int | float | bool] = Field(default_factory=dict, description="For `sglang_kl`: its options")
+
+    @model_validator(mode="after")
+    def _command_given(self) -> Probe:
+        if self.name == "command" and not self.command:
+            raise ValueError("probe `command` needs `command: [argv...]`")
+        return self
+
+
+class Runner(Closed):
+    backend: Literal["local", "github_actions"] = "local"
+    labels: list[str] = Field(default_factory=list)
+    timeout_minutes: float = Field(60, gt=0)
+    parallelism: int = Field(1, ge=1, le=64)
+
+
+class Test(Closed):
+    id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,120}$")
+    match: str = Field(description="Regex matched against failed test names in the results")
+    metric: Metric | None = None
+    probe: Probe
+    runner: Runner = Field(default_factory=Runner)
+
+    _check = field_validator("match")(_regex)
+
+
+class Bisect(Closed):
+    confidence: float = Field(0.99, ge=0.5, lt=1)
+    flake_rate: Literal["auto"] | float = "auto"
+    first_parent: bool = True
+    descend_merges: bool = False
+    max_commits: int = Field(2000, ge=1)
+
+    @field_validator("flake_rate")
+    @classmethod
+    def _rate(cls, value: str | float) -> str | float:
+        if value != "auto" and not 0 <= value < 0.5:
+            raise ValueError("a flake rate is 'auto' or a probability in [0, 0.5)")
+        return value
+
+
+class RevertAction(str, Enum):
+    OPEN_PR = "open_pr"
+    DRAFT_PR = "draft_pr"
+    COMMENT_ONLY = "comment_only"
+
+
+class Revert(Closed):
+    action: RevertAction = RevertAction.OPEN_PR
+    labels: list[str] = Field(default_factory=lambda: ["revert-bisect"])
+    reviewers: list[str] = Field(default_factory=list)
+    request_review_from_author: bool = True
+    daily_cap: int = Field(2, ge=0)
+    max_culprit_age_days: float = Field(14, gt=0)
+    opt_out_label: str = "no-revert-bisect"
+    kill_switch_label: str = "revert-bisect-stop"
+    never_revert_authors: list[str] = Field(default_factory=lambda: ["dependabot[bot]", "renovate[bot]"])
+
+
+class Commands(Closed):
+    allow_roles: list[Literal["admin", "maintain", "write", "triage", "read"]] = Field(default_factory=lambda: ["admin", "maintain", "write"])
+    allow_users: list[str] = Field(default_factory=list)
+    allow_edits: bool = False
+
+
+class Policy(Closed):
+    repository: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    default_branch: str = "main"
+    branches: list[str] = Field(default_factory=lambda: ["main"], description="The only branches the bot ever touches")
+    mode: Literal["active", "shadow"] = "active"
+    watch: list[Watch] = Field(min_length=1)
+    results: Results = Field(default_factory=Results)
+    tests: list[Test] = Field(min_length=1)
+    bisect: Bisect = Field(default_factory=Bisect)
+    revert: Revert = Field(default_factory=Revert)
+    commands: Commands = Field(default_factory=Commands)
+    followups: dict[int, int] = Field(default_factory=dict, description="culprit PR number -> follow-up issue or PR")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Policy:
+        ids = [t.id for t in self.tests]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"test ids must be unique: {', '.join(dupes)}")
+        if self.default_branch not in self.branches:
+            raise ValueError(f"default_branch {self.default_branch!r} must be one of branches {self.branches}")
+        return self
+
+    def test(self, test_id: str) -> Test | None:
+        return next((t for t in self.tests if t.id == test_id), None)

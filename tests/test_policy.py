@@ -1,0 +1,85 @@
+"""Policies: the shipped ones load; a broken one names the file, the key and the line."""
+
+from pathlib import Path
+
+import pytest
+
+from bot.policy.load import PolicyError, load, load_dir, parse
+from bot.policy.schema import RevertAction
+
+POLICIES = Path(__file__).resolve().parent.parent / "policies"
+
+MINIMAL = """\
+repository: acme/engine
+watch:
+  - workflow: Nightly
+tests:
+  - id: kl
+    match: test_kl
+    probe: {name: command, command: [./run.sh]}
+"""
+
+
+def test_shipped_policies_load():
+    policies = load_dir(POLICIES)
+    sglang = policies["sgl-project/sglang"]
+    assert sglang.mode == "shadow" and sglang.watch[0].workflow == "PR Test"
+    test = sglang.test("qwen3-next-decode-cache-hit")
+    assert test.metric.threshold == 0.002 and test.runner.labels == ["self-hosted", "4-gpu-h100"]
+    assert "--mamba-track-interval 2" in test.probe.args["launch"]
+    assert policies["mini-sglang/mini-sglang"].revert.daily_cap == 3
+
+
+def test_sglang_log_patterns_read_run_suite_output():
+    import re
+
+    log = (
+        "Test Summary: 11/12 passed\n============\n✓ PASSED:\n  test_a.py\n\n✗ FAILED:\n"
+        "  test_qwen3_next_decode_cache_hit.py (exit code 1)\n\n↻ RETRIED:\n  test_b.py (2 attempts, passed)\n"
+        "AssertionError: avg_kl_div=0.0065 > threshold=0.002 for Qwen3-Next decode_cache_hit\n"
+    )
+    patterns = load(POLICIES / "sglang.yaml").results.log
+    assert re.search(patterns.summary, log).groupdict() == {"passed": "11", "total": "12"}
+    assert [m.group("test") for m in re.finditer(patterns.failed, log)] == ["test_qwen3_next_decode_cache_hit.py"]
+    assert re.search(patterns.metric, log).groupdict() == {"value": "0.0065", "threshold": "0.002"}
+
+
+def test_defaults_are_the_safe_ones():
+    policy = parse(MINIMAL, "p.yaml")
+    assert policy.revert.action is RevertAction.OPEN_PR and policy.revert.daily_cap == 2
+    assert policy.commands.allow_roles == ["admin", "maintain", "write"] and not policy.commands.allow_edits
+    assert policy.branches == ["main"] and policy.bisect.confidence == 0.99
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (MINIMAL.replace("    match: test_kl\n", "    match: test_kl\n    metirc: {name: x, threshold: 1}\n"), "p.yaml:7: tests[0].metirc: unknown key"),
+        (MINIMAL + "revert:\n  daly_cap: 5\n", "p.yaml:9: revert.daly_cap: unknown key"),
+        (MINIMAL + "revert:\n  daily_cap: lots\n", "p.yaml:9: revert.daily_cap:"),
+        (MINIMAL.replace("match: test_kl", "match: 'test_(kl'"), "p.yaml:6: tests[0].match: not a valid regular expression"),
+        (MINIMAL + "bisect:\n  flake_rate: 0.9\n", "p.yaml:9: bisect.flake_rate:"),
+        (MINIMAL.replace("repository: acme/engine\n", ""), "p.yaml:1: repository: Field required"),
+        (MINIMAL + "  - id: kl\n    match: x\n    probe: {name: command, command: [a]}\n", "test ids must be unique: kl"),
+        (MINIMAL + "default_branch: trunk\n", "default_branch 'trunk' must be one of branches"),
+        (MINIMAL.replace("{name: command, command: [./run.sh]}", "{name: command}"), "probe `command` needs"),
+        ("repository: [unclosed\n", "p.yaml:2: not valid YAML"),
+        ("- just\n- a list\n", "p.yaml:1: a policy is a mapping"),
+    ],
+)
+def test_bad_policies_name_file_key_and_line(text, expected):
+    with pytest.raises(PolicyError) as exc:
+        parse(text, "p.yaml")
+    assert expected in str(exc.value)
+
+
+def test_a_bad_file_among_good_ones_stops_loading(tmp_path):
+    (tmp_path / "good.yaml").write_text(MINIMAL)
+    (tmp_path / "bad.yaml").write_text(MINIMAL.replace("acme/engine", "acme/other") + "mode: yolo\n")
+    with pytest.raises(PolicyError, match=r"bad\.yaml:8: mode: Input should be 'active' or 'shadow'"):
+        load_dir(tmp_path)
+
+
+def test_unreadable_policy(tmp_path):
+    with pytest.raises(PolicyError, match="cannot read the policy"):
+        load(tmp_path / "missing.yaml")
