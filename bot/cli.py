@@ -160,6 +160,26 @@ def revert(
     out.print(result.diffstat, highlight=False)
 
 
+@app.command("check-policy")
+def check_policy(
+    paths: Annotated[list[Path], typer.Argument(help="Policy files, or directories of *.yaml policies.")],
+) -> None:
+    """Validate policy files: every problem is reported as file:line: key: why."""
+    from bot.policy.load import PolicyError, load, load_dir
+
+    failed = False
+    for path in paths:
+        try:
+            loaded = load_dir(path) if path.is_dir() else {"": load(path)}
+        except PolicyError as exc:
+            err.print(str(exc), highlight=False, soft_wrap=True)
+            failed = True
+            continue
+        for policy in loaded.values():
+            out.print(f"{path}: ok: {policy.repository}, {len(policy.tests)} test(s), mode {policy.mode}")
+    raise typer.Exit(2 if failed else 0)
+
+
 @app.command()
 def demo(
     directory: Annotated[Optional[Path], typer.Option("--dir", help="Where to build the scenario (default: a new temporary directory).")] = None,

@@ -83,3 +83,11 @@ def test_a_bad_file_among_good_ones_stops_loading(tmp_path):
 def test_unreadable_policy(tmp_path):
     with pytest.raises(PolicyError, match="cannot read the policy"):
         load(tmp_path / "missing.yaml")
+
+
+def test_check_policy_cli(cli, tmp_path):
+    ok = cli("check-policy", str(POLICIES))
+    assert ok.code == 0 and "sgl-project/sglang" in ok.stdout
+    (tmp_path / "bad.yaml").write_text(MINIMAL + "revert:\n  daly_cap: 5\n")
+    bad = cli("check-policy", str(tmp_path / "bad.yaml"))
+    assert bad.code == 2 and "bad.yaml:9: revert.daly_cap: unknown key" in bad.stderr and "Traceback" not in bad.stderr
