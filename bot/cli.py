@@ -160,6 +160,31 @@ def revert(
     out.print(result.diffstat, highlight=False)
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8080,
+    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: $REVERT_BISECT_DB, else SQLite in the user data directory).")] = None,
+) -> None:
+    """The webhook service: POST /webhooks/github (secret from $REVERT_BISECT_WEBHOOK_SECRET)."""
+    import uvicorn
+    from pydantic import ValidationError
+
+    from bot.app import create_app
+    from bot.settings import BotSettings
+
+    try:
+        settings = BotSettings(**({"db": db} if db else {}))
+        application = create_app(settings)
+    except ValidationError as exc:
+        err.print(f"revert-bisect: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except RevertBisectError as exc:
+        err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
 @app.command("check-policy")
 def check_policy(
     paths: Annotated[list[Path], typer.Argument(help="Policy files, or directories of *.yaml policies.")],

@@ -1,0 +1,26 @@
+"""The service's settings: environment variables `REVERT_BISECT_*`, read when the app is built (never at import)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDERS = {"", "changeme", "change-me", "secret", "xxx", "todo"}
+
+
+class BotSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REVERT_BISECT_", extra="ignore")
+
+    webhook_secret: SecretStr = SecretStr("")
+    db: str | None = None  # SQLAlchemy URL; None: SQLite in the user data directory
+    policies: Path = Path("policies")
+    max_body_bytes: int = 10 * 1024 * 1024
+    local: bool = False  # development on loopback: a missing secret is tolerated (every delivery is refused)
+
+    @model_validator(mode="after")
+    def _real_secret(self) -> BotSettings:
+        if not self.local and self.webhook_secret.get_secret_value().strip().lower() in PLACEHOLDERS:
+            raise ValueError("REVERT_BISECT_WEBHOOK_SECRET is unset or a placeholder: set the secret configured on the GitHub App's webhook")
+        return self

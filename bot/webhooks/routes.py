@@ -1,0 +1,13 @@
+"""Which handler a delivery goes to, by (event, action); everything else is acknowledged and ignored."""
+
+from __future__ import annotations
+
+ROUTES: dict[tuple[str, str | None], str] = {
+    ("workflow_run", "completed"): "nightly_failure",
+    ("issue_comment", "created"): "command",
+    ("issue_comment", "edited"): "command",  # the handler drops edits unless the policy allows them
+}
+
+
+def handler_for(event: str, action: str | None) -> str | None:
+    return ROUTES.get((event, action))
