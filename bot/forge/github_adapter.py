@@ -1,0 +1,133 @@
+"""The code host, through PyGithub: the few reads and writes the bot makes, each write looked up first.
+
+Idempotence is by content the bot can find again: a PR by its head branch, a comment by a hidden
+marker in its body, a branch by its name. A retry after a crash never makes a second one.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from github import Auth, Github, GithubException
+from github.Repository import Repository
+
+from bot.errors import RevertBisectError
+
+MARKER = "<!-- revert-bisect:{key} -->"
+FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
+
+
+class ForgeError(RevertBisectError):
+    pass
+
+
+@dataclass(frozen=True)
+class PullRef:
+    number: int
+    url: str
+    head: str
+    created: bool
+
+
+def connect(base_url: str, token: str, *, throttle: bool = True) -> Github:
+    """A PyGithub client on any host that builds its URLs from `base_url` (GitHub, GHE, the sandbox)."""
+    extra = {} if throttle else dict(seconds_between_requests=0, seconds_between_writes=0, retry=None)
+    return Github(base_url=base_url.rstrip("/"), auth=Auth.Token(token), **extra)
+
+
+def marker(key: str) -> str:
+    return MARKER.format(key=re.sub(r"[^A-Za-z0-9_.:/-]", "-", key))
+
+
+class GitHubForge:
+    def __init__(self, gh: Github, repo_slug: str):
+        self.gh = gh
+        self.repo: Repository = gh.get_repo(repo_slug)
+
+    # -- reads --
+
+    def role(self, user: str) -> str | None:
+        """admin | maintain | write | triage | read, or None for a stranger (the only trustworthy check)."""
+        try:
+            return self.repo.get_collaborator_role_name(user)
+        except GithubException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def pulls_for_commit(self, sha: str) -> list[int]:
+        return [p.number for p in self.repo.get_commit(sha).get_pulls()]
+
+    def open_pr_for_head(self, branch: str) -> PullRef | None:
+        owner = self.repo.owner.login
+        for pr in self.repo.get_pulls(state="open", head=f"{owner}:{branch}"):
+            return PullRef(pr.number, pr.html_url, branch, False)
+        return None
+
+    def open_revert_of(self, culprit_pr: int) -> int | None:
+        """An open PR that already reverts the culprit PR (GitHub's own revert button writes `Reverts o/r#N`)."""
+        slug = self.repo.full_name
+        for pr in self.repo.get_pulls(state="open"):
+            if f"Reverts {slug}#{culprit_pr}" in (pr.body or "") or (pr.title or "").startswith("Revert ") and f"#{culprit_pr}" in (pr.body or ""):
+                return pr.number
+        return None
+
+    # -- writes, each looked up first --
+
+    def open_pr(self, title: str, body: str, head: str, base: str, draft: bool = False) -> PullRef:
+        existing = self.open_pr_for_head(head)
+        if existing:
+            return existing
+        pr = self.repo.create_pull(base=base, head=head, title=title, body=body, draft=draft)
+        return PullRef(pr.number, pr.html_url, head, True)
+
+    def add_labels(self, number: int, labels: list[str]) -> None:
+        if labels:
+            self.repo.get_issue(number).add_to_labels(*labels)
+
+    def request_review(self, number: int, reviewers: list[str]) -> None:
+        wanted = [r for r in reviewers if r]
+        if wanted:
+            self.repo.get_pull(number).create_review_request(reviewers=wanted)
+
+    def comment_once(self, number: int, key: str, body: str) -> tuple[int, bool]:
+        """Post `body` on issue/PR `number` unless a comment with the same key exists; then update it."""
+        tag = marker(key)
+        text = f"{tag}\n{body}"
+        issue = self.repo.get_issue(number)
+        for comment in issue.get_comments():
+            if tag in (comment.body or ""):
+                if comment.body != text:
+                    comment.edit(text)
+                return comment.id, False
+        return issue.create_comment(text).id, True
+
+    def react(self, comment_id: int, content: str) -> None:
+        """Reactions are idempotent on GitHub's side (the same user and content answer 200)."""
+        self.repo.get_issue_comment(comment_id).create_reaction(content)
+
+    def followup_for(self, culprit_pr: int) -> int | None:
+        """An open issue or PR that cross-references the culprit PR as the place of the proper fix."""
+        for event in self.repo.get_issue(culprit_pr).get_timeline():
+            if event.event != "cross-referenced":
+                continue
+            source = (event.raw_data.get("source") or {}).get("issue") or {}
+            number, body = source.get("number"), source.get("body") or ""
+            if number and number != culprit_pr and source.get("state", "open") == "open" and f"#{culprit_pr}" in body:
+                return number
+        return None
+
+
+def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: str) -> None:
+    """Push `sha` to `branch` with the token in an HTTP header for this one command: never in .git/config."""
+    header = f"http.extraHeader=Authorization: Bearer {token}"
+    result = subprocess.run(
+        ["git", "-C", str(repo_dir), "-c", header, "push", "--quiet", remote_url, f"{sha}:refs/heads/{branch}"],
+        capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        message = result.stderr.replace(token, "***").strip().splitlines()
+        raise ForgeError(f"push of {branch} to {remote_url} failed: {message[-1] if message else 'no message'}")
