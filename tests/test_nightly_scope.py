@@ -1,0 +1,52 @@
+"""Scoping a red scheduled run from its log, with SGLang's policy and run_suite's log format."""
+
+import json
+from pathlib import Path
+
+from bot.handlers.nightly import RunInfo, Scoped, Unscoped, failed_tests, scope
+from bot.policy.load import load
+
+ROOT = Path(__file__).resolve().parent.parent
+POLICY = load(ROOT / "policies" / "sglang.yaml")
+LOG = """\
+[2026-11-29 03:12:01] Running test_qwen3_next_decode_cache_hit.py
+AssertionError: avg_kl_div=0.0065 > threshold=0.002 for Qwen/Qwen3-Next decode_cache_hit
+============================================================
+Test Summary: 11/12 passed
+============================================================
+✓ PASSED:
+  test_other.py
+
+✗ FAILED:
+  test_qwen3_next_decode_cache_hit.py (exit code 1)
+"""
+
+
+def run(id, sha, conclusion, branch="main", event="schedule"):
+    return RunInfo(id, "PR Test", ".github/workflows/pr-test.yml", branch, sha, event, conclusion)
+
+
+def test_a_red_nightly_scopes_to_last_green_run():
+    red = run(40, "b" * 40, "failure")
+    history = [red, run(39, "c" * 40, "failure"), run(38, "a" * 40, "success"), run(30, "9" * 40, "success")]
+    result = scope(POLICY, red, LOG, history)
+    assert result == [Scoped(failed_tests(POLICY, LOG)[0], "a" * 40, "b" * 40, 38, 40)]
+    assert result[0].test.metric == 0.0065 and result[0].test.threshold == 0.002
+    assert result[0].test.test.id == "qwen3-next-decode-cache-hit"
+
+
+def test_unscopable_failures_say_why():
+    red = run(40, "b" * 40, "failure")
+    assert "no earlier green run" in scope(POLICY, red, LOG, [red]).reason
+    assert "names none of the watched tests" in scope(POLICY, red, "Test Summary: 0/1 passed\n✗ FAILED:\n  test_x.py (exit code 1)\n", [red]).reason
+    assert "not watched" in scope(POLICY, run(41, "b" * 40, "failure", branch="release/v1"), LOG, []).reason
+    assert "not watched" in scope(POLICY, run(42, "b" * 40, "failure", event="pull_request"), LOG, []).reason
+    assert "nothing to bisect" in scope(POLICY, run(43, "b" * 40, "success"), LOG, []).reason
+    assert "a flake" in scope(POLICY, red, LOG, [run(39, "b" * 40, "success")]).reason
+    assert isinstance(scope(POLICY, red, LOG, [red]), Unscoped)
+
+
+def test_the_recorded_workflow_run_payload_maps_to_run_info():
+    payload = json.loads((ROOT / "tests/fixtures/github/webhooks/workflow_run.completed.json").read_text())["workflow_run"]
+    info = RunInfo(payload["id"], payload["name"], payload["path"], payload["head_branch"], payload["head_sha"], payload["event"], payload["conclusion"])
+    assert "concluded success" in scope(POLICY, info, LOG, []).reason
