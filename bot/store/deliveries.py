@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from bot.store.models import DeliveryRow, JobRow
+from bot.store.models import DeliveryRow, JobRow, utcnow
 
 
 @dataclass(frozen=True)
@@ -54,3 +54,41 @@ class Deliveries:
     def jobs(self) -> list[JobRow]:
         with self._session() as s:
             return list(s.scalars(select(JobRow).order_by(JobRow.id)))
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: int
+    handler: str
+    delivery_id: str
+    event: str
+    payload: dict
+    attempts: int
+
+
+class Jobs:
+    """The job queue. A job is claimed by a conditional UPDATE, so of several workers (or
+    replicas on one database) exactly one wins it, on SQLite and PostgreSQL alike."""
+
+    def __init__(self, engine: Engine):
+        self._session = sessionmaker(engine, expire_on_commit=False)
+
+    def claim(self) -> ClaimedJob | None:
+        with self._session.begin() as s:
+            candidates = s.scalars(select(JobRow.id).where(JobRow.state == "queued").order_by(JobRow.id).limit(5)).all()
+            for job_id in candidates:
+                won = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.state == "queued").values(state="running", attempts=JobRow.attempts + 1))
+                if won.rowcount == 1:
+                    job = s.get(JobRow, job_id)
+                    delivery = s.get(DeliveryRow, job.delivery_id)
+                    return ClaimedJob(job.id, job.handler, delivery.delivery_id, delivery.event, delivery.payload, job.attempts)
+        return None
+
+    def finish(self, job_id: int, error: str | None = None) -> None:
+        with self._session.begin() as s:
+            s.execute(update(JobRow).where(JobRow.id == job_id).values(state="failed" if error else "done", error=error, finished_at=utcnow()))
+
+    def requeue_running(self) -> int:
+        """Jobs a killed process left running go back to the queue (handlers are idempotent)."""
+        with self._session.begin() as s:
+            return s.execute(update(JobRow).where(JobRow.state == "running").values(state="queued")).rowcount
