@@ -1,0 +1,74 @@
+"""Publishing a proven revert: branch, PR, labels, review request, and the two comments that link it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.forge.github_adapter import GitHubForge, push_branch
+from bot.policy.schema import Policy, RevertAction
+from bot.revert.git_revert import Revert
+from bot.revert.pr_body import PullRequestDraft
+
+CULPRIT_COMMENT = (
+    "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) and opened {revert_ref} to revert it.\n\n"
+    "The evidence (bisect table, A/B of HEAD vs HEAD + revert, a replayable bisect log) is in that PR. "
+    "Once the proper fix is ready{followup_note}, the change can be re-landed with it."
+)
+FOLLOWUP_COMMENT = (
+    "The regression this issue tracks was bisected to #{culprit_pr}, which {revert_ref} reverts on `{base}` "
+    "to bring the nightly back to green while the proper fix is worked on here."
+)
+
+
+@dataclass(frozen=True)
+class Published:
+    pr_number: int | None
+    pr_url: str | None
+    branch: str
+    shadow: bool = False
+    existing_revert: int | None = None
+
+
+def branch_name(culprit_pr: int | None, culprit: str) -> str:
+    return f"revert-bisect/{culprit_pr or 'commit'}-{culprit[:7]}"
+
+
+def publish(
+    forge: GitHubForge,
+    policy: Policy,
+    repo_dir: Path,
+    remote_url: str,
+    token: str,
+    revert: Revert,
+    draft: PullRequestDraft,
+    *,
+    bisection_id: int,
+    test_id: str,
+    evidence: str,
+    culprit_pr: int | None,
+    culprit_author: str | None,
+    followup: int | None,
+) -> Published:
+    """Every write is looked up first: re-running this after a crash changes nothing twice."""
+    branch = branch_name(culprit_pr, revert.culprit)
+    if policy.mode == "shadow":
+        return Published(None, None, branch, shadow=True)
+    if culprit_pr and (existing := forge.open_revert_of(culprit_pr)):
+        forge.comment_once(existing, f"evidence-{bisection_id}", f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}.")
+        return Published(existing, None, branch, existing_revert=existing)
+    push_branch(repo_dir, remote_url, branch, revert.sha, token)
+    pr = forge.open_pr(draft.title, draft.body, branch, draft.base_branch, draft=policy.revert.action is RevertAction.DRAFT_PR)
+    forge.add_labels(pr.number, policy.revert.labels)
+    reviewers = list(policy.revert.reviewers)
+    if policy.revert.request_review_from_author and culprit_author:
+        reviewers.insert(0, culprit_author)
+    forge.request_review(pr.number, list(dict.fromkeys(reviewers)))
+    revert_ref = f"#{pr.number}"
+    if culprit_pr:
+        note = f" (#{followup})" if followup else ""
+        forge.comment_once(culprit_pr, f"culprit-{bisection_id}", CULPRIT_COMMENT.format(
+            test=test_id, base=draft.base_branch, evidence=evidence, revert_ref=revert_ref, followup_note=note))
+    if followup and culprit_pr:
+        forge.comment_once(followup, f"followup-{bisection_id}", FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch))
+    return Published(pr.number, pr.url, branch)

@@ -1,0 +1,74 @@
+"""The `/revert-bisect` job: acknowledge, check who asked, answer, and run what was asked."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.forge.github_adapter import GitHubForge
+from bot.handlers.command import Comment, Plan, plan
+from bot.policy.schema import Policy
+from bot.store.deliveries import ClaimedJob
+
+log = logging.getLogger("revert_bisect.command")
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    """A validated request to bisect, handed to whatever runs bisections for this deployment."""
+
+    repo: str
+    thread: int
+    requested_by: str
+    test: str
+    good: str | None
+    bad: str | None
+    followup: int | None
+    dry_run: bool
+
+
+class Bisections(Protocol):
+    """What the command handler needs from whatever runs bisections in this deployment."""
+
+    def start(self, request: StartRequest, forge: GitHubForge) -> None: ...
+
+    def status(self, repo: str, thread: int) -> str: ...
+
+    def cancel(self, repo: str, thread: int) -> str: ...
+
+
+class CommandJob:
+    def __init__(self, policies: Mapping[str, Policy], forge_for: Callable[[str], GitHubForge], bisections: Bisections):
+        self.policies = policies
+        self.forge_for = forge_for
+        self.bisections = bisections
+
+    def __call__(self, job: ClaimedJob) -> None:
+        payload = job.payload
+        repo = (payload.get("repository") or {}).get("full_name")
+        policy = self.policies.get(repo)
+        comment = payload.get("comment") or {}
+        issue = payload.get("issue") or {}
+        author = (comment.get("user") or {}).get("login")
+        if policy is None or not author or not issue.get("number") or not comment.get("id"):
+            log.info("delivery %s: no policy for %s or not a usable comment; ignored", job.delivery_id, repo)
+            return
+        said = Comment(author, comment.get("body"), payload.get("action") == "edited")
+        if plan(said, None, policy) == Plan():  # not addressed to the bot (or an ignored edit): no API call at all
+            return
+        forge = self.forge_for(repo)
+        decided = plan(said, forge.role(author), policy)
+        thread = issue["number"]
+        forge.react(comment["id"], "eyes")
+        reply = decided.reply
+        if decided.status:
+            reply = self.bisections.status(repo, thread)
+        elif decided.cancel:
+            reply = self.bisections.cancel(repo, thread)
+        if reply:
+            forge.comment_once(thread, f"reply-{comment['id']}", reply)
+        if decided.start:
+            s = decided.start
+            self.bisections.start(StartRequest(repo, thread, author, s.test, s.good, s.bad, s.followup, s.dry_run), forge)
