@@ -22,6 +22,7 @@ class NewBisection:
     command: list[str]
     settings: dict
     head: str | None = None
+    origin: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Store:
         with self._session.begin() as s:
             row = BisectionRow(
                 repo=new.repo, good_rev=new.good_rev, bad_rev=new.bad_rev, good=new.good, bad=new.bad,
-                command=new.command, settings=new.settings, head=new.head, phase=phase, merges=[], confirm_round=0, confirmations=0,
+                command=new.command, settings=new.settings, head=new.head, origin=new.origin, phase=phase, merges=[], confirm_round=0, confirmations=0,
             )
             s.add(row)
             s.flush()
@@ -68,6 +69,12 @@ class Store:
         with self._session() as s:
             query = select(BisectionRow).order_by(BisectionRow.id.desc()).limit(limit).options(selectinload(BisectionRow.steps))
             return s.scalars(query).all()
+
+    def from_thread(self, repo: str, thread: int) -> Sequence[BisectionRow]:
+        """Bisections asked for in one issue or PR (newest first); filtered here to stay portable across JSON dialects."""
+        with self._session() as s:
+            rows = s.scalars(select(BisectionRow).where(BisectionRow.origin.is_not(None)).order_by(BisectionRow.id.desc()).limit(500)).all()
+            return [r for r in rows if r.origin.get("repo") == repo and r.origin.get("thread") == thread]
 
     def save_progress(self, bisection_id: int, **fields) -> None:
         """Write state-machine fields (phase, merges, confirming, ...) and the latest view."""

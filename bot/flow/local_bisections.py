@@ -1,0 +1,136 @@
+"""Running requested bisections on this machine (the local pool) for repositories on the forge.
+
+The repository is cloned (then fetched) from the forge with the token in a per-command header;
+the bisection is stored with where it was asked for, its status comment is edited as it goes,
+and a proven revert is published through the forge.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from bot.bisect.model import Status
+from bot.errors import RevertBisectError
+from bot.flow.publish import publish
+from bot.flow.status import render_status
+from bot.forge.github_adapter import ForgeError, GitHubForge
+from bot.gitrepo import GitRepo
+from bot.handlers.command_job import StartRequest
+from bot.orchestrator import setup
+from bot.orchestrator.config import BisectConfig
+from bot.orchestrator.driver import Driver, Snapshot
+from bot.policy.probe import probe_argv
+from bot.policy.schema import Direction, Policy
+from bot.revert.draft import PrRecord, draft
+from bot.revert.git_revert import create_revert, reverter_for
+from bot.revert.pr_body import FailingTest, pr_number
+from bot.session import REVERT_REASON, worktree_root
+from bot.store.store import Store
+from runners.backends.local import LocalPool
+
+STATUS_EVERY_S = 5.0
+
+
+class LocalBisections:
+    def __init__(self, store: Store, workspace: Path, policies: Mapping[str, Policy], clone_url: Callable[[str], str], token: Callable[[str], str]):
+        self.store = store
+        self.workspace = workspace
+        self.policies = policies
+        self.clone_url = clone_url
+        self.token = token
+        self._lock = threading.Lock()
+
+    # -- the repository, synced from the forge --
+
+    def _sync(self, repo: str) -> GitRepo:
+        target = self.workspace / repo.replace("/", "__")
+        header = f"http.extraHeader=Authorization: Bearer {self.token(repo)}"
+        if (target / ".git").is_dir():
+            cmd = ["git", "-C", str(target), "-c", header, "fetch", "--quiet", "--prune", self.clone_url(repo), "+refs/heads/*:refs/remotes/origin/*"]
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            cmd = ["git", "-c", header, "clone", "--quiet", "--no-checkout", self.clone_url(repo), str(target)]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise ForgeError(f"cannot fetch {repo}: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else 'git failed'}")
+        return GitRepo(target)
+
+    # -- Bisections protocol --
+
+    def start(self, request: StartRequest, forge: GitHubForge) -> None:
+        policy = self.policies[request.repo]
+        test = policy.test(request.test)
+        if not request.good:
+            forge.comment_once(request.thread, f"need-good-{request.thread}-{request.test}",
+                               f"To bisect `{request.test}` from here I need the last good commit: `/revert-bisect {request.test} good=<sha>`.")
+            return
+        with self._lock:  # one clone/fetch at a time per workspace
+            repo = self._sync(request.repo)
+        bad = request.bad or f"origin/{policy.default_branch}"
+        config = BisectConfig(
+            command=tuple(probe_argv(test)), workers=test.runner.parallelism, timeout_s=test.runner.timeout_minutes * 60,
+            metric_file=test.metric is not None, threshold=test.metric.threshold if test.metric else None,
+            higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
+            confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
+            descend_merges=policy.bisect.descend_merges, verify_revert=not request.dry_run, onto=bad,
+        )
+        origin = dict(repo=request.repo, thread=request.thread, requested_by=request.requested_by, test=request.test)
+        try:
+            loaded = setup.create(self.store, repo, request.good, bad, config, origin)
+        except RevertBisectError as exc:
+            forge.comment_once(request.thread, f"refused-{request.thread}-{request.good}", f"I cannot start that bisection: {exc}")
+            return
+        key = f"status-{loaded.id}"
+        forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, None, None))
+        last = [0.0]
+
+        def observe(snap: Snapshot) -> None:
+            if time.monotonic() - last[0] >= STATUS_EVERY_S:
+                last[0] = time.monotonic()
+                forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, snap, None))
+
+        pool = LocalPool(repo, config.workers, worktree_root(repo.path))
+        outcome = Driver(self.store, loaded.id, loaded.problem, config, pool, observe, reverter_for(repo, REVERT_REASON)).run()
+        row = self.store.get(loaded.id)
+        link = None
+        if outcome.status is Status.FOUND and outcome.ab and outcome.ab.passed and not request.dry_run:
+            link = self._publish(forge, policy, repo, loaded, row, request)
+        forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, None, row, link))
+
+    def _publish(self, forge, policy, repo, loaded, row, request) -> str | None:
+        culprit = row.outcome["culprit"]
+        pulls = forge.pulls_for_commit(culprit)
+        subject = repo.subjects([culprit])[culprit]
+        culprit_pr = pulls[0] if pulls else pr_number(subject)
+        pr_obj = forge.repo.get_pull(culprit_pr) if culprit_pr else None
+        author = pr_obj.user.login if pr_obj else None
+        followup = request.followup or policy.followups.get(culprit_pr or -1) or (forge.followup_for(culprit_pr) if culprit_pr else None)
+        revert = create_revert(repo, culprit, row.head)
+        test = policy.test(request.test)
+        prs = {culprit: PrRecord(culprit_pr, pr_obj.title, author)} if pr_obj else {}
+        pr = draft(row, loaded.problem, repo, revert, repo_slug=request.repo, branch=policy.default_branch,
+                   test=FailingTest(request.test, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None),
+                   prs=prs, followups=[followup] if followup else [])
+        ab = row.outcome.get("ab") or {}
+        evidence = f"HEAD fails, HEAD + revert passes ({len(ab.get('head_verdicts', []))} runs each); P={row.outcome.get('confidence', 0):.3f}"
+        published = publish(forge, policy, repo.path, self.clone_url(request.repo), self.token(request.repo), revert, pr,
+                            bisection_id=row.id, test_id=request.test, evidence=evidence, culprit_pr=culprit_pr,
+                            culprit_author=author, followup=followup)
+        if published.shadow:
+            return "shadow mode: the revert PR was not opened"
+        return f"#{published.pr_number}"
+
+    def status(self, repo: str, thread: int) -> str:
+        rows = self.store.from_thread(repo, thread)
+        if not rows:
+            return "No bisection was started from this thread."
+        return "\n".join(f"- #{r.id} `{(r.origin or {}).get('test')}` {r.good[:12]}..{r.bad[:12]}: {r.status or r.phase}" for r in rows)
+
+    def cancel(self, repo: str, thread: int) -> str:
+        # Bisections run inside the worker; stopping one mid-run needs the runner backends of the GPU fleet.
+        running = [r for r in self.store.from_thread(repo, thread) if not r.status]
+        return "Nothing is running from this thread." if not running else "Cancelling a running bisection is not supported by the local runner yet."

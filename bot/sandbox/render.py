@@ -1,0 +1,255 @@
+"""JSON bodies in GitHub's shapes; every URL from the request's own base URL (`base`)."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from . import gitstore
+from .schema import conform
+from .state import Comment, Issue, Reaction, Repo, SandboxState, User
+
+DOCS = "https://docs.github.com/rest"
+
+
+def node_id(kind: str, ident: int | str) -> str:
+    return base64.b64encode(f"0:{kind}{ident}".encode()).decode().rstrip("=")
+
+
+class Renderer:
+    def __init__(self, state: SandboxState, base: str) -> None:
+        self.state = state
+        self.base = base.rstrip("/")
+
+    def api(self, repo: Repo) -> str:
+        return f"{self.base}/repos/{repo.full_name}"
+
+    def html(self, repo: Repo) -> str:
+        return f"{self.base}/{repo.full_name}"
+
+    # -- users --
+
+    def user(self, login: str | None, schema: str = "simple-user") -> dict | None:
+        if login is None:
+            return None
+        user = self.state.users.get(login) or User(login, 0)
+        u = f"{self.base}/users/{user.login}"
+        body = {
+            "login": user.login, "id": user.id, "node_id": node_id("U", user.id), "type": user.type,
+            "avatar_url": f"{self.base}/avatars/{user.login}", "gravatar_id": "", "url": u,
+            "html_url": f"{self.base}/{user.login}", "followers_url": f"{u}/followers",
+            "following_url": f"{u}/following{{/other_user}}", "gists_url": f"{u}/gists{{/gist_id}}",
+            "starred_url": f"{u}/starred{{/owner}}{{/repo}}", "subscriptions_url": f"{u}/subscriptions",
+            "organizations_url": f"{u}/orgs", "repos_url": f"{u}/repos", "events_url": f"{u}/events{{/privacy}}",
+            "received_events_url": f"{u}/received_events", "site_admin": False, "user_view_type": "public",
+        }
+        if user.name:
+            body["name"] = user.name
+        if user.email:
+            body["email"] = user.email
+        return conform(body, schema, self.base)
+
+    # -- repositories --
+
+    def repo(self, repo: Repo, viewer: str | None = None, schema: str = "full-repository") -> dict:
+        a, h = self.api(repo), self.html(repo)
+        perm = repo.permissions.get(viewer or "", "none")
+        order = ["read", "triage", "write", "maintain", "admin"]
+        level = order.index(perm) if perm in order else -1
+        body = {
+            "id": repo.id, "node_id": node_id("R", repo.id), "name": repo.name, "full_name": repo.full_name,
+            "owner": self.user(repo.owner), "private": repo.private, "html_url": h, "description": repo.description,
+            "fork": False, "url": a, "default_branch": repo.default_branch, "visibility": "public",
+            "archived": False, "disabled": False, "created_at": repo.created_at, "updated_at": repo.created_at,
+            "pushed_at": repo.created_at,
+            "clone_url": f"{h}.git", "git_url": f"{h}.git", "ssh_url": f"{h}.git", "svn_url": h,
+            "mirror_url": None, "homepage": None, "language": "Python",
+            "permissions": {"admin": level >= 4, "maintain": level >= 3, "push": level >= 2, "triage": level >= 1,
+                            "pull": True},
+            "has_issues": True, "has_projects": False, "has_wiki": False, "has_pages": False,
+            "has_downloads": False, "has_discussions": False, "is_template": False, "allow_forking": True,
+            "web_commit_signoff_required": False, "topics": [],
+            "forks_count": 0, "forks": 0, "stargazers_count": 0, "watchers_count": 0, "watchers": 0,
+            "size": 0, "open_issues_count": sum(1 for i in repo.issues.values() if i.state == "open"),
+            "open_issues": sum(1 for i in repo.issues.values() if i.state == "open"),
+            "network_count": 0, "subscribers_count": 0,
+        }
+        for key, suffix in [("archive_url", "/{archive_format}{/ref}"), ("assignees_url", "/assignees{/user}"),
+                            ("blobs_url", "/git/blobs{/sha}"), ("branches_url", "/branches{/branch}"),
+                            ("collaborators_url", "/collaborators{/collaborator}"),
+                            ("comments_url", "/comments{/number}"), ("commits_url", "/commits{/sha}"),
+                            ("compare_url", "/compare/{base}...{head}"), ("contents_url", "/contents/{+path}"),
+                            ("contributors_url", "/contributors"), ("deployments_url", "/deployments"),
+                            ("downloads_url", "/downloads"), ("events_url", "/events"), ("forks_url", "/forks"),
+                            ("git_commits_url", "/git/commits{/sha}"), ("git_refs_url", "/git/refs{/sha}"),
+                            ("git_tags_url", "/git/tags{/sha}"), ("hooks_url", "/hooks"),
+                            ("issue_comment_url", "/issues/comments{/number}"),
+                            ("issue_events_url", "/issues/events{/number}"), ("issues_url", "/issues{/number}"),
+                            ("keys_url", "/keys{/key_id}"), ("labels_url", "/labels{/name}"),
+                            ("languages_url", "/languages"), ("merges_url", "/merges"),
+                            ("milestones_url", "/milestones{/number}"),
+                            ("notifications_url", "/notifications{?since,all,participating}"),
+                            ("pulls_url", "/pulls{/number}"), ("releases_url", "/releases{/id}"),
+                            ("stargazers_url", "/stargazers"), ("statuses_url", "/statuses/{sha}"),
+                            ("subscribers_url", "/subscribers"), ("subscription_url", "/subscription"),
+                            ("tags_url", "/tags"), ("teams_url", "/teams"), ("trees_url", "/git/trees{/sha}")]:
+            body[key] = a + suffix
+        return conform(body, schema, self.base)
+
+    # -- commits --
+
+    def _git_user(self, ident: dict) -> dict | None:
+        user = self.state.user_by_email(ident["email"])
+        return self.user(user.login) if user else None
+
+    def commit(self, repo: Repo, c: dict, with_files: bool = False) -> dict:
+        a = self.api(repo)
+        body = {
+            "url": f"{a}/commits/{c['sha']}", "sha": c["sha"], "node_id": node_id("C", c["sha"][:12]),
+            "html_url": f"{self.html(repo)}/commit/{c['sha']}", "comments_url": f"{a}/commits/{c['sha']}/comments",
+            "commit": {
+                "url": f"{a}/git/commits/{c['sha']}", "author": c["author"], "committer": c["committer"],
+                "message": c["message"], "comment_count": 0,
+                "tree": {"sha": c["tree"], "url": f"{a}/git/trees/{c['tree']}"},
+                "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None,
+                                 "verified_at": None},
+            },
+            "author": self._git_user(c["author"]), "committer": self._git_user(c["committer"]),
+            "parents": [{"sha": p, "url": f"{a}/commits/{p}", "html_url": f"{self.html(repo)}/commit/{p}"}
+                        for p in c["parents"]],
+        }
+        if with_files:
+            files = gitstore.files(repo.path, c["parents"][0] if c["parents"] else None, c["sha"])
+            body["files"] = [self.file(repo, c["sha"], f) for f in files]
+            add, rem = sum(f["additions"] for f in files), sum(f["deletions"] for f in files)
+            body["stats"] = {"additions": add, "deletions": rem, "total": add + rem}
+        return conform(body, "commit", self.base)
+
+    def file(self, repo: Repo, sha: str, f: dict) -> dict:
+        return {**f, "blob_url": f"{self.html(repo)}/blob/{sha}/{f['filename']}",
+                "raw_url": f"{self.html(repo)}/raw/{sha}/{f['filename']}",
+                "contents_url": f"{self.api(repo)}/contents/{f['filename']}?ref={sha}"}
+
+    def git_ref(self, repo: Repo, ref: str, sha: str) -> dict:
+        kind = gitstore.object_type(repo.path, sha) or "commit"
+        return {"ref": ref, "node_id": node_id("REF", ref), "url": f"{self.api(repo)}/git/{ref}",
+                "object": {"type": kind, "sha": sha, "url": f"{self.api(repo)}/git/{kind}s/{sha}"}}
+
+    # -- issues, pull requests, comments --
+
+    def label(self, repo: Repo, name: str) -> dict:
+        lab = self.state.ensure_label(repo, name)
+        return {"id": lab["id"], "node_id": node_id("LA", lab["id"]), "url": f"{self.api(repo)}/labels/{name}",
+                "name": name, "description": lab["description"], "color": lab["color"], "default": False}
+
+    def author_association(self, repo: Repo, login: str) -> str:
+        if login == repo.owner:
+            return "OWNER"
+        return "MEMBER" if repo.permissions.get(login) in ("admin", "maintain", "write") else "CONTRIBUTOR"
+
+    def issue(self, repo: Repo, issue: Issue, schema: str = "issue") -> dict:
+        a, n = self.api(repo), issue.number
+        kind = "pull" if issue.pull else "issues"
+        body = {
+            "id": issue.id, "node_id": node_id("I", issue.id), "url": f"{a}/issues/{n}",
+            "repository_url": a, "labels_url": f"{a}/issues/{n}/labels{{/name}}",
+            "comments_url": f"{a}/issues/{n}/comments", "events_url": f"{a}/issues/{n}/events",
+            "html_url": f"{self.html(repo)}/{kind}/{n}", "number": n, "state": issue.state,
+            "state_reason": "completed" if issue.state == "closed" else None,
+            "title": issue.title, "body": issue.body, "user": self.user(issue.user, "nullable-simple-user"),
+            "labels": [self.label(repo, name) for name in issue.labels], "assignee": None, "assignees": [],
+            "milestone": None, "locked": False, "active_lock_reason": None,
+            "comments": len(self.state.comments_of(repo, n)), "closed_at": issue.closed_at,
+            "created_at": issue.created_at, "updated_at": issue.updated_at,
+            "author_association": self.author_association(repo, issue.user),
+            "timeline_url": f"{a}/issues/{n}/timeline", "draft": bool(issue.pull and issue.pull.draft),
+        }
+        if issue.pull:
+            body["pull_request"] = {"url": f"{a}/pulls/{n}", "html_url": f"{self.html(repo)}/pull/{n}",
+                                    "diff_url": f"{self.html(repo)}/pull/{n}.diff",
+                                    "patch_url": f"{self.html(repo)}/pull/{n}.patch",
+                                    "merged_at": issue.pull.merged_at}
+        return conform(body, schema, self.base)
+
+    def pull_shas(self, repo: Repo, issue: Issue) -> tuple[str | None, str | None]:
+        p = issue.pull
+        head = p.head_sha if p.merged and p.head_sha else gitstore.resolve(repo.path, f"refs/heads/{p.head}")
+        base = p.base_sha if p.merged and p.base_sha else gitstore.resolve(repo.path, f"refs/heads/{p.base}")
+        return head or p.head_sha, base or p.base_sha
+
+    def pull(self, repo: Repo, issue: Issue, schema: str = "pull-request") -> dict:
+        p, a, n = issue.pull, self.api(repo), issue.number
+        head_sha, base_sha = self.pull_shas(repo, issue)
+        repo_body = self.repo(repo, schema="repository")
+        body = {
+            "url": f"{a}/pulls/{n}", "id": p.id, "node_id": node_id("PR", p.id),
+            "html_url": f"{self.html(repo)}/pull/{n}", "diff_url": f"{self.html(repo)}/pull/{n}.diff",
+            "patch_url": f"{self.html(repo)}/pull/{n}.patch", "issue_url": f"{a}/issues/{n}",
+            "commits_url": f"{a}/pulls/{n}/commits", "review_comments_url": f"{a}/pulls/{n}/comments",
+            "review_comment_url": f"{a}/pulls/comments{{/number}}", "comments_url": f"{a}/issues/{n}/comments",
+            "statuses_url": f"{a}/statuses/{head_sha or ''}", "number": n, "state": issue.state,
+            "locked": False, "title": issue.title, "user": self.user(issue.user), "body": issue.body,
+            "labels": [self.label(repo, name) for name in issue.labels], "milestone": None,
+            "active_lock_reason": None, "created_at": issue.created_at, "updated_at": issue.updated_at,
+            "closed_at": issue.closed_at, "merged_at": p.merged_at, "merge_commit_sha": p.merge_commit_sha,
+            "assignee": None, "assignees": [], "requested_teams": [],
+            "requested_reviewers": [self.user(r) for r in p.requested_reviewers],
+            "head": {"label": f"{repo.owner}:{p.head}", "ref": p.head, "sha": head_sha or "",
+                     "user": self.user(repo.owner), "repo": repo_body},
+            "base": {"label": f"{repo.owner}:{p.base}", "ref": p.base, "sha": base_sha or "",
+                     "user": self.user(repo.owner), "repo": repo_body},
+            "_links": {k: {"href": v} for k, v in {
+                "self": f"{a}/pulls/{n}", "html": f"{self.html(repo)}/pull/{n}", "issue": f"{a}/issues/{n}",
+                "comments": f"{a}/issues/{n}/comments", "review_comments": f"{a}/pulls/{n}/comments",
+                "review_comment": f"{a}/pulls/comments{{/number}}", "commits": f"{a}/pulls/{n}/commits",
+                "statuses": f"{a}/statuses/{head_sha or ''}"}.items()},
+            "author_association": self.author_association(repo, issue.user), "auto_merge": None,
+            "draft": p.draft,
+        }
+        if schema == "pull-request":
+            commits = self.pull_commits(repo, issue)
+            body.update({
+                "merged": p.merged, "mergeable": None if p.merged else True, "rebaseable": None,
+                "mergeable_state": "clean" if not p.merged else "unknown", "merged_by": None,
+                "comments": len(self.state.comments_of(repo, n)), "review_comments": 0,
+                "maintainer_can_modify": False, "commits": len(commits),
+                "additions": 0, "deletions": 0, "changed_files": 0,
+            })
+        return conform(body, schema, self.base)
+
+    def pull_commits(self, repo: Repo, issue: Issue) -> list[dict]:
+        p = issue.pull
+        if p.merged and p.merge_commit_sha:
+            return [gitstore.commit(repo.path, p.merge_commit_sha)]
+        head, base = self.pull_shas(repo, issue)
+        if not head:
+            return []
+        return gitstore.log(repo.path, f"{base}..{head}" if base else head, reverse=True)
+
+    def comment(self, repo: Repo, c: Comment) -> dict:
+        a = self.api(repo)
+        kind = "pull" if repo.issues[c.issue_number].pull else "issues"
+        body = {
+            "id": c.id, "node_id": node_id("IC", c.id), "url": f"{a}/issues/comments/{c.id}",
+            "html_url": f"{self.html(repo)}/{kind}/{c.issue_number}#issuecomment-{c.id}", "body": c.body,
+            "user": self.user(c.user, "nullable-simple-user"), "created_at": c.created_at,
+            "updated_at": c.updated_at, "issue_url": f"{a}/issues/{c.issue_number}",
+            "author_association": self.author_association(repo, c.user),
+        }
+        return conform(body, "issue-comment", self.base)
+
+    def reaction(self, r: Reaction) -> dict:
+        return conform({"id": r.id, "node_id": node_id("RE", r.id), "user": self.user(r.user, "nullable-simple-user"),
+                        "content": r.content, "created_at": r.created_at}, "reaction", self.base)
+
+
+REF_PATTERN = re.compile(r"(?:(?<![\w/])|(?<=\s))(?:([\w.-]+/[\w.-]+))?#(\d+)\b")
+
+
+def references(text: str | None, repo: Repo) -> set[int]:
+    """Issue/PR numbers of `repo` that `text` mentions (`#N` or `owner/repo#N`)."""
+    out = set()
+    for slug, number in REF_PATTERN.findall(text or ""):
+        if not slug or slug.lower() == repo.full_name.lower():
+            out.add(int(number))
+    return out
