@@ -105,9 +105,9 @@ class GitHubForge:
                 return comment.id, False
         return issue.create_comment(text).id, True
 
-    def react(self, comment_id: int, content: str) -> None:
+    def react(self, number: int, comment_id: int, content: str) -> None:
         """Reactions are idempotent on GitHub's side (the same user and content answer 200)."""
-        self.repo.get_issue_comment(comment_id).create_reaction(content)
+        self.repo.get_issue(number).get_comment(comment_id).create_reaction(content)
 
     def followup_for(self, culprit_pr: int) -> int | None:
         """An open issue or PR that cross-references the culprit PR as the place of the proper fix."""

@@ -61,7 +61,7 @@ class CommandJob:
         forge = self.forge_for(repo)
         decided = plan(said, forge.role(author), policy)
         thread = issue["number"]
-        forge.react(comment["id"], "eyes")
+        forge.react(thread, comment["id"], "eyes")
         reply = decided.reply
         if decided.status:
             reply = self.bisections.status(repo, thread)

@@ -17,7 +17,7 @@ class GitError(RuntimeError):
 
 
 def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True, env=_ENV)
+    proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True, env=_ENV, check=False)
     if check and proc.returncode != 0:
         raise GitError(proc.stderr.decode(errors="replace").strip())
     return proc.stdout.decode(errors="replace")
@@ -47,21 +47,25 @@ def resolve(repo: Path, rev: str) -> str | None:
     if not rev or rev.startswith("-"):
         return None
     out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
-                         capture_output=True, env=_ENV)
+                         capture_output=True, env=_ENV, check=False)
     return out.stdout.decode().strip() if out.returncode == 0 else None
 
 
 def ref_sha(repo: Path, ref: str) -> str | None:
     """The object a full ref name (refs/...) points at, or None."""
     out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", ref],
-                         capture_output=True, env=_ENV)
-    if out.returncode != 0 or not git(repo, "for-each-ref", "--format=%(refname)", ref).strip() == ref:
+                         capture_output=True, env=_ENV, check=False)
+    if out.returncode != 0 or git(repo, "for-each-ref", "--format=%(refname)", ref).strip() != ref:
         return None
     return out.stdout.decode().strip()
 
 
+def valid_ref(ref: str) -> bool:
+    return subprocess.run(["git", "check-ref-format", ref], capture_output=True, env=_ENV, check=False).returncode == 0
+
+
 def object_type(repo: Path, sha: str) -> str | None:
-    out = subprocess.run(["git", "-C", str(repo), "cat-file", "-t", sha], capture_output=True, env=_ENV)
+    out = subprocess.run(["git", "-C", str(repo), "cat-file", "-t", sha], capture_output=True, env=_ENV, check=False)
     return out.stdout.decode().strip() if out.returncode == 0 else None
 
 
@@ -115,7 +119,7 @@ def count(repo: Path, rng: str) -> int:
 
 
 def merge_base(repo: Path, a: str, b: str) -> str | None:
-    out = subprocess.run(["git", "-C", str(repo), "merge-base", a, b], capture_output=True, env=_ENV)
+    out = subprocess.run(["git", "-C", str(repo), "merge-base", a, b], capture_output=True, env=_ENV, check=False)
     return out.stdout.decode().strip() if out.returncode == 0 else None
 
 

@@ -70,8 +70,8 @@ class Renderer:
             "has_downloads": False, "has_discussions": False, "is_template": False, "allow_forking": True,
             "web_commit_signoff_required": False, "topics": [],
             "forks_count": 0, "forks": 0, "stargazers_count": 0, "watchers_count": 0, "watchers": 0,
-            "size": 0, "open_issues_count": sum(1 for i in repo.issues.values() if i.state == "open"),
-            "open_issues": sum(1 for i in repo.issues.values() if i.state == "open"),
+            "size": 0, "open_issues_count": sum(1 for i in self.state.issues_of(repo) if i.state == "open"),
+            "open_issues": sum(1 for i in self.state.issues_of(repo) if i.state == "open"),
             "network_count": 0, "subscribers_count": 0,
         }
         for key, suffix in [("archive_url", "/{archive_format}{/ref}"), ("assignees_url", "/assignees{/user}"),
@@ -100,7 +100,7 @@ class Renderer:
 
     def _git_user(self, ident: dict) -> dict | None:
         user = self.state.user_by_email(ident["email"])
-        return self.user(user.login) if user else None
+        return self.user(user.login) if user else None  # GitHub: null for an identity it cannot map
 
     def commit(self, repo: Repo, c: dict, with_files: bool = False) -> dict:
         a = self.api(repo)
@@ -155,7 +155,6 @@ class Renderer:
             "repository_url": a, "labels_url": f"{a}/issues/{n}/labels{{/name}}",
             "comments_url": f"{a}/issues/{n}/comments", "events_url": f"{a}/issues/{n}/events",
             "html_url": f"{self.html(repo)}/{kind}/{n}", "number": n, "state": issue.state,
-            "state_reason": "completed" if issue.state == "closed" else None,
             "title": issue.title, "body": issue.body, "user": self.user(issue.user, "nullable-simple-user"),
             "labels": [self.label(repo, name) for name in issue.labels], "assignee": None, "assignees": [],
             "milestone": None, "locked": False, "active_lock_reason": None,
@@ -164,6 +163,8 @@ class Renderer:
             "author_association": self.author_association(repo, issue.user),
             "timeline_url": f"{a}/issues/{n}/timeline", "draft": bool(issue.pull and issue.pull.draft),
         }
+        if issue.state == "closed":
+            body["state_reason"] = "completed"
         if issue.pull:
             body["pull_request"] = {"url": f"{a}/pulls/{n}", "html_url": f"{self.html(repo)}/pull/{n}",
                                     "diff_url": f"{self.html(repo)}/pull/{n}.diff",

@@ -9,7 +9,7 @@ import random
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from . import gitstore
@@ -18,7 +18,7 @@ PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Issue:
     created_at: str = field(default_factory=now_iso)
     updated_at: str = field(default_factory=now_iso)
     closed_at: str | None = None
-    pull: "PullInfo | None" = None
+    pull: PullInfo | None = None
 
 
 @dataclass
@@ -277,6 +277,11 @@ class SandboxState:
             self.comments[comment.id] = (repo.full_name.lower(), comment)
             return comment
 
+    def issues_of(self, repo: Repo) -> list[Issue]:
+        """A snapshot of the repository's issues and pull requests (safe to iterate while others write)."""
+        with self.lock:
+            return list(repo.issues.values())
+
     def comments_of(self, repo: Repo, number: int) -> list[Comment]:
         with self.lock:
             key = repo.full_name.lower()
@@ -332,6 +337,8 @@ def seed_from_scenario(state: SandboxState, scenario_dir: Path | str, *, maintai
         user(owner, "admin")
         user(maintainer, "maintain", name="Sandbox Maintainer", email=f"{maintainer}@sandbox.invalid")
         user(bot, "write", name="revert-bisect", email=f"{bot}@sandbox.invalid")
+        # squash merges are committed by GitHub itself: `web-flow`
+        state.add_user("web-flow", name="GitHub", email="noreply@github.com")
         for pr in data["prs"]:
             user(pr["author"], "write", pr.get("author_name"), pr.get("author_email"))
         follow = data.get("followup") or None
