@@ -1,23 +1,43 @@
-"""The service: routers composed in one place; settings and the store are handed in, not imported."""
+"""The service: routers composed in one place; settings and handlers are handed in, not imported."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from bot.settings import BotSettings
 from bot.store.db import connect
-from bot.store.deliveries import Deliveries
+from bot.store.deliveries import Deliveries, Jobs
 from bot.webhooks.router import router as webhooks
+from bot.worker import Handler, Worker
 
 
-def create_app(settings: BotSettings) -> FastAPI:
-    app = FastAPI(title="revert-bisect", version="0.1.0")
+def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = None) -> FastAPI:
+    """The app; with `handlers` (None: built from settings) a worker thread runs the queued jobs."""
+    engine = connect(settings.db)
+    if handlers is None:
+        from bot.wiring import handlers as build_handlers
+
+        handlers = build_handlers(settings, engine)
+    worker = Worker(Jobs(engine), handlers) if handlers else None
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        if worker:
+            worker.start()
+        yield
+        if worker:
+            worker.stop()
+
+    app = FastAPI(title="revert-bisect", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
-    app.state.deliveries = Deliveries(connect(settings.db))
+    app.state.deliveries = Deliveries(engine)
     app.include_router(webhooks)
 
     @app.get("/healthz")
     def healthz() -> dict:
-        return {"status": "ok"}
+        return {"status": "ok", "worker": bool(worker)}
 
     return app

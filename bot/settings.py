@@ -18,6 +18,10 @@ class BotSettings(BaseSettings):
     policies: Path = Path("policies")
     max_body_bytes: int = 10 * 1024 * 1024
     local: bool = False  # development on loopback: a missing secret is tolerated (every delivery is refused)
+    github_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3; the sandbox: its base URL
+    github_git_url: str | None = None  # where repositories are cloned from (default: github.com, or the API host)
+    github_token: SecretStr = SecretStr("")  # token auth; GitHub App auth comes with the App manifest
+    workspace: Path | None = None  # clones of watched repositories (default: the user cache directory)
 
     @model_validator(mode="after")
     def _real_secret(self) -> BotSettings:

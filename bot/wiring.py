@@ -1,0 +1,37 @@
+"""Which handler serves which job in this deployment: built from settings at start-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from platformdirs import user_cache_dir
+from sqlalchemy import Engine
+
+from bot.flow.local_bisections import LocalBisections
+from bot.forge.github_adapter import GitHubForge, connect
+from bot.handlers.command_job import CommandJob
+from bot.policy.load import load_dir
+from bot.settings import BotSettings
+from bot.store.store import Store
+from bot.worker import Handler
+
+
+def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
+    """The job handlers; none without a GitHub token (the service then only records deliveries)."""
+    token = settings.github_token.get_secret_value()
+    if not token:
+        return {}
+    policies = load_dir(settings.policies)
+    api = settings.github_url.rstrip("/")
+    git_base = (settings.github_git_url or ("https://github.com" if api == "https://api.github.com" else api)).rstrip("/")
+    workspace = settings.workspace or Path(user_cache_dir("revert-bisect", appauthor=False)) / "clones"
+    gh = connect(api, token, throttle=api == "https://api.github.com")
+    forges: dict[str, GitHubForge] = {}
+
+    def forge_for(repo: str) -> GitHubForge:
+        if repo not in forges:
+            forges[repo] = GitHubForge(gh, repo)
+        return forges[repo]
+
+    bisections = LocalBisections(Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=lambda repo: token)
+    return {"command": CommandJob(policies, forge_for, bisections)}

@@ -1,0 +1,139 @@
+"""The `/revert-bisect` story end to end: a signed issue_comment webhook, built on GitHub's recorded
+payload, reaches the bot service; the bot, through PyGithub and git over HTTP against the sandbox
+only, bisects the miniature incident, opens the revert PR, and links the culprit PR and follow-up."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from bot.app import create_app
+from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
+from bot.settings import BotSettings
+from bot.webhooks.signature import sign
+from examples.mamba_track_boundary import build
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "story-secret-" + uuid.uuid4().hex
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def world(tmp_path):
+    scenario = build(tmp_path / "scenario", commits=24, seed=3)
+    state = SandboxState(tmp_path / "sandbox")
+    seeded = seed_from_scenario(state, tmp_path / "scenario")
+    base, stop_sandbox = run_in_thread(state)
+    settings = BotSettings(
+        webhook_secret=SECRET, db=f"sqlite:///{tmp_path / 'bot.db'}", policies=ROOT / "policies",
+        github_url=base, github_token=seeded.tokens["revert-bisect-bot"], workspace=tmp_path / "clones",
+    )
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    bot = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            if httpx.get(bot + "/healthz", timeout=1).json()["worker"]:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot)
+    server.should_exit = True
+    thread.join(timeout=10)
+    stop_sandbox()
+
+
+def gh(world, method, path, token_of="sandbox-maintainer", **kw):
+    token = world["seeded"].tokens[token_of]
+    return httpx.request(method, world["base"] + path, headers={"Authorization": f"token {token}"}, timeout=10, **kw)
+
+
+def deliver_comment(world, user: str, body: str, number: int) -> dict:
+    """Post the comment on the sandbox as `user`, then deliver GitHub's recorded payload for it, signed."""
+    repo = world["seeded"].repo
+    comment = gh(world, "POST", f"/repos/{repo}/issues/{number}/comments", token_of=user, json={"body": body}).json()
+    payload = json.loads((ROOT / "tests/fixtures/github/webhooks/issue_comment.created.json").read_text())
+    payload["repository"]["full_name"] = repo
+    payload["issue"]["number"] = number
+    payload["comment"].update(id=comment["id"], body=body, user={**payload["comment"]["user"], "login": user})
+    raw = json.dumps(payload).encode()
+    headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": sign(SECRET.encode(), raw),
+               "Content-Type": "application/json"}
+    answer = httpx.post(world["bot"] + "/webhooks/github", content=raw, headers=headers, timeout=10)
+    assert answer.status_code == 202, answer.text
+    return comment
+
+
+def wait_for(predicate, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError("timed out")
+
+
+def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
+    scenario, repo = world["scenario"], world["seeded"].repo
+    followup = scenario.followup["number"]
+    command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+
+    pulls = wait_for(lambda: [p for p in gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "open"}).json() if p["title"].startswith("Revert ")])
+    assert len(pulls) == 1
+    pr = pulls[0]
+    culprit_pr = scenario.culprit_pr
+    culprit_title = next(p["title"] for p in scenario.prs if p["number"] == culprit_pr)
+    assert pr["title"] == f'Revert "{culprit_title}"'
+    assert pr["body"].startswith(f"Reverts {repo}#{culprit_pr}")
+    for section in ("## Summary", "## Bisect", "## A/B verification", "## Related", "git bisect start"):
+        assert section in pr["body"]
+    assert f"#{followup}" in pr["body"]
+    assert pr["head"]["ref"] == f"revert-bisect/{culprit_pr}-{scenario.culprit[:7]}"
+    assert {label["name"] for label in pr["labels"]} == {"revert-bisect"}
+    culprit_author = next(p["author"] for p in scenario.prs if p["number"] == culprit_pr)
+    assert [r["login"] for r in pr["requested_reviewers"]] == [culprit_author]
+
+    # the branch's content: exactly the inverse of the culprit's diff
+    clone = Path(world["state"].root) / repo.replace("/", os.sep)
+    git_dir = next(p for p in (clone.with_suffix(".git"), clone) if p.exists())
+    reverted = subprocess.run(["git", "--git-dir", str(git_dir), "diff", scenario.bad, pr["head"]["sha"]], capture_output=True, text=True, check=True).stdout
+    inverse = subprocess.run(["git", "--git-dir", str(git_dir), "diff", scenario.culprit, f"{scenario.culprit}^"], capture_output=True, text=True, check=True).stdout
+    assert reverted == inverse and reverted
+
+    culprit_comments = gh(world, "GET", f"/repos/{repo}/issues/{culprit_pr}/comments").json()
+    assert len([c for c in culprit_comments if f"#{pr['number']}" in c["body"]]) == 1
+    followup_comments = gh(world, "GET", f"/repos/{repo}/issues/{followup}/comments").json()
+    assert len([c for c in followup_comments if f"#{culprit_pr}" in c["body"] and f"#{pr['number']}" in c["body"]]) == 1
+    status = [c for c in followup_comments if "**revert-bisect**" in c["body"]]
+    assert len(status) == 1 and "found" in status[0]["body"] and f"#{pr['number']}" in status[0]["body"]
+    assert [(r.user, r.content) for r in world["state"].reactions[command["id"]]] == [("revert-bisect-bot", "eyes")]
+
+
+def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
+    scenario, repo = world["scenario"], world["seeded"].repo
+    world["state"].add_user("drive-by")
+    world["state"].add_token("sandbox-token-drive-by", "drive-by")
+    world["seeded"].tokens["drive-by"] = "sandbox-token-drive-by"
+    followup = scenario.followup["number"]
+    deliver_comment(world, "drive-by", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+    refusal = wait_for(lambda: [c for c in gh(world, "GET", f"/repos/{repo}/issues/{followup}/comments").json() if "Sorry @drive-by" in c["body"]], timeout=30)
+    assert len(refusal) == 1
+    time.sleep(1)
+    assert not [p for p in gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "open"}).json() if p["title"].startswith("Revert ")]
