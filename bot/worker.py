@@ -13,11 +13,15 @@ log = logging.getLogger("revert_bisect.worker")
 Handler = Callable[[ClaimedJob], None]
 
 
+MAX_ATTEMPTS = 5
+
+
 class Worker:
-    def __init__(self, jobs: Jobs, handlers: Mapping[str, Handler], idle_s: float = 0.5):
+    def __init__(self, jobs: Jobs, handlers: Mapping[str, Handler], idle_s: float = 0.5, max_attempts: int = MAX_ATTEMPTS):
         self.jobs = jobs
         self.handlers = handlers
         self.idle_s = idle_s
+        self.max_attempts = max_attempts
         self._stop = threading.Event()
 
     def run_once(self) -> ClaimedJob | None:
@@ -29,9 +33,10 @@ class Worker:
             if handler is None:
                 raise LookupError(f"no handler registered for {job.handler!r}")
             handler(job)
-        except Exception as exc:  # a failed job is recorded with its reason; the loop goes on
-            log.exception("job %s (%s, delivery %s) failed", job.id, job.handler, job.delivery_id)
-            self.jobs.finish(job.id, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # recorded with its reason and retried (handlers are idempotent); the loop goes on
+            log.exception("job %s (%s, delivery %s) failed, attempt %s", job.id, job.handler, job.delivery_id, job.attempts)
+            retry = handler is not None and job.attempts < self.max_attempts
+            self.jobs.finish(job.id, f"{type(exc).__name__}: {exc}", retry=retry)
         else:
             self.jobs.finish(job.id)
         return job

@@ -137,3 +137,38 @@ def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
     assert len(refusal) == 1
     time.sleep(1)
     assert not [p for p in gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "open"}).json() if p["title"].startswith("Revert ")]
+
+
+def test_the_story_survives_a_fifth_of_github_responses_failing(world):
+    """5xx, secondary rate limits and 429s on 20% of REST responses: still one PR, no duplicated comment."""
+    scenario, repo, state = world["scenario"], world["seeded"].repo, world["state"]
+    followup = scenario.followup["number"]
+    command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+    state.faults.set(0.2, kinds=("5xx", "403-ratelimit", "429"), seed=7)
+    try:
+        pulls = wait_for(lambda: _open_reverts(world), timeout=240)
+        status = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "Revert PR" in c["body"]], timeout=60)
+    finally:
+        injected = len(state.faults.injected)
+        state.faults.set(0.0)
+    assert injected > 5  # the faults really happened
+    assert len(_open_reverts(world)) == 1 and len(pulls) == 1
+    culprit_pr = scenario.culprit_pr
+    for number in (culprit_pr, followup):
+        bodies = [c["body"] for c in _comments(world, number)]
+        assert bodies
+        assert len(bodies) == len(set(bodies)), f"a comment was duplicated on #{number}"
+    assert len(status) == 1
+    assert [(r.user, r.content) for r in state.reactions[command["id"]]] == [("revert-bisect-bot", "eyes")]
+
+
+def _open_reverts(world):
+    repo = world["seeded"].repo
+    answer = gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "open"})
+    return [p for p in answer.json() if p["title"].startswith("Revert ")] if answer.status_code == 200 else []
+
+
+def _comments(world, number):
+    """The comments, or [] while a faulted response hides them (the waits poll again)."""
+    answer = gh(world, "GET", f"/repos/{world['seeded'].repo}/issues/{number}/comments")
+    return answer.json() if answer.status_code == 200 else []

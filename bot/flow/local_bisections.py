@@ -78,12 +78,15 @@ class LocalBisections:
             confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
             descend_merges=policy.bisect.descend_merges, verify_revert=not request.dry_run, onto=bad,
         )
-        origin = dict(repo=request.repo, thread=request.thread, requested_by=request.requested_by, test=request.test)
+        origin = dict(repo=request.repo, thread=request.thread, comment_id=request.comment_id, requested_by=request.requested_by, test=request.test)
+        existing = self.store.from_comment(request.repo, request.comment_id)
         try:
-            loaded = setup.create(self.store, repo, request.good, bad, config, origin)
+            # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
+            loaded = setup.load(self.store, existing.id) if existing else setup.create(self.store, repo, request.good, bad, config, origin)
         except RevertBisectError as exc:
-            forge.comment_once(request.thread, f"refused-{request.thread}-{request.good}", f"I cannot start that bisection: {exc}")
+            forge.comment_once(request.thread, f"refused-{request.comment_id}", f"I cannot start that bisection: {exc}")
             return
+        config = loaded.config
         key = f"status-{loaded.id}"
         forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, None, None))
         last = [0.0]
@@ -93,11 +96,13 @@ class LocalBisections:
                 last[0] = time.monotonic()
                 forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, snap, None))
 
-        pool = LocalPool(repo, config.workers, worktree_root(repo.path))
-        outcome = Driver(self.store, loaded.id, loaded.problem, config, pool, observe, reverter_for(repo, REVERT_REASON)).run()
+        if not loaded.row.status:
+            pool = LocalPool(repo, config.workers, worktree_root(repo.path))
+            Driver(self.store, loaded.id, loaded.problem, config, pool, observe, reverter_for(repo, REVERT_REASON)).run()
         row = self.store.get(loaded.id)
+        outcome = row.outcome or {}
         link = None
-        if outcome.status is Status.FOUND and outcome.ab and outcome.ab.passed and not request.dry_run:
+        if row.status == Status.FOUND.value and (outcome.get("ab") or {}).get("passed") and not request.dry_run:
             link = self._publish(forge, policy, repo, loaded, row, request)
         forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, None, row, link))
 

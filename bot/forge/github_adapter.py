@@ -11,7 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from github import Auth, Github, GithubException
+from github import Auth, Github, GithubException, GithubRetry
+from urllib3.util.retry import Retry
 from github.Repository import Repository
 
 from bot.errors import RevertBisectError
@@ -32,10 +33,23 @@ class PullRef:
     created: bool
 
 
+def retry_policy(*, patient: bool) -> GithubRetry:
+    """Retry 5xx, 429 and secondary rate limits (honouring Retry-After) on every method the bot uses.
+
+    The bot's writes are looked up before they are made, so a retried POST or PATCH is safe."""
+    return GithubRetry(
+        total=10, backoff_factor=1.0 if patient else 0.02, secondary_rate_wait=60 if patient else 1,
+        status_forcelist=list(range(500, 600)) + [429],
+        allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"},
+    )
+
+
 def connect(base_url: str, token: str, *, throttle: bool = True) -> Github:
-    """A PyGithub client on any host that builds its URLs from `base_url` (GitHub, GHE, the sandbox)."""
-    extra = {} if throttle else dict(seconds_between_requests=0, seconds_between_writes=0, retry=None)
-    return Github(base_url=base_url.rstrip("/"), auth=Auth.Token(token), **extra)
+    """A PyGithub client on any host that builds its URLs from `base_url` (GitHub, GHE, the sandbox).
+
+    `throttle=False` (a local sandbox) drops PyGithub's pauses between requests and retries fast."""
+    pauses = {} if throttle else dict(seconds_between_requests=0, seconds_between_writes=0)
+    return Github(base_url=base_url.rstrip("/"), auth=Auth.Token(token), retry=retry_policy(patient=throttle), **pauses)
 
 
 def marker(key: str) -> str:

@@ -21,6 +21,7 @@ class StartRequest:
 
     repo: str
     thread: int
+    comment_id: int
     requested_by: str
     test: str
     good: str | None
@@ -71,4 +72,4 @@ class CommandJob:
             forge.comment_once(thread, f"reply-{comment['id']}", reply)
         if decided.start:
             s = decided.start
-            self.bisections.start(StartRequest(repo, thread, author, s.test, s.good, s.bad, s.followup, s.dry_run), forge)
+            self.bisections.start(StartRequest(repo, thread, comment["id"], author, s.test, s.good, s.bad, s.followup, s.dry_run), forge)

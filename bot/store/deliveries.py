@@ -84,9 +84,11 @@ class Jobs:
                     return ClaimedJob(job.id, job.handler, delivery.delivery_id, delivery.event, delivery.payload, job.attempts)
         return None
 
-    def finish(self, job_id: int, error: str | None = None) -> None:
+    def finish(self, job_id: int, error: str | None = None, retry: bool = False) -> None:
+        """done, failed, or (retry) back in the queue with the error kept for the record."""
+        state = "queued" if retry else "failed" if error else "done"
         with self._session.begin() as s:
-            s.execute(update(JobRow).where(JobRow.id == job_id).values(state="failed" if error else "done", error=error, finished_at=utcnow()))
+            s.execute(update(JobRow).where(JobRow.id == job_id).values(state=state, error=error, finished_at=None if retry else utcnow()))
 
     def requeue_running(self) -> int:
         """Jobs a killed process left running go back to the queue (handlers are idempotent)."""

@@ -70,6 +70,12 @@ class Store:
             query = select(BisectionRow).order_by(BisectionRow.id.desc()).limit(limit).options(selectinload(BisectionRow.steps))
             return s.scalars(query).all()
 
+    def from_comment(self, repo: str, comment_id: int) -> BisectionRow | None:
+        """The bisection a given command comment started, if any (a retried job finds it again)."""
+        with self._session() as s:
+            rows = s.scalars(select(BisectionRow).where(BisectionRow.origin.is_not(None)).order_by(BisectionRow.id.desc()).limit(500)).all()
+            return next((r for r in rows if r.origin.get("repo") == repo and r.origin.get("comment_id") == comment_id), None)
+
     def from_thread(self, repo: str, thread: int) -> Sequence[BisectionRow]:
         """Bisections asked for in one issue or PR (newest first); filtered here to stay portable across JSON dialects."""
         with self._session() as s:
