@@ -172,3 +172,74 @@ def _comments(world, number):
     """The comments, or [] while a faulted response hides them (the waits poll again)."""
     answer = gh(world, "GET", f"/repos/{world['seeded'].repo}/issues/{number}/comments")
     return answer.json() if answer.status_code == 200 else []
+
+
+def _wait_http(url, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"process died: {proc.args}"
+        try:
+            if httpx.get(url, timeout=1).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{url} never answered")
+
+
+def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_path):
+    """The sandbox and the bot as separate server processes; the bot is SIGKILLed mid-bisection and restarted."""
+    import signal
+
+    import sqlalchemy
+
+    scenario = build(tmp_path / "scenario", commits=24, seed=5)
+    sandbox_port, bot_port = free_port(), free_port()
+    sandbox = subprocess.Popen([sys.executable, "-m", "bot.sandbox", "--scenario", str(tmp_path / "scenario"), "--port", str(sandbox_port),
+                                "--root", str(tmp_path / "sandbox")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{sandbox_port}"
+    db = f"sqlite:///{tmp_path / 'bot.db'}"
+    env = {**os.environ, "REVERT_BISECT_WEBHOOK_SECRET": SECRET, "REVERT_BISECT_GITHUB_URL": base,
+           "REVERT_BISECT_GITHUB_TOKEN": "sandbox-token-revert-bisect-bot", "REVERT_BISECT_POLICIES": str(ROOT / "policies"),
+           "REVERT_BISECT_WORKSPACE": str(tmp_path / "clones"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    serve = [sys.executable, "-m", "bot.cli", "serve", "--port", str(bot_port), "--db", db]
+    bot = subprocess.Popen(serve, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_http(base + "/repos/x/y", sandbox)
+        _wait_http(f"http://127.0.0.1:{bot_port}/healthz", bot)
+        world = dict(base=base, bot=f"http://127.0.0.1:{bot_port}", seeded=type("S", (), {
+            "repo": scenario.repo_slug, "tokens": {"sandbox-maintainer": "sandbox-token-sandbox-maintainer"}})())
+        followup = scenario.followup["number"]
+        deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+        engine = sqlalchemy.create_engine(db)
+
+        def steps_done():
+            try:
+                with engine.connect() as conn:
+                    return conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar() >= 6
+            except sqlalchemy.exc.OperationalError:
+                return False
+
+        wait_for(steps_done, timeout=120)
+        bot.send_signal(signal.SIGKILL)
+        bot.wait()
+        with engine.connect() as conn:
+            assert conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections WHERE status IS NULL")).scalar() == 1
+        bot = subprocess.Popen(serve, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pulls = wait_for(lambda: _open_reverts(world), timeout=240)
+        wait_for(lambda: [c for c in _comments(world, followup) if "Revert PR" in c["body"]], timeout=60)
+        time.sleep(2)
+        assert len(_open_reverts(world)) == 1 and pulls[0]["title"].startswith('Revert "')
+        with engine.connect() as conn:
+            assert conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections")).scalar() == 1  # resumed, not restarted
+            assert conn.execute(sqlalchemy.text("SELECT status FROM bisections")).scalar() == "found"
+        for number in (scenario.culprit_pr, followup):
+            bodies = [c["body"] for c in _comments(world, number)]
+            assert bodies and len(bodies) == len(set(bodies))
+    finally:
+        for proc in (bot, sandbox):
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
