@@ -123,7 +123,7 @@ def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
     assert len([c for c in followup_comments if f"#{culprit_pr}" in c["body"] and f"#{pr['number']}" in c["body"]]) == 1
     status = [c for c in followup_comments if "**revert-bisect**" in c["body"]]
     assert len(status) == 1 and "found" in status[0]["body"] and f"#{pr['number']}" in status[0]["body"]
-    assert [(r.user, r.content) for r in world["state"].reactions[command["id"]]] == [("revert-bisect-bot", "eyes")]
+    assert [(r.user, r.content) for r in world["state"].reactions[command["id"]]] == [("revert-bisect-bot", "eyes"), ("revert-bisect-bot", "rocket")]
 
 
 def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
@@ -159,7 +159,7 @@ def test_the_story_survives_a_fifth_of_github_responses_failing(world):
         assert bodies
         assert len(bodies) == len(set(bodies)), f"a comment was duplicated on #{number}"
     assert len(status) == 1
-    assert [(r.user, r.content) for r in state.reactions[command["id"]]] == [("revert-bisect-bot", "eyes")]
+    assert [(r.user, r.content) for r in state.reactions[command["id"]]] == [("revert-bisect-bot", "eyes"), ("revert-bisect-bot", "rocket")]
 
 
 def _open_reverts(world):

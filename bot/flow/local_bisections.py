@@ -105,6 +105,9 @@ class LocalBisections:
         if row.status == Status.FOUND.value and (outcome.get("ab") or {}).get("passed") and not request.dry_run:
             link = self._publish(forge, policy, repo, loaded, row, request)
         forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, None, row, link))
+        # rocket: the revert PR is open; confused: the bisection ended without one (the status comment says why).
+        if not request.dry_run:
+            forge.react(request.thread, request.comment_id, "rocket" if link and link.startswith("#") else "confused")
 
     def _publish(self, forge, policy, repo, loaded, row, request) -> str | None:
         culprit = row.outcome["culprit"]
