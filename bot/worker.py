@@ -43,14 +43,22 @@ class Worker:
 
     def run_forever(self) -> None:
         self.jobs.requeue_running()
+        self._loop()
+
+    def start(self, threads: int = 2) -> list[threading.Thread]:
+        """Several loops, so a command (status, cancel) is answered while a bisection runs in another."""
+        self.jobs.requeue_running()
+        started = []
+        for i in range(threads):
+            thread = threading.Thread(target=self._loop, name=f"revert-bisect-worker-{i}", daemon=True)
+            thread.start()
+            started.append(thread)
+        return started
+
+    def _loop(self) -> None:
         while not self._stop.is_set():
             if self.run_once() is None:
                 self._stop.wait(self.idle_s)
-
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run_forever, name="revert-bisect-worker", daemon=True)
-        thread.start()
-        return thread
 
     def stop(self) -> None:
         self._stop.set()

@@ -243,3 +243,21 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def test_cancel_stops_a_running_bisection_and_opens_nothing(world, tmp_path):
+    import sqlalchemy
+
+    scenario, repo = world["scenario"], world["seeded"].repo
+    followup = scenario.followup["number"]
+    command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'bot.db'}")
+    wait_for(lambda: engine.connect().execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar() >= 2, timeout=60)
+    deliver_comment(world, "sandbox-maintainer", "/revert-bisect cancel", followup)
+    final = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "cancelled" in c["body"]], timeout=60)
+    assert len(final) == 1 and "Cancelling #1" in "".join(c["body"] for c in _comments(world, followup))
+    with engine.connect() as conn:
+        assert conn.execute(sqlalchemy.text("SELECT status, cancel_requested_by FROM bisections")).one() == ("cancelled", "sandbox-maintainer")
+        assert conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'running'")).scalar() == 0
+    assert not _open_reverts(world)
+    wait_for(lambda: ("revert-bisect-bot", "confused") in [(r.user, r.content) for r in world["state"].reactions[command["id"]]], timeout=10)

@@ -38,6 +38,7 @@ class Status(str, enum.Enum):
     GOOD_FAILS = "good_fails"
     UNTESTABLE = "untestable"
     INCONCLUSIVE = "inconclusive"
+    CANCELLED = "cancelled"  # stopped on request, before an answer
 
 
 @dataclass(frozen=True)

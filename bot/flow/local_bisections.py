@@ -98,7 +98,8 @@ class LocalBisections:
 
         if not loaded.row.status:
             pool = LocalPool(repo, config.workers, worktree_root(repo.path))
-            Driver(self.store, loaded.id, loaded.problem, config, pool, observe, reverter_for(repo, REVERT_REASON)).run()
+            Driver(self.store, loaded.id, loaded.problem, config, pool, observe, reverter_for(repo, REVERT_REASON),
+                   cancelled=lambda: self.store.cancel_requested(loaded.id)).run()
         row = self.store.get(loaded.id)
         outcome = row.outcome or {}
         link = None
@@ -138,7 +139,9 @@ class LocalBisections:
             return "No bisection was started from this thread."
         return "\n".join(f"- #{r.id} `{(r.origin or {}).get('test')}` {r.good[:12]}..{r.bad[:12]}: {r.status or r.phase}" for r in rows)
 
-    def cancel(self, repo: str, thread: int) -> str:
-        # Bisections run inside the worker; stopping one mid-run needs the runner backends of the GPU fleet.
-        running = [r for r in self.store.from_thread(repo, thread) if not r.status]
-        return "Nothing is running from this thread." if not running else "Cancelling a running bisection is not supported by the local runner yet."
+    def cancel(self, repo: str, thread: int, by: str) -> str:
+        """Flag every unfinished bisection of the thread; the process driving each stops within a second."""
+        stopped = [r.id for r in self.store.from_thread(repo, thread) if not r.status and self.store.request_cancel(r.id, by)]
+        if not stopped:
+            return "Nothing is running from this thread."
+        return "Cancelling " + ", ".join(f"#{i}" for i in stopped) + ": runs in flight are stopped and no revert will be opened."

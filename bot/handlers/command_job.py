@@ -37,7 +37,7 @@ class Bisections(Protocol):
 
     def status(self, repo: str, thread: int) -> str: ...
 
-    def cancel(self, repo: str, thread: int) -> str: ...
+    def cancel(self, repo: str, thread: int, by: str) -> str: ...
 
 
 class CommandJob:
@@ -67,7 +67,7 @@ class CommandJob:
         if decided.status:
             reply = self.bisections.status(repo, thread)
         elif decided.cancel:
-            reply = self.bisections.cancel(repo, thread)
+            reply = self.bisections.cancel(repo, thread, author)
         if reply:
             forge.comment_once(thread, f"reply-{comment['id']}", reply)
         if decided.start:

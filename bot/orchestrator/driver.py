@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from bot.bisect.engine import decide
-from bot.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State
+from bot.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, Status
 from bot.bisect.verdict import RawResult, Verdict, classify
 from bot.orchestrator.config import BisectConfig
 from bot.store.models import BisectionRow, StepRow, utcnow
@@ -26,6 +26,7 @@ from runners.backends.base import Backend, StepResult, StepSpec
 # After a result, wait a little for its round-mates before planning again, so that equal-length
 # runs form real rounds instead of one probe placed on stale information.
 GATHER_FRACTION = 0.5
+CANCEL_POLL_S = 1.0  # how often a cancellable bisection looks up from waiting
 GATHER_FLOOR_S = 0.2
 
 
@@ -65,8 +66,9 @@ def finished_runs(row: BisectionRow) -> list[Run]:
 
 class Driver:
     def __init__(self, store: Store, bisection_id: int, problem: Problem, config: BisectConfig, backend: Backend,
-                 observer: Observer | None = None, reverter: Reverter | None = None):
+                 observer: Observer | None = None, reverter: Reverter | None = None, cancelled: Callable[[], bool] | None = None):
         self.reverter = reverter
+        self.cancelled = cancelled
         self.store = store
         self.id = bisection_id
         self.problem = problem
@@ -87,7 +89,10 @@ class Driver:
                 snap.runs.append((step.sha, step.kind, Verdict(step.verdict or "infra"), step.metric))
         try:
             while True:
-                decision = decide(self.problem, state, runs, list(flying.values()), self.backend.free)
+                if self.cancelled and self.cancelled():
+                    decision = Decision(replace(state, phase=Phase.DONE), outcome=Outcome(Status.CANCELLED, "cancelled on request before an answer"))
+                else:
+                    decision = decide(self.problem, state, runs, list(flying.values()), self.backend.free)
                 self._save(state, decision)
                 state = decision.state
                 self._show(snap, decision, flying)
@@ -161,8 +166,8 @@ class Driver:
             self.backend.submit(StepSpec(step_id, probe.sha, self.config.command, self.config.timeout_s, self.config.metric_regex))
 
     def _collect(self, durations: list[float], flying: dict[int, Probe]) -> list[StepResult]:
-        results = self.backend.wait(timeout=None)
-        if len(results) < len(flying):
+        results = self.backend.wait(timeout=CANCEL_POLL_S if self.cancelled else None)
+        if results and len(results) < len(flying):
             typical = statistics.median(durations) if durations else results[0].duration_s
             deadline = time.monotonic() + max(GATHER_FLOOR_S, GATHER_FRACTION * typical)
             while len(results) < len(flying) and (left := deadline - time.monotonic()) > 0:

@@ -20,6 +20,7 @@ EXIT_CODES = {
     Status.NO_CULPRIT: 6,
     Status.UNTESTABLE: 7,
     Status.INCONCLUSIVE: 8,
+    Status.CANCELLED: 9,
 }
 
 

@@ -39,6 +39,7 @@ class BisectionRow(Base):
     revert_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Who asked, where: {"repo", "thread", "comment_id", "requested_by"} for a /revert-bisect bisection.
     origin: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    cancel_requested_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
     # Latest view, for status displays.
     guess: Mapped[str | None] = mapped_column(String(64), nullable=True)
     guess_probability: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -70,6 +70,16 @@ class Store:
             query = select(BisectionRow).order_by(BisectionRow.id.desc()).limit(limit).options(selectinload(BisectionRow.steps))
             return s.scalars(query).all()
 
+    def request_cancel(self, bisection_id: int, by: str) -> bool:
+        """Ask the process driving an unfinished bisection to stop; False when it already finished."""
+        with self._session.begin() as s:
+            result = s.execute(update(BisectionRow).where(BisectionRow.id == bisection_id, BisectionRow.status.is_(None)).values(cancel_requested_by=by))
+            return result.rowcount == 1
+
+    def cancel_requested(self, bisection_id: int) -> bool:
+        with self._session() as s:
+            return s.scalar(select(BisectionRow.cancel_requested_by).where(BisectionRow.id == bisection_id)) is not None
+
     def from_comment(self, repo: str, comment_id: int) -> BisectionRow | None:
         """The bisection a given command comment started, if any (a retried job finds it again)."""
         with self._session() as s:
