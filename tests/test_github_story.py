@@ -141,7 +141,7 @@ def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
 
 def test_the_story_survives_a_fifth_of_github_responses_failing(world):
     """5xx, secondary rate limits and 429s on 20% of REST responses: still one PR, no duplicated comment."""
-    scenario, repo, state = world["scenario"], world["seeded"].repo, world["state"]
+    scenario, state = world["scenario"], world["state"]
     followup = scenario.followup["number"]
     command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
     state.faults.set(0.2, kinds=("5xx", "403-ratelimit", "429"), seed=7)
@@ -248,7 +248,7 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
 def test_cancel_stops_a_running_bisection_and_opens_nothing(world, tmp_path):
     import sqlalchemy
 
-    scenario, repo = world["scenario"], world["seeded"].repo
+    scenario = world["scenario"]
     followup = scenario.followup["number"]
     command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
     engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'bot.db'}")
