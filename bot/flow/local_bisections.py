@@ -118,6 +118,10 @@ class LocalBisections:
         pr_obj = forge.repo.get_pull(culprit_pr) if culprit_pr else None
         author = pr_obj.user.login if pr_obj else None
         followup = request.followup or policy.followups.get(culprit_pr or -1) or (forge.followup_for(culprit_pr) if culprit_pr else None)
+        if followup is None and culprit_pr:  # nowhere to track the proper fix yet: open the place
+            followup, _ = forge.ensure_issue(
+                f"tracking-{culprit_pr}", f"Fix the regression from #{culprit_pr} so it can be re-landed",
+                f"revert-bisect bisected `{request.test}` to #{culprit_pr} and reverted it. This issue tracks the proper fix.")
         revert = create_revert(repo, culprit, row.head)
         test = policy.test(request.test)
         prs = {culprit: PrRecord(culprit_pr, pr_obj.title, author)} if pr_obj else {}

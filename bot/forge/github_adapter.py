@@ -119,6 +119,15 @@ class GitHubForge:
                 return comment.id, False
         return issue.create_comment(text).id, True
 
+    def ensure_issue(self, key: str, title: str, body: str) -> tuple[int, bool]:
+        """An open issue carrying `key`'s marker, found by search, else created."""
+        tag = marker(key)
+        query = f'repo:{self.repo.full_name} is:issue is:open "revert-bisect:{key}"'
+        for issue in self.gh.search_issues(query):
+            if tag in (issue.body or ""):
+                return issue.number, False
+        return self.repo.create_issue(title=title, body=f"{tag}\n{body}").number, True
+
     def react(self, number: int, comment_id: int, content: str) -> None:
         """Reactions are idempotent on GitHub's side (the same user and content answer 200)."""
         self.repo.get_issue(number).get_comment(comment_id).create_reaction(content)
