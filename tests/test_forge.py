@@ -51,7 +51,7 @@ def test_pull_for_commit_and_followup_from_the_timeline(sandbox):
 
 
 def test_push_and_open_pr_once_without_leaving_the_token_behind(sandbox):
-    forge, scenario, seeded = sandbox["forge"], sandbox["scenario"], sandbox["seeded"]
+    forge, seeded = sandbox["forge"], sandbox["seeded"]
     token = seeded.tokens["revert-bisect-bot"]
     clone = sandbox["tmp"] / "clone"
     subprocess.run(["git", "-c", f"http.extraHeader=Authorization: Bearer {token}", "clone", "-q", f"{sandbox['base']}/{seeded.repo}.git", str(clone)], check=True)
