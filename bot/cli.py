@@ -185,6 +185,14 @@ def serve(
     uvicorn.run(application, host=host, port=port, log_level="warning")
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
+def sandbox(ctx: typer.Context) -> None:
+    """The GitHub sandbox (a local, stateful GitHub for offline use): `revert-bisect sandbox --help`."""
+    from bot.sandbox.__main__ import main as sandbox_main
+
+    raise typer.Exit(sandbox_main(list(ctx.args)))
+
+
 @app.command("check-policy")
 def check_policy(
     paths: Annotated[list[Path], typer.Argument(help="Policy files, or directories of *.yaml policies.")],
