@@ -146,7 +146,7 @@ def test_the_story_survives_a_fifth_of_github_responses_failing(world):
     command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
     state.faults.set(0.2, kinds=("5xx", "403-ratelimit", "429"), seed=7)
     try:
-        pulls = wait_for(lambda: _open_reverts(world), timeout=240)
+        pulls = wait_for(lambda: _open_reverts(world), timeout=420)
         status = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "Revert PR" in c["body"]], timeout=60)
     finally:
         injected = len(state.faults.injected)
@@ -226,7 +226,7 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
         with engine.connect() as conn:
             assert conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections WHERE status IS NULL")).scalar() == 1
         bot = subprocess.Popen(serve, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        pulls = wait_for(lambda: _open_reverts(world), timeout=240)
+        pulls = wait_for(lambda: _open_reverts(world), timeout=420)
         wait_for(lambda: [c for c in _comments(world, followup) if "Revert PR" in c["body"]], timeout=60)
         time.sleep(2)
         assert len(_open_reverts(world)) == 1 and pulls[0]["title"].startswith('Revert "')
