@@ -627,6 +627,12 @@ def create_sandbox(state: SandboxState) -> FastAPI:
         return _json(200, {"total_count": len(found), "incomplete_results": False, "search_type": "lexical",
                               "items": out}, headers)
 
+    # -- GitHub Actions (workflows, dispatches, runs, jobs, logs, artifacts) --
+
+    from .actions import register as register_actions
+
+    register_actions(app, state, ctx=ctx, page=page, body_of=body_of, need_write=need_write)
+
     # -- git smart HTTP --
 
     @app.api_route("/{owner}/{repo}.git/{path:path}", methods=["GET", "POST"])

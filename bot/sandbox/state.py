@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import gitstore
 
+NIGHTLY_WORKFLOW = ".github/workflows/nightly-test.yml"
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
 
 
@@ -160,6 +161,10 @@ class SandboxState:
         self.reactions: dict[int, list[Reaction]] = {}  # comment id -> reactions
         self.faults = Faults()
         self._ids = itertools.count(1000)
+        # GitHub Actions emulation (workflows, runs, webhooks)
+        from .actions import Actions
+
+        self.actions = Actions(self)
 
     def new_id(self) -> int:
         with self.lock:
@@ -208,6 +213,7 @@ class SandboxState:
             repo = Repo(owner, name, self.new_id(), path, default_branch, description)
             self.repos[full_name.lower()] = repo
             self.add_user(owner, type="Organization" if owner not in self.users else self.users[owner].type)
+            self.actions.discover(repo)
             return repo
 
     def repo(self, full_name: str) -> Repo | None:
@@ -224,6 +230,28 @@ class SandboxState:
                 repo.permissions.pop(login, None)
             else:
                 repo.permissions[login] = permission
+
+    # -- GitHub Actions (bot/sandbox/actions.py) --
+
+    def bind_workflow(self, full_name: str, path: str, argv: list[str], env: dict | None = None,
+                      timeout: float | None = None):
+        """Run `argv` (in a worktree of the run's head sha) for each run of the workflow at `path`."""
+        return self.actions.bind(self._need(full_name), path, argv, env, timeout)
+
+    def start_run(self, full_name: str, workflow: int | str, ref_or_sha: str, event: str = "schedule",
+                  inputs: dict | None = None, actor: str | None = None) -> int:
+        """Start a workflow run (on a background runner slot); its id."""
+        return self.actions.start(self._need(full_name), workflow, ref_or_sha, event=event, inputs=inputs,
+                                  actor=actor).id
+
+    def add_hook(self, url: str, secret: str, events: tuple[str, ...] | list[str] = ("workflow_run",),
+                 repo: str | None = None):
+        """Deliver signed webhooks (`workflow_run`) to `url`."""
+        return self.actions.add_hook(url, secret, events, repo)
+
+    @property
+    def hook_deliveries(self) -> list[dict]:
+        return self.actions.deliveries
 
     def _need(self, full_name: str) -> Repo:
         repo = self.repo(full_name)
@@ -359,4 +387,7 @@ def seed_from_scenario(state: SandboxState, scenario_dir: Path | str, *, maintai
                 state.add_issue(slug, number=follow["number"], title=follow["title"], body=follow.get("body"),
                                 user=follow["author"], labels=follow.get("labels", ()),
                                 state=follow.get("state", "open"), created_at=follow.get("created_at"))
+        # the emulated self-hosted runner runs the scenario's scheduled test for the nightly workflow
+        if data.get("test_command") and state.actions.workflow(repo, NIGHTLY_WORKFLOW) is not None:
+            state.bind_workflow(slug, NIGHTLY_WORKFLOW, data["test_command"])
     return Seeded(slug, maintainer, tokens, data)
