@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from bot.flow.local_bisections import LocalBisections
 from bot.forge.github_adapter import GitHubForge, connect
 from bot.handlers.command_job import CommandJob
+from bot.handlers.nightly_job import NightlyJob
 from bot.policy.load import load_dir
 from bot.settings import BotSettings
 from bot.store.store import Store
@@ -34,4 +35,4 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
         return forges[repo]
 
     bisections = LocalBisections(Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=lambda repo: token)
-    return {"command": CommandJob(policies, forge_for, bisections)}
+    return {"command": CommandJob(policies, forge_for, bisections), "nightly_failure": NightlyJob(policies, forge_for, bisections)}

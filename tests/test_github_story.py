@@ -261,3 +261,23 @@ def test_cancel_stops_a_running_bisection_and_opens_nothing(world, tmp_path):
         assert conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'running'")).scalar() == 0
     assert not _open_reverts(world)
     wait_for(lambda: ("revert-bisect-bot", "confused") in [(r.user, r.content) for r in world["state"].reactions[command["id"]]], timeout=10)
+
+
+def test_a_red_scheduled_run_is_bisected_and_reverted_through_webhooks_only(world):
+    """The nightly path: a green scheduled run at GOOD, a red one at HEAD on the sandbox's self-hosted
+    runner; its signed workflow_run webhook is all the bot gets."""
+    scenario, state, repo = world["scenario"], world["state"], world["seeded"].repo
+    state.add_hook(world["bot"] + "/webhooks/github", SECRET)
+    green = state.start_run(repo, ".github/workflows/nightly-test.yml", scenario.good, event="schedule", branch_of_sha="main")
+    assert state.actions.wait(green, 120).conclusion == "success"
+    red = state.start_run(repo, ".github/workflows/nightly-test.yml", "main", event="schedule")
+    assert state.actions.wait(red, 120).conclusion == "failure"
+    pulls = wait_for(lambda: _open_reverts(world), timeout=300)
+    culprit_pr = scenario.culprit_pr
+    assert len(pulls) == 1 and pulls[0]["body"].startswith(f"Reverts {repo}#{culprit_pr}")
+    followup = scenario.followup["number"]
+    wait_for(lambda: [c for c in _comments(world, followup) if f"#{pulls[0]['number']}" in c["body"]], timeout=30)
+    assert len([c for c in _comments(world, culprit_pr) if f"#{pulls[0]['number']}" in c["body"]]) == 1
+    # the green run's completion was delivered too, and changed nothing
+    completed = [d for d in state.hook_deliveries if d["action"] == "completed"]
+    assert len(completed) == 2 and all(d["status"] == 202 for d in completed)

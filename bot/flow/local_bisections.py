@@ -7,10 +7,12 @@ and a proven revert is published through the forge.
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.bisect.model import Status
@@ -20,6 +22,7 @@ from bot.flow.status import render_status
 from bot.forge.github_adapter import ForgeError, GitHubForge
 from bot.gitrepo import GitRepo
 from bot.handlers.command_job import StartRequest
+from bot.handlers.nightly import Scoped
 from bot.orchestrator import setup
 from bot.orchestrator.config import BisectConfig
 from bot.orchestrator.driver import Driver, Snapshot
@@ -29,10 +32,28 @@ from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert, reverter_for
 from bot.revert.pr_body import FailingTest, pr_number
 from bot.session import REVERT_REASON, worktree_root
+from bot.store.models import BisectionRow
 from bot.store.store import Store
 from runners.backends.local import LocalPool
 
 STATUS_EVERY_S = 5.0
+log = logging.getLogger("revert_bisect.bisections")
+
+
+@dataclass(frozen=True)
+class _Work:
+    """One bisection to run and publish; `thread`/`comment_id` when a comment asked for it."""
+
+    repo: str
+    test: str
+    good: str
+    bad: str | None
+    origin: dict
+    existing: BisectionRow | None
+    thread: int | None
+    comment_id: int | None
+    followup: int | None
+    dry_run: bool
 
 
 class LocalBisections:
@@ -62,76 +83,89 @@ class LocalBisections:
     # -- Bisections protocol --
 
     def start(self, request: StartRequest, forge: GitHubForge) -> None:
-        policy = self.policies[request.repo]
-        test = policy.test(request.test)
+        """A `/revert-bisect` request: reported in its thread (status comment, reactions)."""
         if not request.good:
-            forge.comment_once(request.thread, f"need-good-{request.thread}-{request.test}",
+            forge.comment_once(request.thread, f"need-good-{request.comment_id}",
                                f"To bisect `{request.test}` from here I need the last good commit: `/revert-bisect {request.test} good=<sha>`.")
             return
+        origin = dict(repo=request.repo, thread=request.thread, comment_id=request.comment_id, requested_by=request.requested_by, test=request.test)
+        self._run(forge, _Work(request.repo, request.test, request.good, request.bad, origin, self.store.from_comment(request.repo, request.comment_id),
+                               request.thread, request.comment_id, request.followup, request.dry_run))
+
+    def start_nightly(self, repo_slug: str, scoped: Scoped, forge: GitHubForge) -> None:
+        """A red scheduled run: one bisection per (test, range), never two for the same range."""
+        origin = dict(repo=repo_slug, test=scoped.test.test.id, good=scoped.good, bad=scoped.bad, run=scoped.bad_run)
+        existing = self.store.from_origin(repo_slug, test=scoped.test.test.id, good=scoped.good, bad=scoped.bad)
+        self._run(forge, _Work(repo_slug, scoped.test.test.id, scoped.good, scoped.bad, origin, existing, None, None, None, False))
+
+    def _run(self, forge: GitHubForge, work: _Work) -> None:
+        policy = self.policies[work.repo]
+        test = policy.test(work.test)
         with self._lock:  # one clone/fetch at a time per workspace
-            repo = self._sync(request.repo)
-        bad = request.bad or f"origin/{policy.default_branch}"
+            repo = self._sync(work.repo)
+        bad = work.bad or f"origin/{policy.default_branch}"
         config = BisectConfig(
             command=tuple(probe_argv(test)), workers=test.runner.parallelism, timeout_s=test.runner.timeout_minutes * 60,
             metric_file=test.metric is not None, threshold=test.metric.threshold if test.metric else None,
             higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
             confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
-            descend_merges=policy.bisect.descend_merges, verify_revert=not request.dry_run, onto=bad,
+            descend_merges=policy.bisect.descend_merges, verify_revert=not work.dry_run, onto=bad,
         )
-        origin = dict(repo=request.repo, thread=request.thread, comment_id=request.comment_id, requested_by=request.requested_by, test=request.test)
-        existing = self.store.from_comment(request.repo, request.comment_id)
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
-            loaded = setup.load(self.store, existing.id) if existing else setup.create(self.store, repo, request.good, bad, config, origin)
+            loaded = setup.load(self.store, work.existing.id) if work.existing else setup.create(self.store, repo, work.good, bad, config, work.origin)
         except RevertBisectError as exc:
-            forge.comment_once(request.thread, f"refused-{request.comment_id}", f"I cannot start that bisection: {exc}")
+            if work.thread:
+                forge.comment_once(work.thread, f"refused-{work.comment_id}", f"I cannot start that bisection: {exc}")
+            log.warning("bisection of %s %s..%s refused: %s", work.repo, work.good, bad, exc)
             return
-        config = loaded.config
         key = f"status-{loaded.id}"
-        forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, None, None))
+        say = (lambda text: forge.comment_once(work.thread, key, text)) if work.thread else (lambda text: None)
+        say(render_status(work.test, loaded.problem, None, None))
         last = [0.0]
 
         def observe(snap: Snapshot) -> None:
             if time.monotonic() - last[0] >= STATUS_EVERY_S:
                 last[0] = time.monotonic()
-                forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, snap, None))
+                say(render_status(work.test, loaded.problem, snap, None))
 
         if not loaded.row.status:
-            pool = LocalPool(repo, config.workers, worktree_root(repo.path))
-            Driver(self.store, loaded.id, loaded.problem, config, pool, observe, reverter_for(repo, REVERT_REASON),
+            pool = LocalPool(repo, loaded.config.workers, worktree_root(repo.path))
+            Driver(self.store, loaded.id, loaded.problem, loaded.config, pool, observe, reverter_for(repo, REVERT_REASON),
                    cancelled=lambda: self.store.cancel_requested(loaded.id)).run()
         row = self.store.get(loaded.id)
         outcome = row.outcome or {}
         link = None
-        if row.status == Status.FOUND.value and (outcome.get("ab") or {}).get("passed") and not request.dry_run:
-            link = self._publish(forge, policy, repo, loaded, row, request)
-        forge.comment_once(request.thread, key, render_status(request.test, loaded.problem, None, row, link))
+        if row.status == Status.FOUND.value and (outcome.get("ab") or {}).get("passed") and not work.dry_run:
+            link = self._publish(forge, policy, repo, loaded, row, work)
+        say(render_status(work.test, loaded.problem, None, row, link))
+        log.info("bisection #%s of %s: %s %s", row.id, work.repo, row.status, link or "")
         # rocket: the revert PR is open; confused: the bisection ended without one (the status comment says why).
-        if not request.dry_run:
-            forge.react(request.thread, request.comment_id, "rocket" if link and link.startswith("#") else "confused")
+        if work.comment_id and not work.dry_run:
+            forge.react(work.thread, work.comment_id, "rocket" if link and link.startswith("#") else "confused")
 
-    def _publish(self, forge, policy, repo, loaded, row, request) -> str | None:
+    def _publish(self, forge, policy, repo, loaded, row, work: _Work) -> str | None:
         culprit = row.outcome["culprit"]
         pulls = forge.pulls_for_commit(culprit)
         subject = repo.subjects([culprit])[culprit]
         culprit_pr = pulls[0] if pulls else pr_number(subject)
         pr_obj = forge.repo.get_pull(culprit_pr) if culprit_pr else None
         author = pr_obj.user.login if pr_obj else None
-        followup = request.followup or policy.followups.get(culprit_pr or -1) or (forge.followup_for(culprit_pr) if culprit_pr else None)
+        followup = work.followup or policy.followups.get(culprit_pr or -1) or (forge.followup_for(culprit_pr) if culprit_pr else None)
         if followup is None and culprit_pr:  # nowhere to track the proper fix yet: open the place
             followup, _ = forge.ensure_issue(
                 f"tracking-{culprit_pr}", f"Fix the regression from #{culprit_pr} so it can be re-landed",
-                f"revert-bisect bisected `{request.test}` to #{culprit_pr} and reverted it. This issue tracks the proper fix.")
+                f"revert-bisect bisected `{work.test}` to #{culprit_pr} and reverted it. This issue tracks the proper fix.")
         revert = create_revert(repo, culprit, row.head)
-        test = policy.test(request.test)
+        test = policy.test(work.test)
         prs = {culprit: PrRecord(culprit_pr, pr_obj.title, author)} if pr_obj else {}
-        pr = draft(row, loaded.problem, repo, revert, repo_slug=request.repo, branch=policy.default_branch,
-                   test=FailingTest(request.test, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None),
+        pr = draft(row, loaded.problem, repo, revert, repo_slug=work.repo, branch=policy.default_branch,
+                   test=FailingTest(work.test, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None),
                    prs=prs, followups=[followup] if followup else [])
         ab = row.outcome.get("ab") or {}
         evidence = f"HEAD fails, HEAD + revert passes ({len(ab.get('head_verdicts', []))} runs each); P={row.outcome.get('confidence', 0):.3f}"
-        published = publish(forge, policy, repo.path, self.clone_url(request.repo), self.token(request.repo), revert, pr,
-                            bisection_id=row.id, test_id=request.test, evidence=evidence, culprit_pr=culprit_pr,
+        published = publish(forge, policy, repo.path, self.clone_url(work.repo), self.token(work.repo), revert, pr,
+                            bisection_id=row.id, test_id=work.test, evidence=evidence, culprit_pr=culprit_pr,
                             culprit_author=author, followup=followup)
         if published.shadow:
             return "shadow mode: the revert PR was not opened"

@@ -11,11 +11,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import requests
 from github import Auth, Github, GithubException, GithubRetry
 from urllib3.util.retry import Retry
 from github.Repository import Repository
 
 from bot.errors import RevertBisectError
+from bot.handlers.nightly import RunInfo
 
 MARKER = "<!-- revert-bisect:{key} -->"
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
@@ -88,6 +90,24 @@ class GitHubForge:
             if f"Reverts {slug}#{culprit_pr}" in (pr.body or "") or (pr.title or "").startswith("Revert ") and f"#{culprit_pr}" in (pr.body or ""):
                 return pr.number
         return None
+
+    def run_history(self, workflow_id: int, branch: str, limit: int = 50) -> list[RunInfo]:
+        """Completed runs of a workflow on a branch, newest first."""
+        out = []
+        for run in self.repo.get_workflow(workflow_id).get_runs(branch=branch):
+            out.append(RunInfo(run.id, run.name or "", run.path or "", run.head_branch or "", run.head_sha, run.event, run.conclusion))
+            if len(out) >= limit:
+                break
+        return out
+
+    def run_log(self, run_id: int) -> str:
+        """Every job's log of a run, concatenated (GitHub redirects to short-lived, pre-signed URLs)."""
+        texts = []
+        for job in self.repo.get_workflow_run(run_id).jobs():
+            answer = requests.get(job.logs_url(), timeout=60)
+            answer.raise_for_status()
+            texts.append(answer.text)
+        return "\n".join(texts)
 
     # -- writes, each looked up first --
 

@@ -228,7 +228,7 @@ class Actions:
     # -- runs --
 
     def start(self, repo: Repo, workflow: int | str | Workflow, ref: str, *, event: str = "workflow_dispatch",
-              inputs: dict | None = None, actor: str | None = None) -> Run:
+              inputs: dict | None = None, actor: str | None = None, branch_of_sha: str | None = None) -> Run:
         wf = workflow if isinstance(workflow, Workflow) else self.workflow(repo, workflow)
         if wf is None:
             raise KeyError(f"no workflow {workflow!r} in {repo.full_name}")
@@ -242,6 +242,7 @@ class Actions:
             sha = gitstore.resolve(repo.path, ref)
         if sha is None:
             raise LookupError(f"no commit for ref {ref!r} in {repo.full_name}")
+        branch = branch or branch_of_sha  # a past run of a branch, replayed at the sha it had then
         inputs = {str(k): ("true" if v is True else "false" if v is False else str(v))
                   for k, v in (inputs or {}).items()}
         title = wf.name

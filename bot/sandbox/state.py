@@ -239,10 +239,11 @@ class SandboxState:
         return self.actions.bind(self._need(full_name), path, argv, env, timeout)
 
     def start_run(self, full_name: str, workflow: int | str, ref_or_sha: str, event: str = "schedule",
-                  inputs: dict | None = None, actor: str | None = None) -> int:
-        """Start a workflow run (on a background runner slot); its id."""
+                  inputs: dict | None = None, actor: str | None = None, branch_of_sha: str | None = None) -> int:
+        """Start a workflow run (on a background runner slot); its id. `branch_of_sha` labels a run
+        at a sha with the branch it stood for (an earlier nightly of that branch)."""
         return self.actions.start(self._need(full_name), workflow, ref_or_sha, event=event, inputs=inputs,
-                                  actor=actor).id
+                                  actor=actor, branch_of_sha=branch_of_sha).id
 
     def add_hook(self, url: str, secret: str, events: tuple[str, ...] | list[str] = ("workflow_run",),
                  repo: str | None = None):

@@ -80,11 +80,15 @@ class Store:
         with self._session() as s:
             return s.scalar(select(BisectionRow.cancel_requested_by).where(BisectionRow.id == bisection_id)) is not None
 
-    def from_comment(self, repo: str, comment_id: int) -> BisectionRow | None:
-        """The bisection a given command comment started, if any (a retried job finds it again)."""
+    def from_origin(self, repo: str, **match) -> BisectionRow | None:
+        """The newest bisection whose origin has these values (a comment id, or a test and range)."""
         with self._session() as s:
             rows = s.scalars(select(BisectionRow).where(BisectionRow.origin.is_not(None)).order_by(BisectionRow.id.desc()).limit(500)).all()
-            return next((r for r in rows if r.origin.get("repo") == repo and r.origin.get("comment_id") == comment_id), None)
+            return next((r for r in rows if r.origin.get("repo") == repo and all(r.origin.get(k) == v for k, v in match.items())), None)
+
+    def from_comment(self, repo: str, comment_id: int) -> BisectionRow | None:
+        """The bisection a given command comment started, if any (a retried job finds it again)."""
+        return self.from_origin(repo, comment_id=comment_id)
 
     def from_thread(self, repo: str, thread: int) -> Sequence[BisectionRow]:
         """Bisections asked for in one issue or PR (newest first); filtered here to stay portable across JSON dialects."""

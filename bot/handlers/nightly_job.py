@@ -1,0 +1,49 @@
+"""The `workflow_run.completed` job: scope a red scheduled run, then bisect each failed test's range."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from bot.forge.github_adapter import GitHubForge
+from bot.handlers.nightly import RunInfo, Scoped, Unscoped, scope, watched
+from bot.policy.schema import Policy
+from bot.store.deliveries import ClaimedJob
+
+log = logging.getLogger("revert_bisect.nightly")
+
+
+class NightlyBisections(Protocol):
+    def start_nightly(self, repo_slug: str, scoped: Scoped, forge: GitHubForge) -> None: ...
+
+
+def run_info(run: dict) -> RunInfo:
+    return RunInfo(run["id"], run.get("name") or "", run.get("path") or "", run.get("head_branch") or "", run["head_sha"],
+                   run.get("event") or "", run.get("conclusion"))
+
+
+class NightlyJob:
+    def __init__(self, policies: Mapping[str, Policy], forge_for: Callable[[str], GitHubForge], bisections: NightlyBisections):
+        self.policies = policies
+        self.forge_for = forge_for
+        self.bisections = bisections
+
+    def __call__(self, job: ClaimedJob) -> None:
+        repo = (job.payload.get("repository") or {}).get("full_name")
+        run = job.payload.get("workflow_run") or {}
+        policy = self.policies.get(repo)
+        if policy is None or "id" not in run or "head_sha" not in run:
+            log.info("delivery %s: no policy for %s, or no run in the payload; ignored", job.delivery_id, repo)
+            return
+        info = run_info(run)
+        if info.conclusion != "failure" or watched(policy, info) is None:
+            return  # a green or unwatched run: nothing to do, and no API call
+        forge = self.forge_for(repo)
+        result = scope(policy, info, forge.run_log(info.id), forge.run_history(run["workflow_id"], info.head_branch))
+        if isinstance(result, Unscoped):
+            log.warning("delivery %s: %s", job.delivery_id, result.reason)
+            return
+        for scoped in result:
+            log.info("delivery %s: bisecting %s over %s..%s", job.delivery_id, scoped.test.test.id, scoped.good[:12], scoped.bad[:12])
+            self.bisections.start_nightly(repo, scoped, forge)
