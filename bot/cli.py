@@ -220,10 +220,13 @@ def demo(
     seed: Annotated[int, typer.Option(help="Which history (and culprit) to generate.")] = 0,
     flake_rate: Annotated[float, typer.Option(min=0.0, max=0.3, help="Chance a healthy commit's KL test fails anyway.")] = 0.0,
     unbuildable: Annotated[int, typer.Option(min=0, max=10, help="Commits that do not build (exit 125).")] = 0,
-    workers: Annotated[int, typer.Option(min=1, max=16, help="Local runners.")] = 4,
-    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: SQLite in the scenario directory).")] = None,
+    workers: Annotated[int, typer.Option(min=1, max=16, help="Local runners (with --local).")] = 4,
+    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (with --local; default: SQLite in the scenario directory).")] = None,
+    local: Annotated[bool, typer.Option("--local", help="Skip GitHub: bisect, revert and draft the PR on this machine only.")] = False,
+    keep: Annotated[bool, typer.Option("--keep", help="Leave the GitHub sandbox and the bot up afterwards, to browse.")] = False,
 ) -> None:
-    """The miniature SGLang incident end to end: red nightly, bisect, confirm, revert, A/B, the revert PR."""
+    """The miniature SGLang incident end to end: a red scheduled run on a local GitHub (the sandbox), the bot
+    bisects through webhooks and opens the revert PR. --local: the same job without GitHub."""
     from bot import demo as demo_flow
 
     workdir = directory or Path(tempfile.mkdtemp(prefix="revert-bisect-demo-"))
@@ -234,7 +237,12 @@ def demo(
         err.print("revert-bisect: error: the demo's model needs torch: pip install 'revert-bisect[model]' (torch==2.13.0, CPU)")
         raise typer.Exit(2)
     try:
-        result = demo_flow.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, workers=workers, db=db, err=err, out=out)
+        if not local:
+            from bot import demo_github
+
+            result = demo_github.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, keep=keep, err=err, out=out)
+        else:
+            result = demo_flow.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, workers=workers, db=db, err=err, out=out)
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False)
         raise typer.Exit(2) from None

@@ -125,7 +125,7 @@ def test_good_that_fails(synth, cli):
 def test_demo_finds_reverts_and_proves_the_miniature_incident(cli, tmp_path):
     import json
 
-    r = cli("demo", "--dir", str(tmp_path / "demo"), timeout=300)
+    r = cli("demo", "--local", "--dir", str(tmp_path / "demo"), timeout=300)
     assert r.code == 0, r.stderr[-3000:]
     scenario = json.loads((tmp_path / "demo" / "scenario.json").read_text())
     result = json.loads((tmp_path / "demo" / "result.json").read_text())
@@ -141,13 +141,26 @@ def test_demo_finds_reverts_and_proves_the_miniature_incident(cli, tmp_path):
 def test_demo_with_flakes_and_unbuildable_commits(cli, tmp_path):
     import json
 
-    r = cli("demo", "--dir", str(tmp_path / "demo"), "--flake-rate", "0.05", "--unbuildable", "3", "--seed", "4", timeout=300)
+    r = cli("demo", "--local", "--dir", str(tmp_path / "demo"), "--flake-rate", "0.05", "--unbuildable", "3", "--seed", "4", timeout=300)
     assert r.code == 0, r.stderr[-3000:]
     scenario = json.loads((tmp_path / "demo" / "scenario.json").read_text())
     result = json.loads((tmp_path / "demo" / "result.json").read_text())
     assert result["culprit"] == scenario["culprit"]
     skipped = {s["sha"] for s in result["steps"] if s["verdict"] == "skip"}
     assert skipped <= set(scenario["unbuildable"])  # only the unbuildable commits ever exit 125
+
+
+def test_demo_through_github(cli, tmp_path):
+    """The README's first command: sandbox and bot on loopback; the PR comes through webhooks only."""
+    import json
+
+    r = cli("demo", "--dir", str(tmp_path / "demo"), timeout=600)
+    assert r.code == 0, r.stderr[-3000:]
+    scenario = json.loads((tmp_path / "demo" / "scenario" / "scenario.json").read_text())
+    assert r.stdout.strip().startswith("http://127.0.0.1:") and "/pull/" in r.stdout
+    assert "tonight's scheduled run" in r.stderr and "failure" in r.stderr and "correct" in r.stderr
+    assert f"comment on the culprit PR #{scenario['culprit_pr']}" in r.stderr
+    assert f"comment on the follow-up issue #{scenario['followup']['number']}" in r.stderr
 
 
 @pytest.mark.parametrize(
