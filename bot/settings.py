@@ -20,7 +20,9 @@ class BotSettings(BaseSettings):
     local: bool = False  # development on loopback: a missing secret is tolerated (every delivery is refused)
     github_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3; the sandbox: its base URL
     github_git_url: str | None = None  # where repositories are cloned from (default: github.com, or the API host)
-    github_token: SecretStr = SecretStr("")  # token auth; GitHub App auth comes with the App manifest
+    github_token: SecretStr = SecretStr("")  # token auth, or:
+    github_app_id: int | None = None  # GitHub App auth: the app's id and private key (PEM file)
+    github_app_private_key: Path | None = None
     workspace: Path | None = None  # clones of watched repositories (default: the user cache directory)
 
     @model_validator(mode="after")

@@ -8,6 +8,7 @@ from platformdirs import user_cache_dir
 from sqlalchemy import Engine
 
 from bot.flow.local_bisections import LocalBisections
+from bot.forge.app_auth import AppCredentials
 from bot.forge.github_adapter import GitHubForge, connect
 from bot.handlers.command_job import CommandJob
 from bot.handlers.nightly_job import NightlyJob
@@ -20,19 +21,25 @@ from bot.worker import Handler
 def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     """The job handlers; none without a GitHub token (the service then only records deliveries)."""
     token = settings.github_token.get_secret_value()
-    if not token:
+    if not token and not settings.github_app_id:
         return {}
     policies = load_dir(settings.policies)
     api = settings.github_url.rstrip("/")
     git_base = (settings.github_git_url or ("https://github.com" if api == "https://api.github.com" else api)).rstrip("/")
     workspace = settings.workspace or Path(user_cache_dir("revert-bisect", appauthor=False)) / "clones"
-    gh = connect(api, token, throttle=api == "https://api.github.com")
+    public = api == "https://api.github.com"
     forges: dict[str, GitHubForge] = {}
+    if settings.github_app_id:
+        app = AppCredentials.from_file(settings.github_app_id, settings.github_app_private_key, api, throttle=public)
+        client_for, token_for = app.client, app.token  # an installation token per repository, refreshed by PyGithub
+    else:
+        gh = connect(api, token, throttle=public)
+        client_for, token_for = (lambda repo: gh), (lambda repo: token)
 
     def forge_for(repo: str) -> GitHubForge:
         if repo not in forges:
-            forges[repo] = GitHubForge(gh, repo)
+            forges[repo] = GitHubForge(client_for(repo), repo)
         return forges[repo]
 
-    bisections = LocalBisections(Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=lambda repo: token)
+    bisections = LocalBisections(Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=token_for)
     return {"command": CommandJob(policies, forge_for, bisections), "nightly_failure": NightlyJob(policies, forge_for, bisections)}

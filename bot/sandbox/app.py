@@ -87,6 +87,10 @@ def create_sandbox(state: SandboxState) -> FastAPI:
                 "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
                                      "#about-secondary-rate-limits"}, {"Retry-After": "1"})
         token = _token(request)
+        app_jwt = state.apps.app_for(token)
+        if app_jwt is not None:  # a GitHub App's JWT: only the app endpoints accept it
+            request.state.app, request.state.login = app_jwt, None
+            return await call_next(request)
         user = state.user_for_token(token) if token else None
         if user is None:
             headers = {"WWW-Authenticate": 'Basic realm="GitHub sandbox"'} if is_git else None
@@ -629,6 +633,9 @@ def create_sandbox(state: SandboxState) -> FastAPI:
 
     # -- GitHub Actions (workflows, dispatches, runs, jobs, logs, artifacts) --
 
+    from .apps import register as register_apps
+
+    register_apps(app, state, renderer=lambda request: Renderer(state, str(request.base_url)), ApiError=ApiError)
     from .actions import register as register_actions
 
     register_actions(app, state, ctx=ctx, page=page, body_of=body_of, need_write=need_write)

@@ -156,6 +156,9 @@ class SandboxState:
         self.lock = threading.RLock()
         self.users: dict[str, User] = {}
         self.tokens: dict[str, str] = {}  # token -> login
+        from .apps import AppRegistry
+
+        self.apps = AppRegistry()  # GitHub Apps: JWT -> installation -> installation token
         self.repos: dict[str, Repo] = {}  # "owner/name" (lower case) -> Repo
         self.comments: dict[int, tuple[str, Comment]] = {}  # id -> (repo key, comment)
         self.reactions: dict[int, list[Reaction]] = {}  # comment id -> reactions
@@ -181,6 +184,17 @@ class SandboxState:
             if token:
                 self.tokens[token] = login
             return user
+
+    def register_app(self, app_id: int, public_key_pem: str, repos: list[str], slug: str = "revert-bisect") -> dict[str, int]:
+        """A GitHub App installed on `repos`; its installation ids by repository."""
+        from .apps import App
+
+        with self.lock:
+            app = self.apps.apps.setdefault(app_id, App(app_id, slug, public_key_pem))
+            for name in repos:
+                app.installations.setdefault(name.lower(), self.new_id())
+            self.add_user(app.bot_login, type="Bot")
+            return dict(app.installations)
 
     def add_token(self, token: str, login: str) -> None:
         with self.lock:
