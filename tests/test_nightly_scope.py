@@ -50,3 +50,22 @@ def test_the_recorded_workflow_run_payload_maps_to_run_info():
     payload = json.loads((ROOT / "tests/fixtures/github/webhooks/workflow_run.completed.json").read_text())["workflow_run"]
     info = RunInfo(payload["id"], payload["name"], payload["path"], payload["head_branch"], payload["head_sha"], payload["event"], payload["conclusion"])
     assert "concluded success" in scope(POLICY, info, LOG, []).reason
+
+
+JUNIT = """<?xml version="1.0"?>
+<testsuites><testsuite name="nightly">
+  <testcase classname="test_qwen3_next_decode_cache_hit.py" name="test_kl"><failure message="avg_kl_div too high"/></testcase>
+  <testcase classname="test_other.py" name="test_ok"/>
+</testsuite></testsuites>"""
+
+
+def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
+    from bot.handlers.nightly import Results, junit_failures
+
+    assert junit_failures([JUNIT, "<not xml"]) == ["test_qwen3_next_decode_cache_hit.py.test_kl"]
+    results = Results("no useful log lines", junit=(JUNIT,), metrics={"metric": {"name": "avg_kl_div", "value": 0.0071, "threshold": 0.002}})
+    [failure] = failed_tests(POLICY, results)
+    assert failure.test.id == "qwen3-next-decode-cache-hit" and failure.metric == 0.0071 and failure.threshold == 0.002
+    # a malformed metrics artifact falls back to the log
+    [failure] = failed_tests(POLICY, Results(LOG, metrics={"metric": "broken"}))
+    assert failure.metric == 0.0065

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +110,17 @@ class GitHubForge:
             answer.raise_for_status()
             texts.append(answer.text)
         return "\n".join(texts)
+
+    def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
+        """The files of a run's artifact called `name` ({} when the run has none)."""
+        for artifact in self.repo.get_workflow_run(run_id).get_artifacts():
+            if artifact.name == name:
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = Path(tmp) / "artifact.zip"
+                    self.repo.requester.getFile(artifact.archive_download_url, str(path))
+                    with zipfile.ZipFile(path) as archive:
+                        return {member: archive.read(member) for member in archive.namelist()}
+        return {}
 
     # -- writes, each looked up first --
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from xml.etree import ElementTree
 
 from bot.policy.schema import Policy, Test, Watch
 
@@ -55,11 +56,50 @@ def watched(policy: Policy, run: RunInfo) -> Watch | None:
     return None
 
 
-def failed_tests(policy: Policy, log: str) -> list[FailedTest]:
-    """Watched tests named as failed in the log, each with the metric reading near it if any."""
+@dataclass(frozen=True)
+class Results:
+    """What a run left behind: its log, and the artifacts the policy names when the run has them."""
+
+    log: str
+    junit: tuple[str, ...] = ()  # JUnit XML documents
+    metrics: dict | None = None  # a metrics JSON: {"metric": {"name", "value", "threshold"}}
+
+
+def junit_failures(documents: Sequence[str]) -> list[str]:
+    """`classname.name` (and `name`) of every testcase with a <failure> or <error>."""
+    names = []
+    for text in documents:
+        try:
+            root = ElementTree.fromstring(text)
+        except ElementTree.ParseError:
+            continue
+        for case in root.iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                name = case.get("name", "")
+                names.append(f"{case.get('classname')}.{name}" if case.get("classname") else name)
+    return names
+
+
+def _metric_from_json(data: dict | None) -> dict | None:
+    metric = (data or {}).get("metric")
+    if isinstance(metric, dict) and isinstance(metric.get("value"), (int, float)):
+        return {"value": metric["value"], "threshold": metric.get("threshold")}
+    return None
+
+
+def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
+    """Watched tests that failed (JUnit when the run has it, else the log), each with its metric
+    reading (the metrics artifact when present, else the log's last match)."""
+    results = Results(results) if isinstance(results, str) else results
+    log = results.log
     patterns = policy.results.log
-    names = [m.group("test") for m in re.finditer(patterns.failed, log)] if patterns.failed else []
+    if results.junit:
+        names = junit_failures(results.junit)
+    else:
+        names = [m.group("test") for m in re.finditer(patterns.failed, log)] if patterns.failed else []
     readings = [m.groupdict() for m in re.finditer(patterns.metric, log)] if patterns.metric else []
+    if (artifact := _metric_from_json(results.metrics)) is not None:
+        readings = [artifact]
     out = []
     for name in dict.fromkeys(names):
         for test in policy.tests:
@@ -67,7 +107,7 @@ def failed_tests(policy: Policy, log: str) -> list[FailedTest]:
                 value = threshold = None
                 if test.metric and readings:
                     value = float(readings[-1]["value"])
-                    threshold = float(readings[-1]["threshold"]) if readings[-1].get("threshold") else test.metric.threshold
+                    threshold = float(readings[-1]["threshold"]) if readings[-1].get("threshold") is not None else test.metric.threshold
                 out.append(FailedTest(test, name, value, threshold))
                 break
     return out
@@ -81,12 +121,12 @@ def last_green(history: Sequence[RunInfo], failing: RunInfo) -> RunInfo | None:
     return None
 
 
-def scope(policy: Policy, run: RunInfo, log: str, history: Sequence[RunInfo]) -> list[Scoped] | Unscoped:
+def scope(policy: Policy, run: RunInfo, results: Results | str, history: Sequence[RunInfo]) -> list[Scoped] | Unscoped:
     if run.conclusion != "failure":
         return Unscoped(f"run {run.id} concluded {run.conclusion}: nothing to bisect")
     if watched(policy, run) is None:
         return Unscoped(f"run {run.id} ({run.workflow_name or run.workflow_path} on {run.head_branch}, {run.event}) is not watched by the policy")
-    failures = failed_tests(policy, log)
+    failures = failed_tests(policy, results)
     if not failures:
         return Unscoped(f"run {run.id} failed, but its log names none of the watched tests ({', '.join(t.id for t in policy.tests)})")
     green = last_green(history, run)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from bot.forge.github_adapter import GitHubForge
-from bot.handlers.nightly import RunInfo, Scoped, Unscoped, scope, watched
+from bot.handlers.nightly import Results, RunInfo, Scoped, Unscoped, scope, watched
 from bot.policy.schema import Policy
 from bot.store.deliveries import ClaimedJob
 
@@ -21,6 +22,22 @@ class NightlyBisections(Protocol):
 def run_info(run: dict) -> RunInfo:
     return RunInfo(run["id"], run.get("name") or "", run.get("path") or "", run.get("head_branch") or "", run["head_sha"],
                    run.get("event") or "", run.get("conclusion"))
+
+
+def read_results(forge: GitHubForge, policy: Policy, run_id: int) -> Results:
+    """The run's log, plus the JUnit and metrics artifacts the policy names, when the run has them."""
+    junit, metrics = (), None
+    if policy.results.junit_artifact:
+        files = forge.run_artifact(run_id, policy.results.junit_artifact)
+        junit = tuple(data.decode(errors="replace") for name, data in files.items() if name.endswith(".xml"))
+    if policy.results.metrics_artifact:
+        files = forge.run_artifact(run_id, policy.results.metrics_artifact)
+        found = next((data for name, data in files.items() if name.endswith(".json")), None)
+        try:
+            metrics = json.loads(found) if found else None
+        except ValueError:
+            log.warning("run %s: the %s artifact is not JSON; using the log", run_id, policy.results.metrics_artifact)
+    return Results(forge.run_log(run_id), junit, metrics)
 
 
 class NightlyJob:
@@ -40,7 +57,7 @@ class NightlyJob:
         if info.conclusion != "failure" or watched(policy, info) is None:
             return  # a green or unwatched run: nothing to do, and no API call
         forge = self.forge_for(repo)
-        result = scope(policy, info, forge.run_log(info.id), forge.run_history(run["workflow_id"], info.head_branch))
+        result = scope(policy, info, read_results(forge, policy, info.id), forge.run_history(run["workflow_id"], info.head_branch))
         if isinstance(result, Unscoped):
             log.warning("delivery %s: %s", job.delivery_id, result.reason)
             return
