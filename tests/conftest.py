@@ -22,6 +22,10 @@ def isolated_home(tmp_path, monkeypatch):
     """Keep the default store and worktrees of every test inside its tmp_path."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    # tests that commit must not depend on the machine's git identity
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Test Runner")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "tests@revert-bisect.invalid")
 
 
 @pytest.fixture
