@@ -5,9 +5,7 @@ The test script lives outside the repository (the yardstick must not change alon
 it sleeps, exits 125 on commits marked unbuildable, fails on broken ones, and fails a good
 one with the flake probability it is given.
 
-The history is written with one `git fast-import` stream (4096 commits in a few seconds);
-`fast=False` builds the same history with one `git commit` per commit instead. Both give the same
-trees, messages, identities and dates, hence the same commit ids (bench/check_synthetic.py).
+The history is written with one `git fast-import` stream (4096 commits in a few seconds).
 """
 
 from __future__ import annotations
@@ -92,44 +90,13 @@ def build(
     merge_at: int | None = None,
     side_commits: int = 4,
     side_culprit: int | None = None,
-    fast: bool = True,
 ) -> SyntheticRepo:
     """A repository: GOOD, then `commits` first-parent commits (1-based); commit `culprit` breaks it.
 
     With `merge_at`, first-parent commit number `merge_at` is a merge of a side branch of
     `side_commits` commits; `side_culprit` (1-based on that branch) breaks it there instead.
-    `fast=False` runs git once per commit (the original builder) instead of one fast-import.
     """
-    if fast:
-        return _build_fast(path, commits, culprit, sleep=sleep, flake=flake, unbuildable=unbuildable, merge_at=merge_at, side_commits=side_commits, side_culprit=side_culprit)
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
-    _git(path, "config", "commit.gpgsign", "false")
-    (path / "service").mkdir(exist_ok=True)
-    (path / "service" / "config.py").write_text("BROKEN = False\n")
-    (path / "README.md").write_text("synthetic service\n")
-    _git(path, "add", "-A")
-    _git(path, "commit", "-q", "-m", "Initial import (#1000)")
-    good = _git(path, "rev-parse", "HEAD")
-    shas = []
-    for i in range(1, commits + 1):
-        if i == merge_at:
-            _merge(path, i, side_commits, side_culprit)
-        else:
-            _change(path, f"notes/change_{i}.txt", f"change {i}\n")
-            (path / "BUILD_BROKEN").unlink(missing_ok=True)
-            if i in unbuildable:
-                (path / "BUILD_BROKEN").write_text("x\n")
-            if i == culprit:
-                (path / "service" / "config.py").write_text("BROKEN = True\n")
-            _git(path, "add", "-A")
-            _git(path, "commit", "-q", "-m", f"Change {i} (#{1000 + i})")
-        shas.append(_git(path, "rev-parse", "HEAD"))
-    if merge_at and side_culprit:
-        culprit_sha = _git(path, "rev-parse", f"side-{merge_at}~{side_commits - side_culprit}")
-    else:
-        culprit_sha = shas[culprit - 1] if 1 <= culprit <= commits else None
-    return SyntheticRepo(path, _write_script(path, sleep, flake), good, shas[-1], culprit_sha, shas)
+    return _build_fast(path, commits, culprit, sleep=sleep, flake=flake, unbuildable=unbuildable, merge_at=merge_at, side_commits=side_commits, side_culprit=side_culprit)
 
 
 def _write_script(path: Path, sleep: float, flake: float) -> Path:
@@ -139,24 +106,6 @@ def _write_script(path: Path, sleep: float, flake: float) -> Path:
     shell.write_text(TEST_SH.format(sleep=sleep, flake=flake))
     shell.chmod(0o755)
     return script
-
-
-def _change(repo: Path, name: str, text: str) -> None:
-    (repo / name).parent.mkdir(parents=True, exist_ok=True)
-    (repo / name).write_text(text)
-
-
-def _merge(repo: Path, i: int, side_commits: int, side_culprit: int | None) -> None:
-    branch = f"side-{i}"
-    _git(repo, "checkout", "-q", "-b", branch, "HEAD~1" if i > 1 else "HEAD")
-    for j in range(1, side_commits + 1):
-        _change(repo, f"side/{i}_{j}.txt", f"side {j}\n")
-        if j == side_culprit:
-            (repo / "service" / "config.py").write_text("BROKEN = True\n")
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", f"Side change {j} of feature {i}")
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "merge", "-q", "--no-ff", "-m", f"Merge feature {i} (#{1000 + i})", branch)
 
 
 # -- the fast builder: the same history as one `git fast-import` stream ---------------------------
