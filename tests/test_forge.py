@@ -65,3 +65,33 @@ def test_push_and_open_pr_once_without_leaving_the_token_behind(sandbox):
     assert pr.created and not again.created and pr.number == again.number
     forge.add_labels(pr.number, ["revert-bisect"])
     assert [label.name for label in forge.repo.get_issue(pr.number).labels] == ["revert-bisect"]
+
+
+def test_an_open_revert_of_the_culprit_gets_the_evidence_not_a_second_pr(sandbox):
+    from pathlib import Path
+
+    from bot.flow.publish import publish
+    from bot.policy.load import load
+    from bot.revert.git_revert import Revert
+    from bot.revert.pr_body import PullRequestDraft
+
+    forge, scenario, seeded = sandbox["forge"], sandbox["scenario"], sandbox["seeded"]
+    token = seeded.tokens["revert-bisect-bot"]
+    clone = sandbox["tmp"] / "clone-2"
+    subprocess.run(["git", "-c", f"http.extraHeader=Authorization: Bearer {token}", "clone", "-q", f"{sandbox['base']}/{seeded.repo}.git", str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=h", "-c", "user.email=h@example.com", "revert", "--no-edit", scenario.culprit], check=True, capture_output=True)
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    push_branch(clone, f"{sandbox['base']}/{seeded.repo}.git", "human/revert", head, token)
+    human = forge.open_pr("Revert by hand", f"Reverts {seeded.repo}#{scenario.culprit_pr}", "human/revert", "main")
+
+    policy = load(Path(__file__).resolve().parent.parent / "policies" / "example.yaml")
+    revert = Revert(scenario.culprit, scenario.bad, "0" * 40, "unused", "", [], "", "")
+    draft = PullRequestDraft('Revert "x"', "body", "revert-bisect/x", "main")
+    before = {p.number for p in forge.repo.get_pulls(state="open")}
+    for _ in range(2):  # a retry changes nothing
+        result = publish(forge, policy, clone, f"{sandbox['base']}/{seeded.repo}.git", token, revert, draft, bisection_id=77, test_id="kl",
+                         evidence="HEAD fails, HEAD + revert passes", culprit_pr=scenario.culprit_pr, culprit_author=None, followup=None)
+        assert result.existing_revert == human.number and result.pr_number == human.number
+    assert {p.number for p in forge.repo.get_pulls(state="open")} == before
+    evidence = [c.body for c in forge.repo.get_issue(human.number).get_comments() if "bisection #77" in c.body]
+    assert len(evidence) == 1

@@ -32,7 +32,6 @@ from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert, reverter_for
 from bot.revert.pr_body import FailingTest, pr_number
 from bot.session import REVERT_REASON, worktree_root
-from bot.store.models import BisectionRow
 from bot.store.store import Store
 from runners.backends.local import LocalPool
 
@@ -49,7 +48,7 @@ class _Work:
     good: str
     bad: str | None
     origin: dict
-    existing: BisectionRow | None
+    key: str  # one bisection per key: a retried job resumes it instead of starting another
     thread: int | None
     comment_id: int | None
     followup: int | None
@@ -89,14 +88,14 @@ class LocalBisections:
                                f"To bisect `{request.test}` from here I need the last good commit: `/revert-bisect {request.test} good=<sha>`.")
             return
         origin = dict(repo=request.repo, thread=request.thread, comment_id=request.comment_id, requested_by=request.requested_by, test=request.test)
-        self._run(forge, _Work(request.repo, request.test, request.good, request.bad, origin, self.store.from_comment(request.repo, request.comment_id),
+        self._run(forge, _Work(request.repo, request.test, request.good, request.bad, origin, f"{request.repo}#comment:{request.comment_id}",
                                request.thread, request.comment_id, request.followup, request.dry_run))
 
     def start_nightly(self, repo_slug: str, scoped: Scoped, forge: GitHubForge) -> None:
         """A red scheduled run: one bisection per (test, range), never two for the same range."""
         origin = dict(repo=repo_slug, test=scoped.test.test.id, good=scoped.good, bad=scoped.bad, run=scoped.bad_run)
-        existing = self.store.from_origin(repo_slug, test=scoped.test.test.id, good=scoped.good, bad=scoped.bad)
-        self._run(forge, _Work(repo_slug, scoped.test.test.id, scoped.good, scoped.bad, origin, existing, None, None, None, False))
+        key = f"{repo_slug}@{scoped.test.test.id}:{scoped.good}..{scoped.bad}"
+        self._run(forge, _Work(repo_slug, scoped.test.test.id, scoped.good, scoped.bad, origin, key, None, None, None, False))
 
     def _run(self, forge: GitHubForge, work: _Work) -> None:
         policy = self.policies[work.repo]
@@ -113,7 +112,8 @@ class LocalBisections:
         )
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
-            loaded = setup.load(self.store, work.existing.id) if work.existing else setup.create(self.store, repo, work.good, bad, config, work.origin)
+            existing = self.store.by_origin_key(work.key)
+            loaded = setup.load(self.store, existing.id) if existing else setup.create(self.store, repo, work.good, bad, config, work.origin, work.key)
         except RevertBisectError as exc:
             if work.thread:
                 forge.comment_once(work.thread, f"refused-{work.comment_id}", f"I cannot start that bisection: {exc}")

@@ -38,7 +38,8 @@ def check_command(repo: GitRepo, command: tuple[str, ...]) -> None:
         raise CommandError(f"test command {exe!r} is not on PATH")
 
 
-def create(store: Store, repo: GitRepo, good_rev: str, bad_rev: str, config: BisectConfig, origin: dict | None = None) -> Loaded:
+def create(store: Store, repo: GitRepo, good_rev: str, bad_rev: str, config: BisectConfig, origin: dict | None = None,
+           origin_key: str | None = None) -> Loaded:
     check_command(repo, config.command)
     good = repo.resolve(good_rev, "--good")
     bad = repo.resolve(bad_rev, "--bad")
@@ -52,7 +53,7 @@ def create(store: Store, repo: GitRepo, good_rev: str, bad_rev: str, config: Bis
     if head and not repo.is_ancestor(bad, head):
         raise RepoError(f"--onto {config.onto} does not contain --bad {bad_rev}: the revert must go on a branch that has the culprit")
     graph = repo.range_graph(good, bad)
-    new = NewBisection(str(repo.path), good_rev, bad_rev, good, bad, list(config.command), config.to_json(), head, origin)
+    new = NewBisection(str(repo.path), good_rev, bad_rev, good, bad, list(config.command), config.to_json(), head, origin, origin_key)
     bisection_id = store.create(new, Phase.CALIBRATING.value)
     return Loaded(bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id))
 

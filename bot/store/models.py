@@ -39,6 +39,8 @@ class BisectionRow(Base):
     revert_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Who asked, where: {"repo", "thread", "comment_id", "requested_by"} for a /revert-bisect bisection.
     origin: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # "owner/repo#comment:123" or "owner/repo@test:good..bad": one bisection per request or range.
+    origin_key: Mapped[str | None] = mapped_column(String(512), nullable=True, index=True)
     cancel_requested_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
     # Latest view, for status displays.
     guess: Mapped[str | None] = mapped_column(String(64), nullable=True)

@@ -23,6 +23,7 @@ class NewBisection:
     settings: dict
     head: str | None = None
     origin: dict | None = None
+    origin_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Store:
         with self._session.begin() as s:
             row = BisectionRow(
                 repo=new.repo, good_rev=new.good_rev, bad_rev=new.bad_rev, good=new.good, bad=new.bad,
-                command=new.command, settings=new.settings, head=new.head, origin=new.origin, phase=phase, merges=[], confirm_round=0, confirmations=0,
+                command=new.command, settings=new.settings, head=new.head, origin=new.origin, origin_key=new.origin_key, phase=phase, merges=[], confirm_round=0, confirmations=0,
             )
             s.add(row)
             s.flush()
@@ -80,15 +81,10 @@ class Store:
         with self._session() as s:
             return s.scalar(select(BisectionRow.cancel_requested_by).where(BisectionRow.id == bisection_id)) is not None
 
-    def from_origin(self, repo: str, **match) -> BisectionRow | None:
-        """The newest bisection whose origin has these values (a comment id, or a test and range)."""
+    def by_origin_key(self, key: str) -> BisectionRow | None:
+        """The newest bisection started for this request or range (a retried job finds it again)."""
         with self._session() as s:
-            rows = s.scalars(select(BisectionRow).where(BisectionRow.origin.is_not(None)).order_by(BisectionRow.id.desc()).limit(500)).all()
-            return next((r for r in rows if r.origin.get("repo") == repo and all(r.origin.get(k) == v for k, v in match.items())), None)
-
-    def from_comment(self, repo: str, comment_id: int) -> BisectionRow | None:
-        """The bisection a given command comment started, if any (a retried job finds it again)."""
-        return self.from_origin(repo, comment_id=comment_id)
+            return s.scalar(select(BisectionRow).where(BisectionRow.origin_key == key).order_by(BisectionRow.id.desc()).limit(1))
 
     def from_thread(self, repo: str, thread: int) -> Sequence[BisectionRow]:
         """Bisections asked for in one issue or PR (newest first); filtered here to stay portable across JSON dialects."""
