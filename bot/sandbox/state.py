@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import gitstore
+from .apps import App, AppRegistry
 
 NIGHTLY_WORKFLOW = ".github/workflows/nightly-test.yml"
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
@@ -156,8 +157,6 @@ class SandboxState:
         self.lock = threading.RLock()
         self.users: dict[str, User] = {}
         self.tokens: dict[str, str] = {}  # token -> login
-        from .apps import AppRegistry
-
         self.apps = AppRegistry()  # GitHub Apps: JWT -> installation -> installation token
         self.repos: dict[str, Repo] = {}  # "owner/name" (lower case) -> Repo
         self.comments: dict[int, tuple[str, Comment]] = {}  # id -> (repo key, comment)
@@ -187,8 +186,6 @@ class SandboxState:
 
     def register_app(self, app_id: int, public_key_pem: str, repos: list[str], slug: str = "revert-bisect") -> dict[str, int]:
         """A GitHub App installed on `repos`; its installation ids by repository."""
-        from .apps import App
-
         with self.lock:
             app = self.apps.apps.setdefault(app_id, App(app_id, slug, public_key_pem))
             for name in repos:
