@@ -252,7 +252,11 @@ def test_cancel_stops_a_running_bisection_and_opens_nothing(world, tmp_path):
     followup = scenario.followup["number"]
     command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
     engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'bot.db'}")
-    wait_for(lambda: engine.connect().execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar() >= 2, timeout=60)
+    def done_steps() -> int:
+        with engine.connect() as conn:
+            return conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar()
+
+    wait_for(lambda: done_steps() >= 2, timeout=60)
     deliver_comment(world, "sandbox-maintainer", "/revert-bisect cancel", followup)
     final = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "cancelled" in c["body"]], timeout=60)
     assert len(final) == 1 and "Cancelling #1" in "".join(c["body"] for c in _comments(world, followup))

@@ -16,8 +16,10 @@ def render_status(test: str, problem: Problem, snap: Snapshot | None, row: Bisec
         lines = [head, "", f"**{row.status}**: {outcome.get('message', '')}"]
         if link:
             lines.append(f"\nRevert PR: {link}")
-        ran = sum(s.state in ("done", "lost") for s in row.steps)
-        lines.append(f"\n{ran} runs.")
+        ran = [s for s in row.steps if s.state in ("done", "lost")]
+        infra = [s for s in ran if s.infra_reason]
+        lines.append(f"\n{len(ran)} runs" + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else "."))
+        lines += [f"- `{s.sha[:12]}`: {s.infra_reason}" for s in infra[-3:]]
         return "\n".join(lines)
     if snap is None:
         return f"{head}\n\nStarting: calibrating the endpoints."
@@ -25,5 +27,13 @@ def render_status(test: str, problem: Problem, snap: Snapshot | None, row: Bisec
     tested = len({sha for sha, _, v, _ in snap.runs if v.is_evidence})
     guess = f"`{snap.guess[:12]}` (P={snap.guess_probability:.2f})" if snap.guess and snap.guess_probability else "-"
     tally = ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none yet"
-    return (f"{head}\n\n| phase | runs | commits tested | running | best guess |\n|---|---|---|---|---|\n"
-            f"| {snap.phase.value} | {len(snap.runs)} ({tally}) | {tested} | {len(snap.in_flight)} | {guess} |")
+    table = (f"{head}\n\n| phase | runs | commits tested | running | best guess |\n|---|---|---|---|---|\n"
+             f"| {snap.phase.value} | {len(snap.runs)} ({tally}) | {tested} | {len(snap.in_flight) - len(snap.waiting)} | {guess} |")
+    infra = snap.infra[-3:]
+    lines = [table]
+    if snap.waiting:
+        lines.append(f"\nWaiting for a runner ({len(snap.waiting)} steps):\n" + "\n".join(f"- `{w}`" for w in snap.waiting))
+    if infra:
+        lines.append("\nRecent infrastructure failures (retried, never counted as evidence):\n"
+                     + "\n".join(f"- `{sha[:12]}`: {why}" for sha, why in infra))
+    return "\n".join(lines)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from urllib3.util.retry import Retry
 from github.Repository import Repository
 
 from bot.errors import RevertBisectError
+from bot.forge.actions import artifact_files
 from bot.handlers.nightly import RunInfo
 
 MARKER = "<!-- revert-bisect:{key} -->"
@@ -113,14 +112,7 @@ class GitHubForge:
 
     def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
         """The files of a run's artifact called `name` ({} when the run has none)."""
-        for artifact in self.repo.get_workflow_run(run_id).get_artifacts():
-            if artifact.name == name:
-                with tempfile.TemporaryDirectory() as tmp:
-                    path = Path(tmp) / "artifact.zip"
-                    self.repo.requester.getFile(artifact.archive_download_url, str(path))
-                    with zipfile.ZipFile(path) as archive:
-                        return {member: archive.read(member) for member in archive.namelist()}
-        return {}
+        return artifact_files(self.repo, run_id, name)
 
     # -- writes, each looked up first --
 

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, fields
 
 from bot.bisect.model import Settings
 from bot.bisect.verdict import MetricRule
+from runners.envs import EnvSpec
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,10 @@ class BisectConfig:
     descend_merges: bool = False
     verify_revert: bool = False  # revert the culprit on --onto (default BAD) and prove it with an A/B
     onto: str | None = None
+    env: dict | None = None  # runners.envs.EnvSpec as JSON: environments keyed by the commit's pins
+
+    def env_spec(self) -> EnvSpec | None:
+        return None if self.env is None else EnvSpec.from_json(self.env)
 
     @property
     def uses_metric(self) -> bool:

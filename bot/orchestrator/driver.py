@@ -21,7 +21,7 @@ from bot.bisect.verdict import RawResult, Verdict, classify
 from bot.orchestrator.config import BisectConfig
 from bot.store.models import BisectionRow, StepRow, utcnow
 from bot.store.store import NewStep, StepReport, Store
-from runners.backends.base import Backend, StepResult, StepSpec
+from runners.backends.base import Backend, RevertOf, StepResult, StepSpec
 
 # After a result, wait a little for its round-mates before planning again, so that equal-length
 # runs form real rounds instead of one probe placed on stale information.
@@ -39,6 +39,8 @@ class Snapshot:
     candidates: int
     runs: list[tuple[str, str, Verdict, float | None]] = field(default_factory=list)  # sha, kind, verdict, metric
     in_flight: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # steps not started yet, and why (no free runner, ...)
+    infra: list[tuple[str, str]] = field(default_factory=list)  # sha, reason: runs that said nothing about their commit
     guess: str | None = None
     guess_probability: float = 0.0
     flake_rate: float = 0.0
@@ -87,6 +89,8 @@ class Driver:
         for step in row.steps:
             if step.state in ("done", "lost"):
                 snap.runs.append((step.sha, step.kind, Verdict(step.verdict or "infra"), step.metric))
+                if step.infra_reason:
+                    snap.infra.append((step.sha, step.infra_reason))
         try:
             while True:
                 if self.cancelled and self.cancelled():
@@ -106,18 +110,20 @@ class Driver:
                     state = self._revert(state, decision.wants_revert)
                     continue
                 if decision.probes:
-                    self._dispatch(decision.probes, flying)
+                    self._dispatch(decision.probes, flying, state)
                     self._show(snap, decision, flying)
                     continue
                 if not flying:
                     raise RuntimeError("the engine asked to wait with nothing in flight")
-                for result in self._collect(durations, flying):
+                for result in self._collect(durations, flying, lambda: self._show(snap, decision, flying)):
                     probe = flying.pop(result.step_id)
                     raw = RawResult(result.exit_code, result.metric, result.infra_reason)
                     verdict = classify(raw, self.problem.settings.metric, decision.boundary)
                     self.store.finish_step(result.step_id, StepReport(result.exit_code, result.metric, result.infra_reason, verdict.value, result.runner, result.duration_s, result.log_tail))
                     runs.append(Run(result.sha, probe.kind, raw, probe.round))
                     snap.runs.append((result.sha, probe.kind.value, verdict, result.metric))
+                    if result.infra_reason:
+                        snap.infra.append((result.sha, result.infra_reason))
                     if result.infra_reason is None:
                         durations.append(result.duration_s)
         finally:
@@ -159,14 +165,21 @@ class Driver:
             )
         self.store.save_progress(self.id, **fields)
 
-    def _dispatch(self, probes: tuple[Probe, ...], flying: dict[int, Probe]) -> None:
+    def _dispatch(self, probes: tuple[Probe, ...], flying: dict[int, Probe], state: State) -> None:
         ids = self.store.add_steps(self.id, [NewStep(p.sha, p.kind.value, p.round) for p in probes])
+        env_spec = self.config.env_spec()
         for step_id, probe in zip(ids, probes):
             flying[step_id] = probe
-            self.backend.submit(StepSpec(step_id, probe.sha, self.config.command, self.config.timeout_s, self.config.metric_regex))
+            revert = RevertOf(state.confirming, self.problem.head) if probe.kind is Kind.AB_REVERT and state.confirming and self.problem.head else None
+            self.backend.submit(StepSpec(step_id, probe.sha, self.config.command, self.config.timeout_s, self.config.metric_regex,
+                                         revert=revert, env_spec=env_spec))
 
-    def _collect(self, durations: list[float], flying: dict[int, Probe]) -> list[StepResult]:
-        results = self.backend.wait(timeout=CANCEL_POLL_S if self.cancelled else None)
+    def _collect(self, durations: list[float], flying: dict[int, Probe], idle: Callable[[], None]) -> list[StepResult]:
+        """The next results (with their round-mates); [] when the bisection was cancelled meanwhile."""
+        while not (results := self.backend.wait(timeout=CANCEL_POLL_S)):
+            if self.cancelled and self.cancelled():
+                return []
+            idle()  # still waiting: the display shows why (a step queued for a runner, say)
         if results and len(results) < len(flying):
             typical = statistics.median(durations) if durations else results[0].duration_s
             deadline = time.monotonic() + max(GATHER_FLOOR_S, GATHER_FRACTION * typical)
@@ -184,6 +197,8 @@ class Driver:
     def _show(self, snap: Snapshot, decision: Decision, flying: dict[int, Probe]) -> None:
         snap.phase = decision.state.phase
         snap.in_flight = [p.sha for p in flying.values()]
+        waiting = self.backend.waiting()
+        snap.waiting = [f"{flying[i].sha[:12]}: {why}" for i, why in sorted(waiting.items()) if i in flying]
         if decision.guess:
             snap.guess, snap.guess_probability = decision.guess.sha, decision.guess.probability
         snap.flake_rate = decision.flake_rate

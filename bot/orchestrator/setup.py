@@ -12,6 +12,7 @@ from bot.errors import CommandError, RepoError
 from bot.gitrepo import GitRepo
 from bot.orchestrator.config import BisectConfig
 from bot.store.models import BisectionRow
+from runners.step import RUNNER_PYTHON
 from bot.store.store import NewBisection, Store
 
 
@@ -28,6 +29,8 @@ def check_command(repo: GitRepo, command: tuple[str, ...]) -> None:
     if not command:
         raise CommandError("no test command: put it after `--`, e.g. `revert-bisect bisect ... -- ./run-test.sh`")
     exe = command[0]
+    if exe == RUNNER_PYTHON:  # the interpreter the step runs under, wherever that is
+        return
     if "/" in exe:
         path = Path(exe) if os.path.isabs(exe) else repo.path / exe
         if not path.is_file():

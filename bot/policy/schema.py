@@ -72,11 +72,30 @@ class Probe(Closed):
         return self
 
 
+class RunnerEnv(Closed):
+    """A Python environment per set of dependency pins, made with uv on the runner and reused."""
+
+    project: str = Field("pyproject.toml", description="The pyproject.toml whose dependencies key the environment")
+    extras: list[str] = Field(default_factory=list)
+    pythonpath: list[str] = Field(default_factory=lambda: ["."], description="Worktree dirs the code under test is imported from")
+    offline: bool = False
+
+
 class Runner(Closed):
     backend: Literal["local", "github_actions"] = "local"
-    labels: list[str] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list, description="runs-on of the step workflow")
     timeout_minutes: float = Field(60, gt=0)
-    parallelism: int = Field(1, ge=1, le=64)
+    parallelism: int = Field(1, ge=1, le=64, description="Steps in flight at once on these runners")
+    workflow: str = Field("revert-bisect-step.yml", description="The step workflow file, on the default branch")
+    queue_timeout_minutes: float = Field(60, gt=0, description="A step no runner picks up within this is given up (infra)")
+    poll_seconds: float = Field(15, gt=0)
+    env: RunnerEnv | None = None
+
+    @model_validator(mode="after")
+    def _labelled(self) -> Runner:
+        if self.backend == "github_actions" and not self.labels:
+            raise ValueError("backend github_actions needs `labels` (the self-hosted runners' labels, e.g. [self-hosted, 4-gpu-h100])")
+        return self
 
 
 class Test(Closed):

@@ -6,6 +6,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from runners.envs import EnvSpec
+
+
+@dataclass(frozen=True)
+class RevertOf:
+    """How a runner without the bot's revert commit makes the same tree: `onto` with `culprit` reverted."""
+
+    culprit: str
+    onto: str
+
 
 @dataclass(frozen=True)
 class StepSpec:
@@ -15,6 +25,8 @@ class StepSpec:
     timeout_s: float | None = None
     metric_regex: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    revert: RevertOf | None = None  # set for HEAD + revert (A/B): `sha` exists only where the bot made it
+    env_spec: EnvSpec | None = None  # an environment keyed by the commit's pins, else the runner's own
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,8 @@ class StepResult:
     log_tail: str
     started_at: datetime
     finished_at: datetime
+    env_key: str | None = None
+    env_reused: bool = False
 
 
 class Backend(Protocol):
@@ -41,6 +55,9 @@ class Backend(Protocol):
 
     def wait(self, timeout: float | None) -> list[StepResult]:
         """Block until at least one step finishes (or timeout); return every finished one."""
+
+    def waiting(self) -> dict[int, str]:
+        """Steps submitted but not started, with why (no free runner with the labels, ...)."""
 
     def cancel(self, step_ids: list[int]) -> None:
         """Stop steps whose result is no longer wanted; they report nothing."""

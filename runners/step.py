@@ -1,0 +1,271 @@
+"""One bisect step: put a worktree at the commit, get its environment, run the test, write result.json.
+
+    python -m runners.step --spec '{"schema": 1, ...}' --out DIR      # or --spec-file F, --spec-env VAR
+
+This is what a runner executes (the step workflow calls it); the local pool calls `run_in_tree`
+directly. The test harness comes from this package -- the bot's version, installed on the runner
+-- never from the commit under test, so the yardstick is the same along the whole range. The
+spec (schema 1):
+
+    {"schema": 1, "repository": "https://github.com/o/r.git" | "/path/to/clone", "sha": "...",
+     "step_id": 17, "bisection_id": 3, "test": "decode-cache-hit",
+     "command": ["{runner_python}", "-P", "-m", "runners.probes.sglang_kl", ...],
+     "timeout_s": 3600, "metric_regex": null, "metric": {"name": "avg_kl_div", "threshold": 0.002},
+     "revert": null | {"culprit": "<sha>", "onto": "<sha>"},
+     "env": null | {"project": "python/pyproject.toml", "extras": [], "pythonpath": ["python"]}}
+
+`{runner_python}` in the command is this interpreter. With `revert`, `sha` names HEAD + revert
+as the bot made it; the runner makes the same tree itself (checkout `onto`, revert `culprit`), so
+nothing needs pushing before the revert is proven. Exit status: 0 when result.json was written,
+whatever the verdict (the verdict is in the file); 2 when the spec is unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import fcntl
+import hashlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bot.gitrepo import GitRepo
+from runners import result as result_json
+from runners.backends.base import RevertOf, StepResult, StepSpec
+from runners.envs import EnvCache, EnvError, EnvSpec
+from runners.metric import compile_metric_regex, metric_from_file, metric_from_output
+from runners.proc import run_logged
+from runners.worktrees import acquire
+
+SPEC_SCHEMA = 1
+RUNNER_PYTHON = "{runner_python}"
+SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+class SpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Request:
+    """A step as sent to a runner: the StepSpec plus where the repository is and what it is for."""
+
+    repository: str
+    spec: StepSpec
+    bisection_id: int | None = None
+    test: str | None = None
+    metric_name: str | None = None
+    threshold: float | None = None
+
+    def to_json(self) -> dict:
+        s = self.spec
+        return {
+            "schema": SPEC_SCHEMA, "repository": self.repository, "sha": s.sha, "step_id": s.step_id,
+            "bisection_id": self.bisection_id, "test": self.test, "command": list(s.command), "timeout_s": s.timeout_s,
+            "metric_regex": s.metric_regex, "metric": {"name": self.metric_name, "threshold": self.threshold},
+            "revert": None if s.revert is None else {"culprit": s.revert.culprit, "onto": s.revert.onto},
+            "env": None if s.env_spec is None else s.env_spec.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Request:
+        if not isinstance(data, dict):
+            raise SpecError("the step spec is not a JSON object")
+        if data.get("schema") != SPEC_SCHEMA:
+            raise SpecError(f"step spec schema {data.get('schema')!r} is not {SPEC_SCHEMA}: install the bot's version on this runner")
+        try:
+            command = data["command"]
+            if not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
+                raise SpecError("command must be a non-empty list of strings")
+            sha = _sha(data["sha"], "sha")
+            revert = data.get("revert")
+            metric = data.get("metric") or {}
+            spec = StepSpec(
+                step_id=int(data["step_id"]), sha=sha, command=tuple(command),
+                timeout_s=None if data.get("timeout_s") is None else float(data["timeout_s"]),
+                metric_regex=data.get("metric_regex"),
+                revert=None if revert is None else RevertOf(_sha(revert["culprit"], "revert.culprit"), _sha(revert["onto"], "revert.onto")),
+                env_spec=None if data.get("env") is None else EnvSpec.from_json(data["env"]),
+            )
+            return cls(str(data["repository"]), spec, data.get("bisection_id"), data.get("test"), metric.get("name"), metric.get("threshold"))
+        except KeyError as exc:
+            raise SpecError(f"the step spec lacks {exc.args[0]!r}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise SpecError(f"the step spec is malformed: {exc}") from None
+
+
+def _sha(value: object, name: str) -> str:
+    if not isinstance(value, str) or not SHA.match(value):
+        raise SpecError(f"{name} must be a full 40-hex commit id, not {value!r}")
+    return value
+
+
+def run_in_tree(spec: StepSpec, tree: Path, out: Path, envs: EnvCache | None, runner: str,
+                pidfile: Path | None = None, started=None) -> StepResult:
+    """Run one step in a worktree this caller holds; every file it writes goes under `out`."""
+    begun, t0 = datetime.now(timezone.utc), time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    log_path, probe_result = out / "test.log", out / "probe.json"
+    log_path.unlink(missing_ok=True)
+    probe_result.unlink(missing_ok=True)
+
+    def log(text: str) -> None:
+        with open(log_path, "a") as f:
+            f.write(text.rstrip("\n") + "\n")
+
+    def finish(exit_code: int | None, infra: str | None, metric: float | None = None, env=None) -> StepResult:
+        tail = log_path.read_text(errors="replace")[-result_json.LOG_TAIL_CHARS:] if log_path.exists() else ""
+        return StepResult(spec.step_id, spec.sha, exit_code, metric, infra, runner, time.monotonic() - t0, tail,
+                          begun, datetime.now(timezone.utc), env.key if env else None, bool(env and env.reused))
+
+    checkout(tree, spec, log)
+    env = None
+    variables = dict(os.environ)
+    if spec.env_spec is not None and envs is not None:
+        try:
+            env = envs.ensure(tree, spec.env_spec, log)
+        except EnvError as exc:
+            log(f"revert-bisect: cannot make this commit's environment: {exc}")
+            return finish(125, None)
+        log(f"revert-bisect: environment {env.key} ({'reused' if env.reused else 'built'})")
+        variables = env.variables(variables)
+    variables.update(spec.env)
+    variables.update({"REVERT_BISECT_SHA": spec.sha, "REVERT_BISECT_WORKTREE": str(tree),
+                      "REVERT_BISECT_RESULT": str(probe_result), "REVERT_BISECT_STEP_ID": str(spec.step_id)})
+    argv = [sys.executable if a == RUNNER_PYTHON else a for a in spec.command]
+    done = run_logged(argv, tree, variables, spec.timeout_s, log_path, pidfile, started)
+    metric = metric_from_file(probe_result)
+    if metric is None and spec.metric_regex:
+        metric = metric_from_output(log_path.read_text(errors="replace"), compile_metric_regex(spec.metric_regex))
+    return finish(done.code, done.infra, metric, env)
+
+
+def checkout(tree: Path, spec: StepSpec, log) -> None:
+    """The worktree at spec.sha; a runner that lacks HEAD + revert makes it from `onto` and `culprit`."""
+    if spec.revert is None or _has_commit(tree, spec.sha):
+        GitRepo.checkout(tree, spec.sha)
+        return
+    GitRepo.checkout(tree, spec.revert.onto)
+    parents = _git(tree, "rev-list", "--parents", "-n", "1", spec.revert.culprit).split()
+    mainline = ["-m", "1"] if len(parents) > 2 else []
+    _git(tree, "revert", "--no-commit", *mainline, spec.revert.culprit)
+    log(f"revert-bisect: testing {spec.revert.onto[:12]} + revert of {spec.revert.culprit[:12]}")
+
+
+def _has_commit(tree: Path, sha: str) -> bool:
+    return subprocess.run(["git", "-C", str(tree), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True).returncode == 0
+
+
+def _git(tree: Path, *args: str, auth: list[str] | None = None) -> str:
+    proc = subprocess.run(["git", *(auth or []), "-C", str(tree), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {args[0]} failed: {proc.stderr.strip()[-300:]}")
+    return proc.stdout.strip()
+
+
+# -- on a runner: a cached clone of the repository, a worktree slot, then run_in_tree --
+
+
+def _auth(token: str | None) -> list[str]:
+    """The token as an HTTP header for one git command (as actions/checkout does): never in .git/config."""
+    if not token:
+        return []
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return ["-c", f"http.extraHeader=Authorization: basic {basic}"]
+
+
+def clone_of(repository: str, cache: Path, sha: str, token: str | None) -> GitRepo:
+    """A clone of `repository` under cache, kept between steps and fetched only when it lacks `sha`."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", repository.rstrip("/").rsplit("/", 1)[-1])[:40]
+    home = cache / "repos" / f"{name}-{hashlib.sha256(repository.encode()).hexdigest()[:10]}"
+    home.mkdir(parents=True, exist_ok=True)
+    clone = home / "clone"
+    auth = _auth(token)
+    with open(home / "clone.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (clone / ".git").is_dir():
+            proc = subprocess.run(["git", *auth, "clone", "--quiet", "--no-checkout", repository, str(clone)],
+                                  capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                raise RuntimeError(f"cannot clone the repository: {proc.stderr.strip()[-300:]}")
+        if not _has_commit(clone, sha):
+            _git(clone, "fetch", "--quiet", "--prune", "origin", "+refs/heads/*:refs/remotes/origin/*", auth=auth)
+        if not _has_commit(clone, sha):
+            _git(clone, "fetch", "--quiet", "origin", sha, auth=auth)
+    return GitRepo(clone)
+
+
+def execute(request: Request, cache: Path, out: Path, token: str | None = None) -> StepResult:
+    spec = request.spec
+    runner = os.environ.get("RUNNER_NAME") or socket.gethostname()
+    needed = spec.revert.onto if spec.revert else spec.sha
+    repo = clone_of(request.repository, cache, needed, token)
+    if spec.revert is not None and not _has_commit(repo.path, spec.revert.culprit):
+        clone_of(request.repository, cache, spec.revert.culprit, token)
+    slot = acquire(repo, repo.path.parent / "slots")
+    try:
+        return run_in_tree(spec, slot.tree, out, EnvCache(cache / "envs"), runner, slot.pidfile)
+    finally:
+        slot.release()
+
+
+def _read_spec(args: argparse.Namespace) -> object:
+    if args.spec_env:
+        text = os.environ.get(args.spec_env)
+        if text is None:
+            raise SpecError(f"environment variable {args.spec_env} is not set")
+    elif args.spec_file:
+        text = Path(args.spec_file).read_text()
+    else:
+        text = args.spec
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise SpecError(f"the step spec is not JSON: {exc}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m runners.step", description=__doc__.split("\n\n")[0])
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--spec", help="the step spec as JSON")
+    given.add_argument("--spec-file", help="a file holding the step spec")
+    given.add_argument("--spec-env", help="an environment variable holding the step spec")
+    temp = os.environ.get("RUNNER_TEMP")
+    p.add_argument("--out", type=Path, default=Path(temp) / "revert-bisect" if temp else None, required=not temp,
+                   help="directory for result.json and logs, i.e. the artifact (default: $RUNNER_TEMP/revert-bisect)")
+    p.add_argument("--cache", type=Path, default=Path(os.environ.get("REVERT_BISECT_RUNNER_CACHE") or Path.home() / ".cache" / "revert-bisect" / "runner"),
+                   help="clones, worktrees and environments kept between steps")
+    args = p.parse_args(argv)
+    try:
+        request = Request.from_json(_read_spec(args))
+    except SpecError as exc:
+        print(f"revert-bisect step: {exc}", file=sys.stderr)
+        return 2
+    spec = request.spec
+    try:
+        res = execute(request, args.cache, args.out, os.environ.get("GITHUB_TOKEN"))
+    except Exception as exc:  # noqa: BLE001 -- the runner failed, not the commit: an infra result says so
+        now = datetime.now(timezone.utc)
+        res = StepResult(spec.step_id, spec.sha, None, None, f"runner error: {exc}", os.environ.get("RUNNER_NAME") or socket.gethostname(),
+                         0.0, "", now, now)
+    data = result_json.to_json(res, request.metric_name, request.threshold)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "result.json").write_text(json.dumps(data, indent=2) + "\n")
+    summary = f"step {spec.step_id} at {spec.sha[:12]}: **{data['verdict']}** (exit {res.exit_code}, metric {res.metric}, env {res.env_key} {'reused' if res.env_reused else 'built'})"
+    print(summary)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as f:
+            f.write(summary + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Worktree slots: reused checkouts of one repository, each held with an exclusive lock while in use.
+
+Slots outlive the process that made them, so the next step (or the next bisection) of the same
+repository only changes the checkout instead of cloning; the lock keeps two processes on one
+machine out of each other's worktree, and a slot whose last user was killed has its test's process
+group stopped before it is handed out again.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from bot.gitrepo import GitRepo
+from runners.proc import kill_orphan
+
+
+@dataclass
+class Slot:
+    tree: Path
+    lock: IO
+
+    @property
+    def pidfile(self) -> Path:
+        return self.tree.with_name(self.tree.name + ".pid")
+
+    def release(self) -> None:
+        self.lock.close()
+
+
+def acquire(repo: GitRepo, root: Path, limit: int = 64) -> Slot:
+    """The first free slot under root (created when new); RuntimeError when `limit` are all busy."""
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(limit):
+        tree = root / f"wt-{n}"
+        lock = open(tree.with_name(tree.name + ".lock"), "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        slot = Slot(tree, lock)
+        try:
+            kill_orphan(slot.pidfile)
+            repo.add_worktree(tree)
+        except BaseException:
+            slot.release()
+            raise
+        return slot
+    raise RuntimeError(f"all {limit} worktree slots under {root} are in use")
