@@ -349,3 +349,405 @@ def test_cli_hook_and_schedule(tmp_path):
         proc.terminate()
         proc.wait(10)
         sink.shutdown()
+
+
+# -- workflow semantics read from the workflow file (bot/sandbox/workflow.py) --
+
+STEP_WORKFLOW = Path(__file__).resolve().parent.parent / "runners" / "github" / "revert-bisect-step.yml"
+
+
+class JobReceiver(Receiver):
+    received: ClassVar[list[tuple[dict, bytes]]] = []
+
+
+def repo_with(sandbox, name: str, files: dict[str, str]) -> str:
+    """A new repository of the sandbox (same owner and maintainer) whose main branch holds `files`."""
+    import subprocess
+
+    src = sandbox["root"] / f"src-{name}"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(src)], check=True)
+    for path, text in files.items():
+        (src / path).parent.mkdir(parents=True, exist_ok=True)
+        (src / path).write_text(text)
+    (src / "README.md").write_text(f"# {name}\n")
+    subprocess.run(["git", "-C", str(src), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(src), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "-m",
+                    "workflows"], check=True)
+    full = f"{sandbox['seeded'].repo.split('/')[0]}/{name}"
+    state = sandbox["state"]
+    state.create_repo(full, source=src)
+    state.set_permission(full, sandbox["seeded"].maintainer, "maintain")
+    return full
+
+
+def dispatch(sandbox, full: str, workflow: str, inputs: dict | None = None) -> requests.Response:
+    url = f"{sandbox['base']}/repos/{full}/actions/workflows/{workflow}/dispatches"
+    body = {"ref": "main", "return_run_details": True, **({"inputs": inputs} if inputs is not None else {})}
+    return requests.post(url, json=body, headers=auth(sandbox), timeout=10)
+
+
+def started(sandbox, full: str, workflow: str, inputs: dict | None = None) -> int:
+    resp = dispatch(sandbox, full, workflow, inputs)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["workflow_run_id"]
+
+
+def status_of(sandbox, run_id: int) -> str:
+    return sandbox["state"].actions.run(run_id).status
+
+
+def until(predicate, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def log_of(sandbox, run_id: int) -> str:
+    return "\n".join(sandbox["state"].actions.run(run_id).log)
+
+
+def job_json(sandbox, full: str, run_id: int) -> dict:
+    resp = requests.get(f"{sandbox['base']}/repos/{full}/actions/runs/{run_id}/jobs", headers=auth(sandbox),
+                        timeout=10)
+    assert resp.status_code == 200
+    return resp.json()["jobs"][0]
+
+
+def artifact_zip(sandbox, full: str, run_id: int, name: str) -> zipfile.ZipFile:
+    arts = requests.get(f"{sandbox['base']}/repos/{full}/actions/runs/{run_id}/artifacts", headers=auth(sandbox),
+                        timeout=10).json()["artifacts"]
+    art = next(a for a in arts if a["name"] == name)
+    resp = requests.get(art["archive_download_url"], headers=auth(sandbox), timeout=10)
+    return zipfile.ZipFile(io.BytesIO(resp.content))
+
+
+INPUTS_YML = """\
+name: Inputs
+run-name: "inputs ${{ inputs.who }} ${{ github.event.inputs.mode }} ${{ vars.GREETING }}"
+on:
+  workflow_dispatch:
+    inputs:
+      who: {required: true, type: string}
+      mode: {default: fast, type: choice, options: [fast, slow]}
+      note: {type: string}
+jobs:
+  j:
+    runs-on: self-hosted
+    steps: [{run: "true"}]
+"""
+NO_INPUTS_YML = "name: No inputs\non:\n  workflow_dispatch:\njobs:\n  j:\n    runs-on: self-hosted\n    steps: [{run: 'true'}]\n"
+
+
+def test_dispatch_inputs_validated_like_github(sandbox, monkeypatch):
+    from github import GithubException
+
+    full = repo_with(sandbox, "inputs", {".github/workflows/inputs.yml": INPUTS_YML,
+                                         ".github/workflows/none.yml": NO_INPUTS_YML})
+    state = sandbox["state"]
+    state.bind_workflow(full, "inputs.yml", ["true"])
+    state.bind_workflow(full, "none.yml", ["true"])
+    assert state.actions.workflow(state.repo(full), "inputs.yml").spec is not None  # bind kept the parsed file
+    monkeypatch.setitem(state.actions.variables, "GREETING", "hi")
+    wf = gh(sandbox).get_repo(full).get_workflow("inputs.yml")
+    with pytest.raises(GithubException) as err:
+        wf.create_dispatch("main", {"who": "ada", "name": "x"}, throw=True)
+    assert err.value.status == 422 and err.value.data["message"] == 'Unexpected inputs provided: ["name"]'
+    cases = [({"mode": "slow"}, "Required input 'who' not provided"),
+             ({"who": "ada", "mode": "medium"}, "Provided value 'medium' for input 'mode' not in the list of allowed values"),
+             ({f"i{n}": "x" for n in range(26)}, "you may only define up to 25 `inputs` for a `workflow_dispatch` event")]
+    for inputs, message in cases:
+        resp = dispatch(sandbox, full, "inputs.yml", inputs)
+        assert (resp.status_code, resp.json()["message"]) == (422, message)
+    resp = dispatch(sandbox, full, "none.yml", {"a": "1"})  # `workflow_dispatch:` declaring no inputs
+    assert (resp.status_code, resp.json()["message"]) == (422, 'Unexpected inputs provided: ["a"]')
+    assert state.actions.runs_of(state.repo(full)) == []
+    assert wait_run(sandbox, started(sandbox, full, "none.yml")).conclusion == "success"
+    run = wf.create_dispatch("main", {"who": "ada"}, throw=True, return_run_details=True)
+    done = wait_run(sandbox, run.id)
+    assert done.inputs == {"who": "ada", "mode": "fast"}  # the declared default applied
+    got = gh(sandbox).get_repo(full).get_workflow_run(run.id)
+    assert got.display_title == "inputs ada fast hi" and got.conclusion == "success"
+
+
+LABELS_YML = """\
+name: Labels
+on:
+  workflow_dispatch:
+    inputs:
+      runs_on: {required: true}
+jobs:
+  gpu:
+    runs-on: ${{ fromJSON(inputs.runs_on) }}
+    steps: [{run: "true"}]
+"""
+
+
+def test_unmatched_runner_labels_stay_queued_until_cancelled(sandbox, monkeypatch):
+    full = repo_with(sandbox, "labels", {".github/workflows/labels.yml": LABELS_YML})
+    state = sandbox["state"]
+    state.bind_workflow(full, "labels.yml", ["sh", "-c", "echo ran"])
+    gpu = started(sandbox, full, "labels.yml", {"runs_on": '["self-hosted", "4-gpu-h100"]'})
+    ok = started(sandbox, full, "labels.yml", {"runs_on": '["Self-Hosted", "LINUX"]'})  # case-insensitive
+    assert wait_run(sandbox, ok).conclusion == "success"
+    assert job_json(sandbox, full, ok)["labels"] == ["Self-Hosted", "LINUX"]
+    time.sleep(1.5)
+    assert status_of(sandbox, gpu) == "queued" and "echo ran" not in log_of(sandbox, gpu)
+    job = job_json(sandbox, full, gpu)
+    assert (job["status"], job["labels"], job["runner_name"]) == ("queued", ["self-hosted", "4-gpu-h100"], None)
+    r = gh(sandbox).get_repo(full)
+    assert r.get_workflow_run(gpu).status == "queued"
+    assert r.get_workflow_run(gpu).cancel() is True
+    assert wait_run(sandbox, gpu, 10).conclusion == "cancelled"
+    assert (r.get_workflow_run(gpu).status, r.get_workflow_run(gpu).conclusion) == ("completed", "cancelled")
+    # a runner with the labels coming online picks a waiting job up
+    later = started(sandbox, full, "labels.yml", {"runs_on": '["self-hosted", "4-gpu-h100"]'})
+    time.sleep(0.7)
+    assert status_of(sandbox, later) == "queued"
+    monkeypatch.setattr(state.actions, "runner_labels", ["self-hosted", "linux", "x64", "4-gpu-h100"])
+    assert wait_run(sandbox, later, 15).conclusion == "success"
+    assert job_json(sandbox, full, later)["runner_name"] == "sandbox-self-hosted"
+
+
+TIMEOUT_YML = """\
+name: Timeout
+on: workflow_dispatch
+jobs:
+  slow:
+    runs-on: self-hosted
+    timeout-minutes: 2
+    steps: [{run: "sleep 60"}]
+"""
+
+
+def test_timeout_minutes_from_the_file(sandbox, monkeypatch):
+    full = repo_with(sandbox, "timeouts", {".github/workflows/slow.yml": TIMEOUT_YML,
+                                           ".github/workflows/bound.yml": TIMEOUT_YML})
+    state = sandbox["state"]
+    monkeypatch.setattr(state.actions, "minute_s", 0.25)  # 2 minutes: 0.5 s
+    state.bind_workflow(full, "slow.yml", ["sh", "-c", "echo slow; exec sleep 60"])
+    state.bind_workflow(full, "bound.yml", ["sh", "-c", "sleep 1.5; echo done"], timeout=30)  # explicit wins
+    slow, bound = started(sandbox, full, "slow.yml"), started(sandbox, full, "bound.yml")
+    run = wait_run(sandbox, slow, 15)
+    assert run.conclusion == "timed_out"
+    assert "has exceeded the maximum execution time of 2 minutes." in log_of(sandbox, slow)
+    assert wait_run(sandbox, bound, 15).conclusion == "success"
+
+
+GROUP_YML = """\
+name: Grouped
+on:
+  workflow_dispatch:
+    inputs:
+      key: {required: true}
+concurrency:
+  group: g-${{ inputs.key }}
+  cancel-in-progress: CANCEL
+jobs:
+  j:
+    runs-on: self-hosted
+    steps: [{run: "true"}]
+"""
+GATED = ["sh", "-c", 'echo "started $INPUT_KEY"; while [ ! -f "$GATE" ]; do sleep 0.05; done; echo released']
+
+
+def test_concurrency_group_pending_and_cancelled_by_a_newer_one(sandbox):
+    full = repo_with(sandbox, "groups", {".github/workflows/group.yml": GROUP_YML.replace("CANCEL", "false")})
+    state, gate = sandbox["state"], sandbox["root"] / "gate-groups"
+    state.bind_workflow(full, "group.yml", GATED, env={"GATE": str(gate)})
+    try:
+        first = started(sandbox, full, "group.yml", {"key": "x"})
+        assert until(lambda: "started x" in log_of(sandbox, first))
+        second = started(sandbox, full, "group.yml", {"key": "X"})  # groups are case-insensitive
+        r = gh(sandbox).get_repo(full)
+        assert r.get_workflow_run(second).status == "pending"
+        other = started(sandbox, full, "group.yml", {"key": "y"})  # another group runs at once
+        assert until(lambda: status_of(sandbox, other) == "in_progress")
+        third = started(sandbox, full, "group.yml", {"key": "x"})
+        assert wait_run(sandbox, second, 10).conclusion == "cancelled"  # the older pending one
+        assert status_of(sandbox, third) == "pending" and status_of(sandbox, first) == "in_progress"
+        assert "started" not in log_of(sandbox, second)
+        time.sleep(0.5)
+        assert status_of(sandbox, third) == "pending"
+    finally:
+        gate.write_text("go")
+    assert wait_run(sandbox, first).conclusion == "success"
+    assert wait_run(sandbox, third).conclusion == "success"
+    assert wait_run(sandbox, other).conclusion == "success"
+    runs = {x: state.actions.run(x) for x in (first, third)}
+    assert runs[third].run_started_at >= runs[first].job_completed_at
+
+
+def test_concurrency_cancel_in_progress(sandbox):
+    full = repo_with(sandbox, "cancel-groups", {".github/workflows/group.yml": GROUP_YML.replace("CANCEL", "true")})
+    state, gate = sandbox["state"], sandbox["root"] / "gate-cancel"
+    state.bind_workflow(full, "group.yml", GATED, env={"GATE": str(gate)})
+    try:
+        first = started(sandbox, full, "group.yml", {"key": "x"})
+        assert until(lambda: "started x" in log_of(sandbox, first))
+        second = started(sandbox, full, "group.yml", {"key": "x"})
+        assert wait_run(sandbox, first, 15).conclusion == "cancelled"  # the running one
+        assert until(lambda: "started x" in log_of(sandbox, second))
+    finally:
+        gate.write_text("go")
+    assert wait_run(sandbox, second).conclusion == "success"
+
+
+ARTIFACTS_YML = """\
+name: Artifacts
+on:
+  workflow_dispatch:
+    inputs:
+      tag: {required: true}
+jobs:
+  build:
+    runs-on: self-hosted
+    steps:
+      - run: make
+      - uses: actions/upload-artifact@v4
+        with:
+          name: dir-${{ inputs.tag }}
+          path: ${{ runner.temp }}/out/
+      - uses: actions/upload-artifact@v4
+        with: {name: single, path: report.txt}
+      - uses: actions/upload-artifact@v4
+        with: {name: missing, path: nothing/here}
+      - uses: actions/upload-artifact@v4
+        with: {name: ignored, path: nothing/there, if-no-files-found: ignore}
+      - uses: actions/upload-artifact@v4
+        with:
+          path: ${{ runner.temp }}/out/a.txt
+"""
+ERROR_YML = """\
+name: Artifact error
+on: workflow_dispatch
+jobs:
+  build:
+    runs-on: self-hosted
+    steps:
+      - uses: actions/upload-artifact@v4
+        with: {name: only-on-success, path: "${{ runner.temp }}/x.txt"}
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with: {name: always, path: "${{ runner.temp }}/x.txt"}
+      - uses: actions/upload-artifact@v4
+        with: {name: required, path: absent.txt, if-no-files-found: error}
+"""
+MAKE = ('echo "temp=$RUNNER_TEMP"; mkdir -p "$RUNNER_TEMP/out/sub"; echo a > "$RUNNER_TEMP/out/a.txt"; '
+        'echo b > "$RUNNER_TEMP/out/sub/b.txt"; echo hidden > "$RUNNER_TEMP/out/.hidden"; echo r > report.txt; '
+        'echo "{}" > "$REVERT_BISECT_RESULT"; echo x > "$RUNNER_TEMP/x.txt"; exit ${EXIT:-0}')
+
+
+def test_artifacts_named_by_the_workflow(sandbox):
+    full = repo_with(sandbox, "artifacts", {".github/workflows/arts.yml": ARTIFACTS_YML,
+                                            ".github/workflows/error.yml": ERROR_YML,
+                                            ".github/workflows/failing.yml": ERROR_YML})
+    state = sandbox["state"]
+    state.bind_workflow(full, "arts.yml", ["sh", "-c", MAKE])
+    state.bind_workflow(full, "error.yml", ["sh", "-c", MAKE])
+    state.bind_workflow(full, "failing.yml", ["sh", "-c", MAKE], env={"EXIT": "4"})
+    run_id = started(sandbox, full, "arts.yml", {"tag": "t1"})
+    run = wait_run(sandbox, run_id)
+    text = log_of(sandbox, run_id)
+    assert run.conclusion == "success", text
+    assert [a.name for a in run.artifacts] == ["dir-t1", "single", "artifact"]  # no `result`: the file decides
+    assert sorted(artifact_zip(sandbox, full, run_id, "dir-t1").namelist()) == ["a.txt", "sub/b.txt"]
+    assert artifact_zip(sandbox, full, run_id, "dir-t1").read("sub/b.txt") == b"b\n"
+    assert artifact_zip(sandbox, full, run_id, "single").namelist() == ["report.txt"]
+    assert artifact_zip(sandbox, full, run_id, "artifact").namelist() == ["a.txt"]
+    assert "##[warning]No files were found with the provided path: nothing/here" in text
+    assert "nothing/there" not in text  # if-no-files-found: ignore
+    temp = next(line.split("temp=", 1)[1] for line in run.log if "temp=/" in line)
+    assert temp.startswith(str(state.root)) and not Path(temp).exists()  # RUNNER_TEMP removed after the run
+
+    err = wait_run(sandbox, started(sandbox, full, "error.yml"))
+    assert err.conclusion == "failure"
+    assert "##[error]No files were found with the provided path: absent.txt" in "\n".join(err.log)
+    assert sorted(a.name for a in err.artifacts) == ["always", "only-on-success"]
+    failing = wait_run(sandbox, started(sandbox, full, "failing.yml"))
+    assert failing.conclusion == "failure" and [a.name for a in failing.artifacts] == ["always"]  # if: always()
+
+
+def test_workflow_job_webhooks(sandbox):
+    full = repo_with(sandbox, "job-hooks", {".github/workflows/labels.yml": LABELS_YML})
+    state = sandbox["state"]
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), JobReceiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    try:
+        state.add_hook(f"http://127.0.0.1:{receiver.server_address[1]}/jobs", SECRET, ("workflow_job",), repo=full)
+        state.bind_workflow(full, "labels.yml", ["sh", "-c", "echo hi"])
+        run_id = started(sandbox, full, "labels.yml", {"runs_on": '["self-hosted"]'})
+        assert wait_run(sandbox, run_id).conclusion == "success"
+        assert until(lambda: len(JobReceiver.received) >= 3)
+        time.sleep(0.3)
+    finally:
+        receiver.shutdown()
+    assert [h["x-github-event"] for h, _ in JobReceiver.received] == ["workflow_job"] * 3
+    assert all(verify(SECRET.encode(), b, h["x-hub-signature-256"]) for h, b in JobReceiver.received)
+    payloads = [json.loads(b) for _, b in JobReceiver.received]
+    assert [p["action"] for p in payloads] == ["queued", "in_progress", "completed"]
+    fixture = json.loads((Path(helpers.__file__).parent / "fixtures/github/webhooks/"
+                          "workflow_job.completed.failure.with-organization.json").read_text())
+    done = payloads[-1]
+    assert {"action", "workflow_job", "repository", "sender"} <= set(done)
+    assert set(fixture["workflow_job"]) <= set(done["workflow_job"])
+    assert set(fixture["workflow_job"]["steps"][0]) <= set(done["workflow_job"]["steps"][0])
+    job = done["workflow_job"]
+    assert (job["run_id"], job["head_sha"], job["status"], job["conclusion"]) == (
+        run_id, state.actions.run(run_id).head_sha, "completed", "success")
+    assert (job["labels"], job["runner_name"], job["workflow_name"], job["name"]) == (
+        ["self-hosted"], "sandbox-self-hosted", "Labels", "gpu")
+    assert payloads[0]["workflow_job"]["status"] == "queued" and payloads[1]["workflow_job"]["status"] == "in_progress"
+    assert done["repository"]["full_name"] == full
+    recorded = [d for d in state.hook_deliveries if d["event"] == "workflow_job"]
+    assert [d["run_id"] for d in recorded] == [run_id] * 3
+
+
+STEP_PROGRAM = """\
+import json, os, pathlib
+out = pathlib.Path(os.environ["RUNNER_TEMP"]) / "revert-bisect"
+out.mkdir(parents=True, exist_ok=True)
+(out / "result.json").write_text(json.dumps({"sha": os.environ["INPUT_SHA"], "step": os.environ["INPUT_STEP"]}))
+print("probe done")
+"""
+
+
+def test_the_real_step_workflow(sandbox, monkeypatch):
+    import sys
+
+    full = repo_with(sandbox, "step-workflow",
+                     {".github/workflows/revert-bisect-step.yml": STEP_WORKFLOW.read_text()})
+    state = sandbox["state"]
+    monkeypatch.setattr(state.actions, "minute_s", 1.0)
+    state.bind_workflow(full, "revert-bisect-step.yml", [sys.executable, "-c", STEP_PROGRAM])
+    sha = state.repo(full) and requests.get(f"{sandbox['base']}/repos/{full}/commits/main", headers=auth(sandbox),
+                                            timeout=10).json()["sha"]
+    inputs = {"bisection": "b-1", "step": "s-7", "sha": sha, "test": "kl", "spec": '{"schema": 1}',
+              "runs_on": '["self-hosted"]', "timeout_minutes": "5", "correlation": "corr-42"}
+    wf = gh(sandbox).get_repo(full).get_workflow("revert-bisect-step.yml")
+    run = wf.create_dispatch("main", inputs, throw=True, return_run_details=True)
+    done = wait_run(sandbox, run.id)
+    assert done.conclusion == "success", log_of(sandbox, run.id)
+    assert done.timeout == 5.0 and done.group == "revert-bisect-step-s-7-corr-42"
+    got = gh(sandbox).get_repo(full).get_workflow_run(run.id)
+    assert "[corr-42]" in got.display_title and got.display_title.startswith("revert-bisect step s-7 of bisection b-1")
+    assert [a.name for a in got.get_artifacts()] == ["revert-bisect-step-s-7"]
+    z = artifact_zip(sandbox, full, run.id, "revert-bisect-step-s-7")
+    assert z.namelist() == ["result.json"] and json.loads(z.read("result.json")) == {"sha": sha, "step": "s-7"}
+    assert job_json(sandbox, full, run.id)["labels"] == ["self-hosted"]
+
+    missing = {k: v for k, v in inputs.items() if k != "correlation"}
+    resp = dispatch(sandbox, full, "revert-bisect-step.yml", missing)
+    assert (resp.status_code, resp.json()["message"]) == (422, "Required input 'correlation' not provided")
+    bad = wait_run(sandbox, started(sandbox, full, "revert-bisect-step.yml", {**inputs, "runs_on": "not json"}))
+    assert bad.conclusion == "failure" and "##[error]The workflow is not valid" in "\n".join(bad.log)
+
+    gpu = started(sandbox, full, "revert-bisect-step.yml",
+                  {**inputs, "step": "s-8", "runs_on": '["self-hosted","4-gpu-h100"]'})
+    time.sleep(1.5)
+    assert status_of(sandbox, gpu) == "queued" and "probe done" not in log_of(sandbox, gpu)
+    assert job_json(sandbox, full, gpu)["labels"] == ["self-hosted", "4-gpu-h100"]
+    assert gh(sandbox).get_repo(full).get_workflow_run(gpu).cancel() is True
+    assert wait_run(sandbox, gpu, 10).conclusion == "cancelled"

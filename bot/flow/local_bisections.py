@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bot.bisect.model import Status
 from bot.errors import RevertBisectError
+from bot.flow.backends import backend_for
 from bot.flow.publish import publish
 from bot.flow.status import render_status
 from bot.forge.github_adapter import ForgeError, GitHubForge
@@ -31,9 +32,9 @@ from bot.policy.schema import Direction, Policy
 from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert, reverter_for
 from bot.revert.pr_body import FailingTest, pr_number
-from bot.session import REVERT_REASON, worktree_root
+from bot.session import REVERT_REASON
 from bot.store.store import Store
-from runners.backends.local import LocalPool
+from runners.envs import EnvSpec
 
 STATUS_EVERY_S = 5.0
 log = logging.getLogger("revert_bisect.bisections")
@@ -109,6 +110,8 @@ class LocalBisections:
             higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
             confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
             descend_merges=policy.bisect.descend_merges, verify_revert=not work.dry_run, onto=bad,
+            env=None if test.runner.env is None else EnvSpec(test.runner.env.project, tuple(test.runner.env.extras),
+                                                            tuple(test.runner.env.pythonpath), test.runner.env.offline).to_json(),
         )
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
@@ -130,8 +133,8 @@ class LocalBisections:
                 say(render_status(work.test, loaded.problem, snap, None))
 
         if not loaded.row.status:
-            pool = LocalPool(repo, loaded.config.workers, worktree_root(repo.path))
-            Driver(self.store, loaded.id, loaded.problem, loaded.config, pool, observe, reverter_for(repo, REVERT_REASON),
+            backend = backend_for(test, loaded.config, repo, forge, self.clone_url(work.repo), policy.default_branch, loaded.id)
+            Driver(self.store, loaded.id, loaded.problem, loaded.config, backend, observe, reverter_for(repo, REVERT_REASON),
                    cancelled=lambda: self.store.cancel_requested(loaded.id)).run()
         row = self.store.get(loaded.id)
         outcome = row.outcome or {}

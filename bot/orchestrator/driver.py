@@ -119,7 +119,9 @@ class Driver:
                     probe = flying.pop(result.step_id)
                     raw = RawResult(result.exit_code, result.metric, result.infra_reason)
                     verdict = classify(raw, self.problem.settings.metric, decision.boundary)
-                    self.store.finish_step(result.step_id, StepReport(result.exit_code, result.metric, result.infra_reason, verdict.value, result.runner, result.duration_s, result.log_tail))
+                    self.store.finish_step(result.step_id, StepReport(
+                        result.exit_code, result.metric, result.infra_reason, verdict.value, result.runner, result.duration_s, result.log_tail,
+                        result.env_key, result.env_reused if result.env_key else None))
                     runs.append(Run(result.sha, probe.kind, raw, probe.round))
                     snap.runs.append((result.sha, probe.kind.value, verdict, result.metric))
                     if result.infra_reason:

@@ -1,17 +1,28 @@
 """GitHub Actions emulation for the sandbox: the sandbox acts as a self-hosted runner on this machine.
 
 Workflows are discovered from `.github/workflows/*.yml` on a repository's default branch when it is
-created; a workflow runs only what it is bound to (`state.bind_workflow(repo, path, argv, env)`): the
-argv runs in a fresh `git worktree` of the run's head sha with
+created, and their files parsed (bot/sandbox/workflow.py); a workflow runs only what it is bound to
+(`state.bind_workflow(repo, path, argv, env)`, never its `run:` lines): the argv runs in a fresh
+`git worktree` of the run's head sha with
 
     GITHUB_SHA, GITHUB_RUN_ID, GITHUB_RUN_NUMBER, GITHUB_REPOSITORY, GITHUB_REF, GITHUB_EVENT_NAME,
-    REVERT_BISECT_SHA, REVERT_BISECT_WORKTREE, REVERT_BISECT_RESULT (written -> artifact `result`),
+    RUNNER_TEMP (a directory of its own, removed after the run),
+    REVERT_BISECT_SHA, REVERT_BISECT_WORKTREE, REVERT_BISECT_RESULT,
     INPUT_<NAME> for each dispatch input
 
-in its environment. A run has one job whose log is the command's stdout+stderr, timestamped like
-GitHub's; its conclusion comes from the exit code (0 success, else failure; cancelled; timed_out).
-`workflow_run` webhooks (requested, in_progress, completed) are signed and delivered to every hook
-(`state.add_hook(url, secret)`), in order, on a delivery thread; `state.hook_deliveries` records them.
+in its environment. From the file, as GitHub does: dispatch inputs (undeclared or missing required
+ones: 422; defaults applied), `run-name`, the first job's `runs-on` (a job no runner has the labels
+for -- `Actions.runner_labels` -- stays queued until cancelled), `timeout-minutes` (times
+`Actions.minute_s`; an explicit bind timeout wins), `concurrency` (one run in progress per group, one
+pending; a newer one cancels the pending one) and its `actions/upload-artifact` steps (the evaluated
+`name`/`path` zipped after the command; `if-no-files-found`). A workflow without upload steps uploads
+REVERT_BISECT_RESULT, when written, as artifact `result`.
+
+A run has one job whose log is the command's stdout+stderr, timestamped like GitHub's; its conclusion
+comes from the exit code (0 success, else failure; cancelled; timed_out). `workflow_run` webhooks
+(requested, in_progress, completed) and `workflow_job` ones (queued, in_progress, completed) are
+signed and delivered to every hook subscribed to them (`state.add_hook(url, secret, events)`), in
+order, on a delivery thread; `state.hook_deliveries` records them.
 
 Downloads (job logs, artifact zips) answer 302 like GitHub, to `/_sandbox/actions/...` URLs carrying
 a signed, expiring query token (`expires`, `sig`), so a client may follow them without credentials;
@@ -21,6 +32,7 @@ with a valid token in the Authorization header they are served too.
 from __future__ import annotations
 
 import atexit
+import glob
 import hashlib
 import hmac
 import io
@@ -30,6 +42,7 @@ import queue
 import re
 import secrets
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -42,11 +55,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
 from . import gitstore
+from . import workflow as wfspec
 from .render import Renderer, node_id
 from .schema import conform
 
@@ -57,6 +70,9 @@ WORKFLOW_DIR = ".github/workflows/"
 CONCLUSIONS = ("success", "failure", "cancelled", "timed_out", "neutral", "skipped", "action_required", "stale")
 STATUSES = ("queued", "in_progress", "completed", "requested", "waiting", "pending")
 RUNNER_NAME = "sandbox-self-hosted"
+HOSTED_RUNNER_NAME = "GitHub Actions 1"
+HOSTED_LABEL = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$", re.I)  # GitHub-hosted runner images
+JOB_STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
 LINK_TTL = 600  # seconds a signed download URL stays valid
 
 
@@ -84,6 +100,7 @@ class Workflow:
     env: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
     runs: int = 0  # run_number counter
+    spec: wfspec.WorkflowSpec | None = None  # the parsed file (None: bound by path only)
 
 
 @dataclass
@@ -120,6 +137,13 @@ class Run:
     exit_code: int | None = None
     pid: int | None = None
     cancel_requested: bool = False
+    labels: list[str] = field(default_factory=lambda: ["self-hosted"])  # the job's evaluated runs-on
+    timeout: float | None = None  # seconds
+    timeout_text: str = ""
+    group: str | None = None  # concurrency group (lower case)
+    runner_name: str | None = None
+    job_queued: bool = False  # the job left `pending` (workflow_job `queued` sent)
+    context: dict = field(default_factory=dict, repr=False)  # the expression context
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
 
@@ -132,27 +156,13 @@ class Hook:
     repo: str | None = None  # None: every repository
 
 
-def _parse_workflow(text: str) -> tuple[str | None, tuple[str, ...], str | None]:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None, (), None
-    if not isinstance(doc, dict):
-        return None, (), None
-    on = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on:` key as True
-    if isinstance(on, str):
-        triggers = (on,)
-    elif isinstance(on, (list, dict)):
-        triggers = tuple(str(t) for t in on)
-    else:
-        triggers = ()
-    name = doc.get("name")
-    run_name = doc.get("run-name")
-    return (str(name) if name is not None else None), triggers, (str(run_name) if run_name else None)
-
-
 class Actions:
-    """Workflows, runs, jobs, artifacts and webhook deliveries of every repository in `state`."""
+    """Workflows, runs, jobs, artifacts and webhook deliveries of every repository in `state`.
+
+    Settable: `runner_labels` (the self-hosted runner's labels; a job whose `runs-on` is not a subset
+    stays queued), `hosted_runners` (jobs on a GitHub-hosted image label such as `ubuntu-latest` run
+    here too, as GitHub always has such runners), `minute_s` (seconds per `timeout-minutes` minute),
+    `variables` (repository variables, the `vars` context), `concurrency` (runs in progress at once)."""
 
     def __init__(self, state: SandboxState, concurrency: int = 2) -> None:
         self.state = state
@@ -165,7 +175,15 @@ class Actions:
         self.deliveries: list[dict] = []
         self.base_url: str | None = None  # learned from requests; set it when runs start before any
         self.retry_delays = (0.5, 1.0, 2.0)
-        self._slots = threading.Semaphore(concurrency)
+        self.runner_labels: list[str] = ["self-hosted", "linux", "x64"]
+        self.hosted_runners = True
+        self.minute_s = 60.0
+        self.run_details = True  # False: dispatch answers 204 even when asked for run details (older GHES)
+        self.variables: dict[str, str] = {}
+        self.concurrency = concurrency
+        self._busy = 0  # runs holding a runner slot
+        self._groups: dict[tuple[str, str], int] = {}  # (repo key, concurrency group) -> run id holding it
+        self._cond = threading.Condition(self.lock)
         self._git_lock = threading.Lock()
         self._key = secrets.token_bytes(32)
         self._outbox: queue.Queue = queue.Queue()
@@ -184,20 +202,21 @@ class Actions:
         for path in sorted(listing.splitlines()):
             if not path.endswith((".yml", ".yaml")):
                 continue
-            text = gitstore.git(repo.path, "show", f"{sha}:{path}", check=False)
-            name, triggers, run_name = _parse_workflow(text)
-            found.append(self._add_workflow(repo, path, name or path, triggers, run_name))
+            spec = wfspec.parse(gitstore.git(repo.path, "show", f"{sha}:{path}", check=False))
+            found.append(self._add_workflow(repo, path, (spec and spec.name) or path, spec))
         return found
 
-    def _add_workflow(self, repo: Repo, path: str, name: str, triggers: tuple[str, ...],
-                      run_name: str | None = None) -> Workflow:
+    def _add_workflow(self, repo: Repo, path: str, name: str, spec: wfspec.WorkflowSpec | None = None) -> Workflow:
+        triggers = spec.triggers if spec else ("workflow_dispatch", "schedule")
         with self.lock:
             flows = self.workflows.setdefault(repo.full_name.lower(), {})
             existing = next((w for w in flows.values() if w.path == path), None)
             if existing is not None:
-                existing.name, existing.triggers, existing.run_name = name, triggers, run_name
+                existing.name, existing.triggers, existing.spec = name, triggers, spec
+                existing.run_name = spec.run_name if spec else None
                 return existing
-            wf = Workflow(self.state.new_id(), name, path, triggers=triggers, run_name=run_name)
+            wf = Workflow(self.state.new_id(), name, path, triggers=triggers, spec=spec,
+                          run_name=spec.run_name if spec else None)
             flows[wf.id] = wf
             return wf
 
@@ -215,12 +234,12 @@ class Actions:
 
     def bind(self, repo: Repo, path: str, argv: list[str], env: dict | None = None,
              timeout: float | None = None, name: str | None = None) -> Workflow:
-        """Bind a workflow to a runner command; a path the repository lacks becomes a workflow too."""
+        """Bind a workflow to a runner command; a path the repository lacks becomes a workflow too
+        (without a file: any inputs, runs-on `self-hosted`). `timeout` (seconds) wins over the file's."""
         wf = self.workflow(repo, path)
         if wf is None:
             full = path if "/" in path else WORKFLOW_DIR + path
-            wf = self._add_workflow(repo, full, name or full.rsplit("/", 1)[-1],
-                                    ("workflow_dispatch", "schedule"))
+            wf = self._add_workflow(repo, full, name or full.rsplit("/", 1)[-1])
         with self.lock:
             wf.argv, wf.env, wf.timeout = [str(a) for a in argv], {k: str(v) for k, v in (env or {}).items()}, timeout
         return wf
@@ -229,37 +248,84 @@ class Actions:
 
     def start(self, repo: Repo, workflow: int | str | Workflow, ref: str, *, event: str = "workflow_dispatch",
               inputs: dict | None = None, actor: str | None = None, branch_of_sha: str | None = None) -> Run:
+        """Queue a run. InputError (GitHub's 422s) for dispatch inputs the workflow does not accept."""
         wf = workflow if isinstance(workflow, Workflow) else self.workflow(repo, workflow)
         if wf is None:
             raise KeyError(f"no workflow {workflow!r} in {repo.full_name}")
-        branch = None
-        sha = gitstore.resolve(repo.path, f"refs/heads/{ref}") if ref else None
-        if sha is not None:
-            branch = ref
-        elif ref and ref.startswith("refs/heads/") and gitstore.resolve(repo.path, ref):
-            branch, sha = ref[len("refs/heads/"):], gitstore.resolve(repo.path, ref)
-        else:
-            sha = gitstore.resolve(repo.path, ref)
-        if sha is None:
-            raise LookupError(f"no commit for ref {ref!r} in {repo.full_name}")
+        sha, branch = self._resolve(repo, ref)
         branch = branch or branch_of_sha  # a past run of a branch, replayed at the sha it had then
-        inputs = {str(k): ("true" if v is True else "false" if v is False else str(v))
-                  for k, v in (inputs or {}).items()}
-        title = wf.name
-        if wf.run_name:
-            title = re.sub(r"\$\{\{\s*(?:github\.event\.)?inputs\.([\w-]+)\s*\}\}",
-                           lambda m: inputs.get(m.group(1), ""), wf.run_name)
-            title = re.sub(r"\$\{\{[^}]*\}\}", "", title).strip() or wf.name
+        inputs = {str(k): wfspec.as_string(v) for k, v in (inputs or {}).items()}
+        if event == "workflow_dispatch":
+            inputs = wfspec.dispatch_inputs(wf.spec, inputs)
         with self.lock:
             wf.runs += 1
             run = Run(self.state.new_id(), repo.full_name.lower(), wf.id, wf.runs, sha, branch, event,
-                      actor or repo.owner, title, inputs)
+                      actor or repo.owner, wf.name, inputs)
             run.job_id = self.state.new_id()
+            error = self._plan(run, wf, repo)
             self.runs[run.id] = run
             self.jobs[run.job_id] = run.id
         self._notify(run, "requested")
-        threading.Thread(target=self._execute, args=(run, wf), name=f"actions-run-{run.id}", daemon=True).start()
+        threading.Thread(target=self._execute, args=(run, wf, error), name=f"actions-run-{run.id}",
+                         daemon=True).start()
         return run
+
+    def _resolve(self, repo: Repo, ref: str) -> tuple[str, str | None]:
+        """(sha, branch or None) of a branch name, `refs/heads/...` or a sha; LookupError for none."""
+        sha = gitstore.resolve(repo.path, f"refs/heads/{ref}") if ref else None
+        if sha is not None:
+            return sha, ref
+        if ref and ref.startswith("refs/heads/") and gitstore.resolve(repo.path, ref):
+            return gitstore.resolve(repo.path, ref), ref[len("refs/heads/"):]
+        sha = gitstore.resolve(repo.path, ref)
+        if sha is None:
+            raise LookupError(f"no commit for ref {ref!r} in {repo.full_name}")
+        return sha, None
+
+    def _context(self, run: Run, wf: Workflow, repo: Repo) -> dict:
+        return {"inputs": wfspec.typed_inputs(wf.spec, run.inputs),
+                "github": {"run_id": str(run.id), "run_number": str(run.run_number), "event_name": run.event,
+                           "event": {"inputs": dict(run.inputs)}, "sha": run.head_sha,
+                           "repository": repo.full_name, "workflow": wf.name,
+                           "ref": f"refs/heads/{run.head_branch}" if run.head_branch else ""},
+                "runner": {"temp": str(self._temp(run)), "os": "Linux", "arch": "X64"},
+                "vars": dict(self.variables)}
+
+    def _temp(self, run: Run) -> Path:
+        return self.state.root / "_actions" / f"run-{run.id}-temp"
+
+    def _plan(self, run: Run, wf: Workflow, repo: Repo) -> str | None:
+        """Evaluate the run's title, labels, timeout and concurrency group (under the lock); join its
+        group. The error that fails the run before it queues (a bad expression), or None."""
+        spec, run.context = wf.spec, self._context(run, wf, repo)
+        run.timeout = wf.timeout
+        if spec is None:
+            return None
+        try:
+            if spec.run_name:
+                run.display_title = wfspec.as_string(wfspec.evaluate(spec.run_name, run.context)).strip() or wf.name
+            run.labels = wfspec.labels(wfspec.evaluate(spec.job.get("runs-on"), run.context))
+            if wf.timeout is None:
+                minutes = wfspec.timeout_minutes(wfspec.evaluate(spec.job.get("timeout-minutes"), run.context))
+                run.timeout, run.timeout_text = minutes * self.minute_s, f"{wfspec.as_string(minutes)} minutes"
+            group, cancel_in_progress = wfspec.concurrency(spec.concurrency, run.context)
+        except wfspec.ExpressionError as exc:
+            return f"The workflow is not valid. {wf.path}: {exc}"
+        if group:
+            self._join_group(run, group.lower(), cancel_in_progress)
+        return None
+
+    def _join_group(self, run: Run, group: str, cancel_in_progress: bool) -> None:
+        """GitHub's concurrency: a run queuing in a group cancels the group's pending run (and, with
+        cancel-in-progress, the running one); it waits `pending` while another run holds the group."""
+        run.group = group
+        for other in list(self.runs.values()):
+            if (other.repo, other.group) == (run.repo, group) and other.status != "completed" \
+                    and not other.cancel_requested and (other.status == "pending" or cancel_in_progress):
+                self.cancel(other)
+        holder = self._groups.setdefault((run.repo, group), run.id)
+        if holder != run.id:
+            run.status = "pending"
 
     def run(self, run_id: int) -> Run | None:
         with self.lock:
@@ -279,11 +345,12 @@ class Actions:
 
     def cancel(self, run: Run) -> bool:
         """False when the run has already completed."""
-        with self.lock:
+        with self._cond:
             if run.status == "completed":
                 return False
             run.cancel_requested = True
             pid = run.pid
+            self._cond.notify_all()
         if pid:
             _kill_group(pid, signal.SIGTERM)
         return True
@@ -301,76 +368,183 @@ class Actions:
         with self.lock:
             run.log.append(f"{_stamp()} {text}")
 
-    def _execute(self, run: Run, wf: Workflow) -> None:
-        with self._slots:
-            if run.cancel_requested:
-                self._finish(run, "cancelled")
-                return
-            repo = self.state.repo(run.repo)
-            with self.lock:
-                run.status, run.run_started_at = "in_progress", _now()
-                run.job_started_at = run.updated_at = run.run_started_at
-            self._notify(run, "in_progress")
-            self._line(run, f"Current runner version: 'sandbox' -- runner name: '{RUNNER_NAME}'")
-            argv, env_extra, timeout = wf.argv, dict(wf.env), wf.timeout
-            if not argv:
-                self._line(run, f"##[error]No runner command is bound to {wf.path} "
-                                f"(state.bind_workflow); nothing to run.")
-                self._finish(run, "failure")
-                return
-            work = self.state.root / "_actions" / f"run-{run.id}"
-            result = self.state.root / "_actions" / f"run-{run.id}-result.json"
-            conclusion = "failure"
-            try:
-                work.parent.mkdir(parents=True, exist_ok=True)
-                with self._git_lock:
-                    gitstore.git(repo.path, "worktree", "add", "-f", "--detach", str(work), run.head_sha)
-                self._line(run, f"Checked out {run.head_sha} in {work}")
-                env = {**os.environ, **env_extra, "CI": "true", "GITHUB_ACTIONS": "true",
-                       "GITHUB_SHA": run.head_sha, "GITHUB_RUN_ID": str(run.id),
-                       "GITHUB_RUN_NUMBER": str(run.run_number), "GITHUB_REPOSITORY": repo.full_name,
-                       "GITHUB_EVENT_NAME": run.event, "GITHUB_WORKSPACE": str(work),
-                       "GITHUB_REF": f"refs/heads/{run.head_branch}" if run.head_branch else run.head_sha,
-                       "GITHUB_WORKFLOW": wf.name, "RUNNER_NAME": RUNNER_NAME,
-                       "REVERT_BISECT_SHA": run.head_sha, "REVERT_BISECT_WORKTREE": str(work),
-                       "REVERT_BISECT_RESULT": str(result)}
-                for name, value in run.inputs.items():
-                    env["INPUT_" + re.sub(r"\W", "_", name).upper()] = value
-                self._line(run, "##[group]Run " + shlex.join(argv))
-                self._line(run, "##[endgroup]")
-                code = self._spawn(run, argv, work, env, timeout)
-                with self.lock:
-                    run.exit_code = code
-                if run.cancel_requested:
-                    conclusion = "cancelled"
-                    self._line(run, "##[error]The operation was canceled.")
-                elif code is None:
-                    conclusion = "timed_out"
-                    self._line(run, f"##[error]The job has exceeded the maximum execution time of {timeout}s")
-                elif code == 0:
-                    conclusion = "success"
-                else:
-                    self._line(run, f"##[error]Process completed with exit code {code}.")
-                if result.is_file():
-                    data = result.read_bytes()
-                    buf = io.BytesIO()
-                    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-                        z.writestr("result.json", data)
-                    blob = buf.getvalue()
-                    art = Artifact(self.state.new_id(), "result", blob, _now(),
-                                   "sha256:" + hashlib.sha256(blob).hexdigest())
-                    with self.lock:
-                        run.artifacts.append(art)
-                        self.artifacts[art.id] = run.id
-            except Exception as exc:  # noqa: BLE001 -- the runner itself failed: say so in the log
-                self._line(run, f"##[error]Runner error: {exc}")
-                conclusion = "cancelled" if run.cancel_requested else "failure"
-            finally:
-                with self._git_lock:
-                    gitstore.git(repo.path, "worktree", "remove", "--force", str(work), check=False)
-                    gitstore.git(repo.path, "worktree", "prune", check=False)
-                result.unlink(missing_ok=True)
-            self._finish(run, conclusion)
+    # -- a run's life: pending (group) -> queued (runner) -> in_progress -> completed --
+
+    def _execute(self, run: Run, wf: Workflow, error: str | None) -> None:
+        if error:
+            self._line(run, f"##[error]{error}")
+            self._finish(run, "failure")
+            return
+        admitted = False
+        try:
+            admitted = self._admit(run)
+            conclusion = self._job(run, wf) if admitted else "cancelled"
+        finally:
+            self._release(run, admitted)
+        self._finish(run, conclusion)
+
+    def _admit(self, run: Run) -> bool:
+        """Wait for the run's concurrency group, then for a runner with its labels and a free slot
+        (a job no runner has the labels for waits, queued, until cancelled). False: cancelled first."""
+        if not self._wait_for(run, self._take_group):
+            return False
+        with self.lock:
+            run.job_queued = True
+        self._notify(run, "queued", "workflow_job")
+        return self._wait_for(run, self._take_runner)
+
+    def _wait_for(self, run: Run, take) -> bool:
+        with self._cond:
+            while not run.cancel_requested:
+                if take(run):
+                    return True
+                self._cond.wait(0.5)  # also re-reads runner_labels, which tests may change
+        return False
+
+    def _take_group(self, run: Run) -> bool:
+        if run.group is None:
+            return True
+        if self._groups.setdefault((run.repo, run.group), run.id) != run.id:
+            return False
+        if run.status == "pending":
+            run.status, run.updated_at = "queued", _now()
+        return True
+
+    def _take_runner(self, run: Run) -> bool:
+        runner = self.runner_for(run.labels)
+        if runner is None or self._busy >= self.concurrency:
+            return False
+        self._busy += 1
+        run.runner_name = runner
+        return True
+
+    def runner_for(self, labels: list[str]) -> str | None:
+        """The name of a runner that has every label (case-insensitive), or None."""
+        wanted = {label.lower() for label in labels}
+        if wanted <= {label.lower() for label in self.runner_labels}:
+            return RUNNER_NAME
+        if self.hosted_runners and len(wanted) == 1 and HOSTED_LABEL.match(labels[0]):
+            return HOSTED_RUNNER_NAME
+        return None
+
+    def _release(self, run: Run, admitted: bool) -> None:
+        with self._cond:
+            if admitted:
+                self._busy -= 1
+            if run.group is not None and self._groups.get((run.repo, run.group)) == run.id:
+                del self._groups[(run.repo, run.group)]
+            self._cond.notify_all()
+
+    def _job(self, run: Run, wf: Workflow) -> str:
+        """Run the bound command in a fresh worktree; upload the artifacts; the job's conclusion."""
+        repo = self.state.repo(run.repo)
+        with self.lock:
+            run.status, run.run_started_at = "in_progress", _now()
+            run.job_started_at = run.updated_at = run.run_started_at
+        self._notify(run, "in_progress")
+        self._notify(run, "in_progress", "workflow_job")
+        self._line(run, f"Current runner version: 'sandbox' -- runner name: '{run.runner_name}'")
+        if not wf.argv:
+            self._line(run, f"##[error]No runner command is bound to {wf.path} "
+                            f"(state.bind_workflow); nothing to run.")
+            return "failure"
+        work, temp = self.state.root / "_actions" / f"run-{run.id}", self._temp(run)
+        result = self.state.root / "_actions" / f"run-{run.id}-result.json"
+        conclusion = "failure"
+        try:
+            temp.mkdir(parents=True, exist_ok=True)
+            with self._git_lock:
+                gitstore.git(repo.path, "worktree", "add", "-f", "--detach", str(work), run.head_sha)
+            self._line(run, f"Checked out {run.head_sha} in {work}")
+            env = self._env(run, wf, repo, work, temp, result)
+            self._line(run, "##[group]Run " + shlex.join(wf.argv))
+            self._line(run, "##[endgroup]")
+            conclusion = self._conclude(run, self._spawn(run, wf.argv, work, env, run.timeout))
+            if wf.spec is not None and wf.spec.uploads:
+                conclusion = self._upload_steps(run, wf.spec, work, conclusion)
+            elif result.is_file():
+                self._attach(run, "result", {"result.json": result.read_bytes()})
+        except Exception as exc:  # noqa: BLE001 -- the runner itself failed: say so in the log
+            self._line(run, f"##[error]Runner error: {exc}")
+            conclusion = "cancelled" if run.cancel_requested else "failure"
+        finally:
+            with self._git_lock:
+                gitstore.git(repo.path, "worktree", "remove", "--force", str(work), check=False)
+                gitstore.git(repo.path, "worktree", "prune", check=False)
+            result.unlink(missing_ok=True)
+            shutil.rmtree(temp, ignore_errors=True)
+        return conclusion
+
+    def _env(self, run: Run, wf: Workflow, repo: Repo, work: Path, temp: Path, result: Path) -> dict:
+        env = {**os.environ, **wf.env, "CI": "true", "GITHUB_ACTIONS": "true",
+               "GITHUB_SHA": run.head_sha, "GITHUB_RUN_ID": str(run.id),
+               "GITHUB_RUN_NUMBER": str(run.run_number), "GITHUB_REPOSITORY": repo.full_name,
+               "GITHUB_EVENT_NAME": run.event, "GITHUB_WORKSPACE": str(work),
+               "GITHUB_REF": f"refs/heads/{run.head_branch}" if run.head_branch else run.head_sha,
+               "GITHUB_WORKFLOW": wf.name, "RUNNER_NAME": run.runner_name or RUNNER_NAME,
+               "RUNNER_TEMP": str(temp), "REVERT_BISECT_SHA": run.head_sha,
+               "REVERT_BISECT_WORKTREE": str(work), "REVERT_BISECT_RESULT": str(result)}
+        for name, value in run.inputs.items():
+            env["INPUT_" + re.sub(r"\W", "_", name).upper()] = value
+        return env
+
+    def _conclude(self, run: Run, code: int | None) -> str:
+        with self.lock:
+            run.exit_code = code
+        if run.cancel_requested:
+            self._line(run, "##[error]The operation was canceled.")
+            return "cancelled"
+        if code is None:
+            limit = run.timeout_text or f"{run.timeout}s"
+            self._line(run, f"##[error]The job running on runner {run.runner_name} has exceeded the maximum "
+                            f"execution time of {limit}.")
+            return "timed_out"
+        if code != 0:
+            self._line(run, f"##[error]Process completed with exit code {code}.")
+            return "failure"
+        return "success"
+
+    def _upload_steps(self, run: Run, spec: wfspec.WorkflowSpec, work: Path, conclusion: str) -> str:
+        """Each `actions/upload-artifact` step (whose `if:` lets it run): zip its path(s) into an artifact."""
+        for step in spec.uploads:
+            if not wfspec.step_runs(step.get("if"), conclusion):
+                continue
+            self._line(run, f"##[group]Run {step.get('uses')}")
+            ok = self._upload(run, wfspec.evaluate(step.get("with") or {}, run.context), work)
+            self._line(run, "##[endgroup]")
+            if not ok and conclusion == "success":
+                conclusion = "failure"
+        return conclusion
+
+    def _upload(self, run: Run, args: dict, work: Path) -> bool:
+        """One upload-artifact step with its evaluated `with:`; False when it fails the job."""
+        name = wfspec.as_string(args.get("name")) or "artifact"
+        path = wfspec.as_string(args.get("path"))
+        hidden = wfspec.as_string(args.get("include-hidden-files")) == "true"
+        files = _artifact_files([p.strip() for p in path.splitlines() if p.strip()], work, hidden)
+        if files:
+            self._attach(run, name, files)
+            self._line(run, f"Artifact {name} has been successfully uploaded! ({len(files)} files)")
+            return True
+        mode = wfspec.as_string(args.get("if-no-files-found")) or "warn"
+        message = f"No files were found with the provided path: {path}. No artifacts will be uploaded."
+        if mode == "error":
+            self._line(run, f"##[error]{message}")
+            return False
+        if mode != "ignore":
+            self._line(run, f"##[warning]{message}")
+        return True
+
+    def _attach(self, run: Run, name: str, files: dict[str, bytes]) -> None:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for arcname, data in files.items():
+                z.writestr(arcname, data)
+        blob = buf.getvalue()
+        art = Artifact(self.state.new_id(), name, blob, _now(), "sha256:" + hashlib.sha256(blob).hexdigest())
+        with self.lock:
+            run.artifacts.append(art)
+            self.artifacts[art.id] = run.id
 
     def _spawn(self, run: Run, argv: list[str], cwd: Path, env: dict, timeout: float | None) -> int | None:
         """Run argv in its own process group, streaming its output into the log; None on timeout."""
@@ -407,6 +581,7 @@ class Actions:
         _kill_group(proc.pid, signal.SIGKILL)  # leftovers of the group (background children)
         return None if timed_out.is_set() else code
 
+
     def _finish(self, run: Run, conclusion: str) -> None:
         with self.lock:
             run.status, run.conclusion = "completed", conclusion
@@ -415,25 +590,28 @@ class Actions:
             run.pid = None
         self._line(run, f"Cleaning up orphan processes; job conclusion: {conclusion}")
         self._notify(run, "completed")
+        if run.job_queued:
+            self._notify(run, "completed", "workflow_job")
         run.done.set()
 
     # -- webhooks --
 
     def add_hook(self, url: str, secret: str, events: tuple[str, ...] | list[str] = ("workflow_run",),
                  repo: str | None = None) -> Hook:
+        """Deliver `events` (`workflow_run`, `workflow_job`) of `repo` (None: every repository) to `url`."""
         hook = Hook(self.state.new_id(), url, secret, tuple(events), repo.lower() if repo else None)
         with self.lock:
             self.hooks.append(hook)
         return hook
 
-    def _notify(self, run: Run, action: str) -> None:
+    def _notify(self, run: Run, action: str, event: str = "workflow_run") -> None:
         with self.lock:
-            hooks = [h for h in self.hooks if "workflow_run" in h.events and h.repo in (None, run.repo)]
+            hooks = [h for h in self.hooks if event in h.events and h.repo in (None, run.repo)]
         if not hooks:
             return
-        payload = self.event_payload(run, action)
+        payload = self.event_payload(run, action) if event == "workflow_run" else self.job_payload(run, action)
         for hook in hooks:
-            self._outbox.put((hook, "workflow_run", payload))
+            self._outbox.put((hook, event, payload))
         with self.lock:
             if self._sender is None or not self._sender.is_alive():
                 self._sender = threading.Thread(target=self._send_loop, name="actions-hooks", daemon=True)
@@ -446,6 +624,13 @@ class Actions:
         return {"action": action, "workflow_run": render_run(rr, self, repo, run),
                 "workflow": render_workflow(rr, repo, wf), "repository": rr.repo(repo, schema="repository"),
                 "sender": rr.user(run.actor)}
+
+    def job_payload(self, run: Run, action: str) -> dict:
+        """A `workflow_job` event (queued, in_progress, completed)."""
+        repo = self.state.repo(run.repo)
+        rr = Renderer(self.state, self.base_url or "http://127.0.0.1")
+        return {"action": action, "workflow_job": render_job(rr, self, repo, run),
+                "repository": rr.repo(repo, schema="repository"), "sender": rr.user(run.actor)}
 
     def _send_loop(self) -> None:
         import requests
@@ -463,7 +648,8 @@ class Actions:
 
             body = json.dumps(payload).encode()
             delivery = {"guid": str(uuid.uuid4()), "hook_id": hook.id, "url": hook.url, "event": event,
-                        "action": payload.get("action"), "run_id": payload.get("workflow_run", {}).get("id"),
+                        "action": payload.get("action"), "run_id": (payload.get("workflow_run") or {}).get("id")
+                        or (payload.get("workflow_job") or {}).get("run_id"),
                         "status": None, "attempts": 0, "error": None, "delivered_at": None, "payload": payload}
             headers = {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/sandbox",
                        "X-GitHub-Event": event, "X-GitHub-Delivery": delivery["guid"],
@@ -524,6 +710,31 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> int | None:
         return None
 
 
+def _artifact_files(paths: list[str], work: Path, hidden: bool = False) -> dict[str, bytes]:
+    """The files actions/upload-artifact uploads for `paths` (files, directories, globs; relative to
+    the workspace; `!` exclusions ignored), named relative to the paths' least common ancestor --
+    a single directory's files relative to it. Hidden files only with `hidden`."""
+    roots, found = [], []
+    for path in (p for p in paths if not p.startswith("!")):
+        full = Path(path) if os.path.isabs(path) else work / path
+        parts = full.parts
+        magic = next((i for i, part in enumerate(parts) if re.search(r"[*?\[]", part)), None)
+        if magic is not None:
+            roots.append(Path(*parts[:magic]))
+            hits = [Path(h) for h in glob.glob(str(full), recursive=True)]
+        else:
+            roots.append(full if full.is_dir() else full.parent)
+            hits = [full] if full.exists() else []
+        for hit in hits:
+            found += sorted(f for f in hit.rglob("*") if f.is_file()) if hit.is_dir() else [hit] if hit.is_file() else []
+    if not found:
+        return {}
+    root = os.path.commonpath([str(r) for r in roots])
+    names = {os.path.relpath(f, root): f for f in found}
+    return {n: f.read_bytes() for n, f in sorted(names.items())
+            if hidden or not any(part.startswith(".") for part in Path(n).parts)}
+
+
 def _kill_group(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
@@ -581,6 +792,7 @@ def render_job(rr: Renderer, actions: Actions, repo: Repo, run: Run) -> dict:
     a = rr.api(repo)
     wf = actions.workflows[run.repo][run.workflow_id]
     done = run.status == "completed"
+    status = run.status if run.status in JOB_STATUSES else "queued"
     step_status = "completed" if done else ("in_progress" if run.status == "in_progress" else "queued")
     steps = [{"name": "Set up job", "status": "completed" if run.job_started_at else "queued",
               "conclusion": "success" if run.job_started_at else None, "number": 1,
@@ -594,18 +806,26 @@ def render_job(rr: Renderer, actions: Actions, repo: Repo, run: Run) -> dict:
     body = {
         "id": run.job_id, "node_id": node_id("J", run.job_id), "run_id": run.id,
         "run_url": f"{a}/actions/runs/{run.id}", "run_attempt": 1, "head_sha": run.head_sha,
-        "head_branch": run.head_branch, "workflow_name": wf.name, "name": wf.path.rsplit("/", 1)[-1].split(".")[0],
+        "head_branch": run.head_branch, "workflow_name": wf.name, "name": _job_name(wf),
         "url": f"{a}/actions/jobs/{run.job_id}", "html_url": f"{rr.html(repo)}/actions/runs/{run.id}/job/{run.job_id}",
         "check_run_url": f"{a}/check-runs/{run.job_id}",
-        "status": "completed" if done else ("in_progress" if run.status == "in_progress" else "queued"),
+        "status": status,
         "conclusion": run.conclusion, "created_at": run.created_at,
         "started_at": run.job_started_at or run.created_at, "completed_at": run.job_completed_at,
-        "steps": steps, "labels": ["self-hosted"], "runner_id": 1 if run.job_started_at else None,
-        "runner_name": RUNNER_NAME if run.job_started_at else None,
-        "runner_group_id": 1 if run.job_started_at else None,
-        "runner_group_name": "Default" if run.job_started_at else None,
+        "steps": steps, "labels": list(run.labels), "runner_id": 1 if run.runner_name else None,
+        "runner_name": run.runner_name,
+        "runner_group_id": 1 if run.runner_name else None,
+        "runner_group_name": "Default" if run.runner_name else None,
     }
     return conform(body, "job", rr.base)
+
+
+def _job_name(wf: Workflow) -> str:
+    """The job's `name:`, else its id in the file, else the file's stem."""
+    spec = wf.spec
+    if spec is not None and spec.job_id is not None:
+        return str(spec.job.get("name") or spec.job_id)
+    return wf.path.rsplit("/", 1)[-1].split(".")[0]
 
 
 def render_artifact(rr: Renderer, repo: Repo, run: Run, art: Artifact) -> dict:
@@ -702,7 +922,9 @@ def register(app: Any, state: SandboxState, *, ctx, page, body_of, need_write) -
             run = actions.start(r, wf, ref, event="workflow_dispatch", inputs=inputs, actor=login)
         except LookupError:
             raise invalid([], f"No ref found for: {ref}")
-        if body.get("return_run_details") is True:
+        except wfspec.InputError as exc:
+            raise invalid([], str(exc))
+        if body.get("return_run_details") is True and actions.run_details:
             u = f"{rr.api(r)}/actions/runs/{run.id}"
             return JSONResponse({"workflow_run_id": run.id, "run_url": u,
                                  "html_url": f"{rr.html(r)}/actions/runs/{run.id}"})

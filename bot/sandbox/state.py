@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from . import gitstore
 from .apps import App, AppRegistry
 
 NIGHTLY_WORKFLOW = ".github/workflows/nightly-test.yml"
+STEP_WORKFLOW = ".github/workflows/revert-bisect-step.yml"
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
 
 
@@ -402,4 +404,15 @@ def seed_from_scenario(state: SandboxState, scenario_dir: Path | str, *, maintai
         # the emulated self-hosted runner runs the scenario's scheduled test for the nightly workflow
         if data.get("test_command") and state.actions.workflow(repo, NIGHTLY_WORKFLOW) is not None:
             state.bind_workflow(slug, NIGHTLY_WORKFLOW, data["test_command"])
+        # ... and the bot's bisect steps, as the step workflow's `run:` line does on a real runner
+        if state.actions.workflow(repo, STEP_WORKFLOW) is not None:
+            bind_step_workflow(state, slug)
     return Seeded(slug, maintainer, tokens, data)
+
+
+def bind_step_workflow(state: SandboxState, slug: str) -> None:
+    """The emulated runner runs `python -m runners.step` for the step workflow (runners/github/
+    revert-bisect-step.yml), with one runner cache -- clones, worktree slots, environments -- kept
+    across runs, as on a real self-hosted runner machine."""
+    state.bind_workflow(slug, STEP_WORKFLOW, [sys.executable, "-P", "-m", "runners.step", "--spec-env", "INPUT_SPEC"],
+                        env={"REVERT_BISECT_RUNNER_CACHE": str(state.root / "_runner-cache")})

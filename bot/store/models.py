@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -76,6 +76,8 @@ class StepRow(Base):
     log_tail: Mapped[str | None] = mapped_column(Text, nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    env_key: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the environment, by dependency pins
+    env_reused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
 
     bisection: Mapped[BisectionRow] = relationship(back_populates="steps")
 

@@ -42,6 +42,8 @@ class StepReport:
     runner: str
     duration_s: float
     log_tail: str
+    env_key: str | None = None
+    env_reused: bool | None = None
 
 
 class Store:

@@ -9,7 +9,9 @@ the scheduled test command). See ../shared/DESIGN.md section 7.
 
 from .builder import (
     BUILD,
-    LAUNCH,
+    MODEL,
+    SERVER_ARGS,
+    SERVER_MODULE,
     METRIC,
     THRESHOLD,
     TRACK_INTERVAL,
@@ -18,4 +20,4 @@ from .builder import (
     test_command,
 )
 
-__all__ = ["BUILD", "LAUNCH", "METRIC", "THRESHOLD", "TRACK_INTERVAL", "Scenario", "build", "test_command"]
+__all__ = ["BUILD", "MODEL", "SERVER_ARGS", "SERVER_MODULE", "METRIC", "THRESHOLD", "TRACK_INTERVAL", "Scenario", "build", "test_command"]

@@ -30,7 +30,9 @@ REPO_SLUG = "mini-sglang/mini-sglang"
 FIRST_VERSION = "0.3.0"
 COMMITTER = "GitHub <noreply@github.com>"
 EPOCH = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
-LAUNCH = "{python} -m mini_sglang.launch_server --port {port} --track-interval %d" % TRACK_INTERVAL
+MODEL = "mini-sglang/tiny-mamba-64"
+SERVER_MODULE = "mini_sglang.launch_server"
+SERVER_ARGS = "--mamba-track-interval %d" % TRACK_INTERVAL
 BUILD = "{python} -m compileall -q -f mini_sglang"  # -f: a stale .pyc must not hide a syntax error
 
 
@@ -39,7 +41,8 @@ def test_command(python: str | None = None) -> list[str]:
 
     `-P`: the worktree is the working directory, and it must not put its own `runners/` first on
     the import path -- the yardstick is the bot's, never the commit's."""
-    return [python or sys.executable, "-P", "-m", "runners.probes.sglang_kl", "--launch", LAUNCH, "--build", BUILD,
+    return [python or sys.executable, "-P", "-m", "runners.probes.sglang_kl", "--model", MODEL, "--server-module", SERVER_MODULE,
+            "--server-args", SERVER_ARGS, "--build", BUILD,
             "--threshold", str(THRESHOLD), "--samples", "16", "--max-new-tokens", "24", "--prompt-len", "20",
             "--startup-timeout", "60"]
 
@@ -120,6 +123,9 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
 
     free = [i for i in range(1, commits) if i != culprit and i not in broken and i not in fixes]
     releases = sorted(rng.sample(free, min(len(free), max(1, commits // 15))))
+    # drawn apart from `rng`, so adding them left every other seeded choice where it was
+    unpinned = [i for i in free if i not in releases]
+    pins = sorted(random.Random(f"mamba-track-boundary/{seed}/pins").sample(unpinned, min(len(unpinned), len(history.DEPENDENCY_PINS))))
 
     numbers = _pr_numbers(commits, rng)
     pool = [c for kind in sorted(history.pools().items()) for c in kind[1]]
@@ -140,6 +146,8 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
             change = broken_changes[i][0]
         elif i in fixes:
             change = broken_changes[i - 1][1](numbers[i - 1])
+        elif i in pins:
+            change = history.pins_change(pins.index(i))
         elif i in releases:
             version[2] += 1
             change = history.release_change(".".join(map(str, version)))

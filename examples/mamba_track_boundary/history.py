@@ -7,7 +7,9 @@ pools are consumed in a seeded order; when they run dry, `filler` changes make m
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -15,6 +17,7 @@ from typing import Callable
 Tree = dict[str, str]
 
 TEMPLATE = Path(__file__).parent / "template"
+STEP_WORKFLOW = Path(__file__).resolve().parents[2] / "runners" / "github" / "revert-bisect-step.yml"
 
 AUTHORS = [  # fictional: name, email, GitHub login, UTC offset
     ("Mei Tanaka", "mei.tanaka@example.com", "meitanaka", "+0900"),
@@ -95,6 +98,7 @@ def initial_tree(flake_rate: float, version: str) -> Tree:
     tree["mini_sglang/version.py"] = f'__version__ = "{version}"\n'
     tree.update(STATIC_FILES)
     tree["pyproject.toml"] = PYPROJECT.format(version=version)
+    tree[".github/workflows/revert-bisect-step.yml"] = STEP_WORKFLOW.read_text()  # installed as its README says
     return tree
 
 
@@ -378,6 +382,31 @@ def broken_pair(k: int) -> tuple[Change, Callable[[int], Change]]:
 
 
 # -- version bumps --
+
+# The only changes of the history that touch the dependency pins (each is a new environment on a
+# runner); every dependency here is met by the interpreter the demo and the tests run under.
+DEPENDENCY_PINS = (
+    ("[Deps] Require torch>=2.5", "The overlap scheduler uses `torch.inference_mode` semantics from 2.5.",
+     ["torch>=2.5"]),
+    ("[Deps] Add packaging for version checks", "`launch_server` compares versions with `packaging.version`.",
+     ["torch>=2.5", "packaging>=23"]),
+    ("[Deps] Require torch>=2.6", "Align with the minimum the CI images ship.",
+     ["torch>=2.6", "packaging>=23"]),
+)
+
+
+def pins_change(k: int) -> Change:
+    title, summary, deps = DEPENDENCY_PINS[k]
+
+    def apply(tree: Tree) -> None:
+        text = tree["pyproject.toml"]
+        new = re.sub(r"(?m)^dependencies = \[.*\]$", "dependencies = " + json.dumps(deps), text)
+        if new == text:
+            raise AssertionError("scenario builder: no dependencies line in pyproject.toml")
+        tree["pyproject.toml"] = new
+
+    return Change("chore", title, summary, apply, ("`pyproject.toml`: dependency pins.",))
+
 
 def release_change(version: str) -> Change:
     return Change(

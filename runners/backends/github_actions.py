@@ -156,7 +156,8 @@ class GitHubActionsBackend:
         flight.url = state.html_url
         flight.status = state.status
         if state.status in ("queued", "pending", "waiting", "requested"):
-            flight.queued_since = flight.queued_since or self.clock()
+            if flight.queued_since is None:
+                flight.queued_since = self.clock()
             if self.clock() - flight.queued_since > self.limits.queue_timeout_s:
                 self.actions.cancel(flight.run_id)
                 self._fail(flight, f"no runner labelled {', '.join(self.labels)} started run {flight.run_id} within "

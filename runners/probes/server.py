@@ -52,7 +52,8 @@ def render_command(template: str, *, port: int | None = None, host: str = LOCALH
         raise ValueError(f"cannot parse command {template!r}: {exc}") from None
     if not argv:
         raise ValueError("empty command")
-    values = {"{python}": sys.executable, "{host}": host, "{port}": "" if port is None else str(port)}
+    python = os.environ.get("REVERT_BISECT_PYTHON") or sys.executable  # the commit's environment, when the step made one
+    values = {"{python}": python, "{host}": host, "{port}": "" if port is None else str(port)}
     out = []
     for arg in argv:
         for key, value in values.items():
@@ -168,8 +169,8 @@ class ServerProcess:
             return f"was killed by {name}"
         return f"exited with code {code}"
 
-    def wait_healthy(self, timeout: float) -> dict | None:
-        """Poll /health (then /get_server_info) until it answers 200; returns the server info if any."""
+    def wait_healthy(self, timeout: float, health: tuple[str, ...] = ("/health", "/get_server_info")) -> dict | None:
+        """Poll the health endpoints in order (404: the next one) until one answers 200; returns the server info if any."""
         deadline = time.monotonic() + timeout
         delay = 0.1
         last = "no answer yet"
@@ -177,7 +178,7 @@ class ServerProcess:
             gone = self.describe_exit()
             if gone:
                 raise InfraError(f"server {gone} before becoming healthy")
-            for path in ("/health", "/get_server_info"):
+            for path in health:
                 try:
                     status, _ = http_request("GET", self.base_url + path, timeout=min(5.0, max(0.5, timeout)))
                 except HttpError as exc:

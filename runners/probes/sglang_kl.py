@@ -35,6 +35,7 @@ import json
 import math
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -292,15 +293,30 @@ def load_prompts(path: Path | None, samples: int, prompt_len: int, vocab_size: i
 
 # -- the command --
 
+def launch_template(module: str, model: str, server_args: str) -> str:
+    """SGLang's launch line (as its tests' popen_launch_server builds it): the model, the test's own
+    server arguments, then where to listen; {python}, {host} and {port} are filled in at launch."""
+    return " ".join(["{python} -m", shlex.quote(module), "--model-path", shlex.quote(model), server_args.strip(),
+                     "--host {host} --port {port}"]).replace("  ", " ")
+
+
+def health_paths(first: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((first, "/health", "/get_server_info")))
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m runners.probes.sglang_kl", description=__doc__.split("\n\n")[0])
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--launch", metavar="CMD", help="server command; {port}, {host} and {python} are substituted")
+    where.add_argument("--model", metavar="PATH", help="launch `{python} -m SERVER_MODULE --model-path PATH SERVER_ARGS --host {host} --port {port}`")
     where.add_argument("--base-url", metavar="URL", help="use a server that is already up instead")
+    p.add_argument("--server-module", default="sglang.launch_server", help="with --model: the server's module")
+    p.add_argument("--server-args", default="", metavar="ARGS", help="with --model: the server's own arguments, e.g. '--tp-size 4'")
+    p.add_argument("--health-path", default="/health_generate", help="polled until 200 (404: /health, then /get_server_info)")
     p.add_argument("--build", metavar="CMD", help="run first in the worktree; non-zero exit: cannot build (125)")
     p.add_argument("--threshold", type=float, default=0.002)
-    p.add_argument("--samples", type=int, default=16)
-    p.add_argument("--max-new-tokens", type=int, default=24)
+    p.add_argument("--samples", type=int, default=32, help="SGLang's test: 32")
+    p.add_argument("--max-new-tokens", type=int, default=512, help="SGLang's test: 512")
     p.add_argument("--prompt-len", type=int, default=20)
     p.add_argument("--vocab-size", type=int, default=64, help="synthetic prompts draw token ids from 1..N-1")
     p.add_argument("--extra-token", type=int, default=11, help="the token appended for turn 2 (',' in common vocabularies)")
@@ -388,11 +404,12 @@ def main(argv: list[str] | None = None) -> int:
             prompts = load_prompts(args.prompts, args.samples, args.prompt_len, args.vocab_size, args.seed)
             if args.build:
                 run_build(args.build, cwd, args.build_timeout, say)
-            if args.launch:
-                server = ServerProcess(args.launch, cwd, _server_log_path(args), host=args.host, port=args.port)
+            launch = args.launch or (launch_template(args.server_module, args.model, args.server_args) if args.model else None)
+            if launch:
+                server = ServerProcess(launch, cwd, _server_log_path(args), host=args.host, port=args.port)
                 say(f"launching: {' '.join(server.argv)}  (log: {server.log_path})")
                 server.start()
-                info = server.wait_healthy(args.startup_timeout)
+                info = server.wait_healthy(args.startup_timeout, health_paths(args.health_path))
                 base_url = server.base_url
                 say(f"server {base_url} (pid {server.pid}) healthy after {time.monotonic() - t0:.1f}s")
             else:
