@@ -70,6 +70,7 @@ WORKFLOW_DIR = ".github/workflows/"
 CONCLUSIONS = ("success", "failure", "cancelled", "timed_out", "neutral", "skipped", "action_required", "stale")
 STATUSES = ("queued", "in_progress", "completed", "requested", "waiting", "pending")
 RUNNER_NAME = "sandbox-self-hosted"
+JOB_BOT = "github-actions[bot]"
 HOSTED_RUNNER_NAME = "GitHub Actions 1"
 HOSTED_LABEL = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$", re.I)  # GitHub-hosted runner images
 JOB_STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
@@ -137,6 +138,7 @@ class Run:
     exit_code: int | None = None
     pid: int | None = None
     cancel_requested: bool = False
+    job_token: str | None = None
     labels: list[str] = field(default_factory=lambda: ["self-hosted"])  # the job's evaluated runs-on
     timeout: float | None = None  # seconds
     timeout_text: str = ""
@@ -483,10 +485,21 @@ class Actions:
                "GITHUB_REF": f"refs/heads/{run.head_branch}" if run.head_branch else run.head_sha,
                "GITHUB_WORKFLOW": wf.name, "RUNNER_NAME": run.runner_name or RUNNER_NAME,
                "RUNNER_TEMP": str(temp), "REVERT_BISECT_SHA": run.head_sha,
-               "REVERT_BISECT_WORKTREE": str(work), "REVERT_BISECT_RESULT": str(result)}
+               "REVERT_BISECT_WORKTREE": str(work), "REVERT_BISECT_RESULT": str(result),
+               "GITHUB_TOKEN": self._job_token(run, repo)}
         for name, value in run.inputs.items():
             env["INPUT_" + re.sub(r"\W", "_", name).upper()] = value
         return env
+
+    def _job_token(self, run: Run, repo: Repo) -> str:
+        """`github.token`: the job's own token (github-actions[bot], read access), revoked when the run completes."""
+        token = f"ghs_job{run.id}_{secrets.token_hex(12)}"
+        self.state.add_user(JOB_BOT, type="Bot", token=token)
+        if repo.permissions.get(JOB_BOT) is None:
+            self.state.set_permission(repo.full_name, JOB_BOT, "read")
+        with self.lock:
+            run.job_token = token
+        return token
 
     def _conclude(self, run: Run, code: int | None) -> str:
         with self.lock:
@@ -584,6 +597,8 @@ class Actions:
 
     def _finish(self, run: Run, conclusion: str) -> None:
         with self.lock:
+            if run.job_token:
+                self.state.tokens.pop(run.job_token, None)
             run.status, run.conclusion = "completed", conclusion
             run.job_completed_at = run.updated_at = _now()
             run.job_started_at = run.job_started_at or run.updated_at
