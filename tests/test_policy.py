@@ -26,7 +26,7 @@ def test_shipped_policies_load():
     assert sglang.mode == "shadow" and sglang.watch[0].workflow == "PR Test"
     test = sglang.test("qwen3-next-decode-cache-hit")
     assert test.metric.threshold == 0.002 and test.runner.labels == ["self-hosted", "4-gpu-h100"]
-    assert "--mamba-track-interval 2" in test.probe.args["launch"]
+    assert "--mamba-track-interval 2" in test.probe.args["server-args"]
     assert policies["mini-sglang/mini-sglang"].revert.daily_cap == 3
 
 
@@ -91,3 +91,43 @@ def test_check_policy_cli(cli, tmp_path):
     (tmp_path / "bad.yaml").write_text(MINIMAL + "revert:\n  daly_cap: 5\n")
     bad = cli("check-policy", str(tmp_path / "bad.yaml"))
     assert bad.code == 2 and "bad.yaml:9: revert.daly_cap: unknown key" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_sglang_policy_reproduces_the_incident_test_configuration(monkeypatch):
+    """SGLang's TestQwen3NextLazyExtraBuffer: the same server arguments, 32 samples x 512 tokens, 0.002."""
+    from bot.policy.probe import probe_argv
+    from runners.probes.server import render_command
+    from runners.probes.sglang_kl import launch_template, parse_args
+    from runners.step import RUNNER_PYTHON
+
+    test = load(POLICIES / "sglang.yaml").test("qwen3-next-decode-cache-hit")
+    argv = probe_argv(test)
+    assert argv[:4] == [RUNNER_PYTHON, "-P", "-m", "runners.probes.sglang_kl"]
+    args = parse_args(argv[4:])
+    assert (args.samples, args.max_new_tokens, args.threshold, args.health_path) == (32, 512, 0.002, "/health_generate")
+    assert args.prompts == Path("/data/revert-bisect/qwen3-next-longbench-v2-32.jsonl") and args.launch is None
+    monkeypatch.setenv("REVERT_BISECT_PYTHON", "/runner/envs/3f2a/bin/python")  # the environment of the commit's pins
+    assert render_command(launch_template(args.server_module, args.model, args.server_args), port=31000) == [
+        "/runner/envs/3f2a/bin/python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        "--trust-remote-code", "--tp-size", "4", "--chunked-prefill-size", "2048",
+        "--mamba-scheduler-strategy", "extra_buffer_lazy", "--attention-backend", "triton",
+        "--mamba-track-interval", "2", "--page-size", "1", "--host", "127.0.0.1", "--port", "31000"]
+    runner = test.runner
+    assert (runner.backend, runner.labels, runner.parallelism, runner.workflow) == ("github_actions", ["self-hosted", "4-gpu-h100"], 4, "revert-bisect-step.yml")
+    assert runner.env.project == "python/pyproject.toml" and runner.env.pythonpath == ["python"]
+
+
+def test_an_actions_runner_without_labels_is_refused():
+    with pytest.raises(PolicyError, match="needs `labels`"):
+        parse(SNIPPET_ACTIONS, "p.yaml")
+
+
+SNIPPET_ACTIONS = """
+repository: o/r
+watch: [{workflow: nightly}]
+tests:
+  - id: t
+    match: t
+    probe: {name: command, command: [./t.sh]}
+    runner: {backend: github_actions}
+"""

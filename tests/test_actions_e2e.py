@@ -1,0 +1,172 @@
+"""The Actions backend against the sandbox's emulated self-hosted runner, through real PyGithub.
+
+The repository holds the real step workflow (runners/github/revert-bisect-step.yml); the runner runs
+`python -m runners.step` for it, as the workflow's `run:` line does. Each way a run can fail to
+give a result is an infra verdict with its reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.flow.backends import step_inputs
+from bot.forge.actions import GitHubActions
+from bot.forge.github_adapter import connect
+from bot.sandbox.server import run_in_thread
+from bot.sandbox.state import SandboxState, bind_step_workflow
+from runners.backends.base import StepSpec
+from runners.backends.github_actions import GitHubActionsBackend, Limits
+from runners.step import RUNNER_PYTHON, Request
+
+STEP_WORKFLOW = Path(__file__).resolve().parent.parent / "runners" / "github" / "revert-bisect-step.yml"
+TEST = "import pathlib, sys; v = pathlib.Path('bug.txt').read_text().strip(); print('metric=' + ('0.9' if v == 'bad' else '0.1')); sys.exit(v == 'bad')"
+SLUG = "acme/widget"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("actions-e2e")
+    src = root / "src"
+    src.mkdir()
+    git(src, "init", "-q", "-b", "main")
+    shas = []
+    for text in ("ok", "ok", "bad"):
+        (src / "bug.txt").write_text(text + "\n")
+        (src / ".github" / "workflows").mkdir(parents=True, exist_ok=True)
+        (src / ".github" / "workflows" / "revert-bisect-step.yml").write_text(STEP_WORKFLOW.read_text())
+        git(src, "add", "-A")
+        git(src, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", f"bug.txt: {text}", "--allow-empty")
+        shas.append(git(src, "rev-parse", "HEAD"))
+    state = SandboxState(root / "sandbox")
+    state.create_repo(SLUG, source=src)
+    state.add_user("bot", token="bot-token")
+    state.set_permission(SLUG, "bot", "write")
+    bind_step_workflow(state, SLUG)
+    base, stop = run_in_thread(state)
+    gh = connect(base, "bot-token", throttle=False)
+    yield dict(state=state, base=base, shas=shas, actions=GitHubActions(gh.get_repo(SLUG), "revert-bisect-step.yml"))
+    state.actions.shutdown()
+    stop()
+
+
+def backend(world, labels=("self-hosted",), **limits) -> GitHubActionsBackend:
+    def inputs_for(spec: StepSpec, correlation: str) -> dict[str, str]:
+        request = Request(f"{world['base']}/{SLUG}.git", spec, 1, "t", "m", 0.5)
+        return step_inputs(request, list(labels), 5, correlation)
+
+    return GitHubActionsBackend(world["actions"], "main", inputs_for, 4, list(labels), Limits(poll_s=0.2, **limits))
+
+
+def spec(sha: str, step_id: int, command=(RUNNER_PYTHON, "-c", TEST)) -> StepSpec:
+    return StepSpec(step_id, sha, tuple(command), 60, r"metric=(?P<value>[0-9.]+)")
+
+
+def collect(b: GitHubActionsBackend, n: int, timeout: float = 120) -> dict[int, object]:
+    got, deadline = {}, time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        for r in b.wait(1.0):
+            got[r.step_id] = r
+    assert len(got) == n, f"only {sorted(got)} of {n} steps finished"
+    return got
+
+
+def test_steps_run_as_dispatched_workflow_runs_and_report_through_artifacts(world):
+    b = backend(world)
+    good, bad = world["shas"][0], world["shas"][2]
+    b.submit(spec(good, 101))
+    b.submit(spec(bad, 102))
+    got = collect(b, 2)
+    assert (got[101].exit_code, got[101].metric, got[101].infra_reason) == (0, 0.1, None)
+    assert (got[102].exit_code, got[102].metric, got[102].infra_reason) == (1, 0.9, None)
+    assert "/actions/runs/" in got[101].runner and got[101].runner.startswith("sandbox-self-hosted")
+    runs = [r for r in world["state"].actions.runs.values() if r.inputs.get("step") in ("101", "102")]
+    assert len(runs) == 2 and all(r.inputs["sha"] in (good, bad) and "[rb10" in r.display_title for r in runs)
+    assert all([a.name for a in r.artifacts] == [f"revert-bisect-step-{r.inputs['step']}"] for r in runs)
+
+
+def test_a_204_dispatch_is_found_by_its_run_name(world, monkeypatch):
+    monkeypatch.setattr(world["state"].actions, "run_details", False)
+    b = backend(world)
+    b.submit(spec(world["shas"][2], 201))
+    assert b.waiting() == {201: "dispatched; waiting for GitHub to create the run"}
+    assert collect(b, 1)[201].exit_code == 1
+
+
+def test_a_run_no_runner_can_take_waits_visibly_then_is_infra_and_cancelled(world):
+    b = backend(world, labels=("self-hosted", "8-gpu-h200"), queue_timeout_s=3)
+    b.submit(spec(world["shas"][0], 301))
+    assert b.wait(1.5) == []
+    assert b.waiting()[301].startswith("queued 0 min for a runner labelled self-hosted, 8-gpu-h200")
+    [got] = collect(b, 1).values()
+    assert got.exit_code is None and "no runner labelled self-hosted, 8-gpu-h200 started run" in got.infra_reason
+    [run] = [r for r in world["state"].actions.runs.values() if r.inputs.get("step") == "301"]
+    assert run.done.wait(10) and run.conclusion == "cancelled"
+
+
+def test_a_run_cancelled_on_github_is_infra(world):
+    b = backend(world)
+    b.submit(spec(world["shas"][0], 401, (RUNNER_PYTHON, "-c", "import time; time.sleep(60)")))
+    deadline = time.monotonic() + 30
+    while not (runs := [r for r in world["state"].actions.runs.values() if r.inputs.get("step") == "401" and r.status == "in_progress"]):
+        assert time.monotonic() < deadline
+        b.wait(0.2)
+    world["state"].actions.cancel(runs[0])  # by hand, or the runner service stopped
+    [got] = collect(b, 1).values()
+    assert "was cancelled on GitHub" in got.infra_reason
+
+
+def test_a_run_that_times_out_is_infra(world, monkeypatch):
+    monkeypatch.setattr(world["state"].actions, "minute_s", 0.05)  # the job's timeout-minutes: 5 + 30 -> 1.75 s
+    b = backend(world)
+    b.submit(spec(world["shas"][0], 501, (RUNNER_PYTHON, "-c", "import time; time.sleep(60)")))
+    [got] = collect(b, 1).values()
+    assert "timed out on sandbox-self-hosted" in got.infra_reason
+
+
+@pytest.mark.parametrize("program, reason", [
+    ("print('the runner package is missing')", "without the artifact revert-bisect-step-{step}/result.json"),
+    ("import json, os, pathlib; d = pathlib.Path(os.environ['RUNNER_TEMP'], 'revert-bisect'); d.mkdir();"
+     " (d / 'result.json').write_text(json.dumps({'schema': 99}))", "invalid result.json: result.json schema 99 is not 1"),
+])
+def test_a_missing_or_invalid_artifact_is_infra(world, program, reason, monkeypatch):
+    """What a runner with a broken or different bot version leaves behind."""
+    state = world["state"]
+    wf = state.actions.workflow(state.repo(SLUG), "revert-bisect-step.yml")
+    monkeypatch.setattr(wf, "argv", [sys.executable, "-c", program])
+    b = backend(world)
+    step = 601 if "missing" in program else 602
+    b.submit(spec(world["shas"][0], step))
+    [got] = collect(b, 1).values()
+    assert reason.format(step=step) in got.infra_reason
+
+
+def test_cancel_stops_the_run_on_the_runner(world):
+    b = backend(world)
+    b.submit(spec(world["shas"][0], 701, (RUNNER_PYTHON, "-c", "import time; time.sleep(60)")))
+    deadline = time.monotonic() + 30
+    while not (runs := [r for r in world["state"].actions.runs.values() if r.inputs.get("step") == "701" and r.status == "in_progress"]):
+        assert time.monotonic() < deadline
+        b.wait(0.2)
+    b.cancel([701])
+    assert runs[0].done.wait(20) and runs[0].conclusion == "cancelled"
+    assert b.wait(0.5) == [] and b.free == 4
+
+
+def test_dispatch_inputs_match_what_the_workflow_declares():
+    import yaml
+
+    declared = yaml.safe_load(STEP_WORKFLOW.read_text())[True]["workflow_dispatch"]["inputs"]
+    request = Request("https://github.com/o/r.git", spec("a" * 40, 1), 3, "t")
+    inputs = step_inputs(request, ["self-hosted", "4-gpu-h100"], 90, "rb1-x")
+    assert set(inputs) == set(declared) and all(isinstance(v, str) for v in inputs.values())
+    assert json.loads(inputs["runs_on"]) == ["self-hosted", "4-gpu-h100"] and inputs["timeout_minutes"] == "120"
+    assert Request.from_json(json.loads(inputs["spec"])) == request
