@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 from bot.forge.actions import RunState
 from runners import result as result_json
@@ -14,6 +15,7 @@ from runners.backends.base import StepResult, StepSpec
 from runners.backends.github_actions import Dispatched, GitHubActionsBackend, Limits
 
 SHA = "a" * 40
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github" / "webhooks"
 
 
 @dataclass
@@ -220,3 +222,37 @@ def test_github_hiccups_while_polling_are_retried_at_the_next_poll():
     assert b.wait(0) == []
     [got] = b.wait(0)
     assert got.exit_code == 1
+
+
+def test_a_workflow_webhook_wakes_a_waiting_backend_at_once(tmp_path):
+    """Polling every poll_s is the floor; a workflow_job/workflow_run delivery makes the wait end now."""
+    import threading
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from bot.app import create_app
+    from bot.settings import BotSettings
+    from bot.webhooks.signature import sign
+
+    fake = FakeActions()
+    b = GitHubActionsBackend(fake, "main", lambda spec, c: {"correlation": c}, 1, ["self-hosted"], Limits(poll_s=60))
+    b.submit(spec(1))
+    fake.states[101] = [("in_progress", None)]
+    got = []
+    waiter = threading.Thread(target=lambda: got.extend(b.wait(None)))
+    waiter.start()
+    time.sleep(0.3)
+    fake.states[101] = [("completed", "success")]
+    fake.artifacts[101] = artifact(1)
+    secret = "wake-test-" + "x" * 24
+    app = create_app(BotSettings(webhook_secret=secret, db=f"sqlite:///{tmp_path / 'bot.db'}"), handlers={})
+    body = (FIXTURES / "workflow_job.completed.failure.with-organization.json").read_bytes()
+    t0 = time.monotonic()
+    with TestClient(app) as client:
+        answer = client.post("/webhooks/github", content=body, headers={"X-GitHub-Event": "workflow_job", "X-GitHub-Delivery": "wake-1",
+                                                                        "X-Hub-Signature-256": sign(secret.encode(), body)})
+    assert answer.status_code == 202
+    waiter.join(10)
+    assert not waiter.is_alive() and time.monotonic() - t0 < 10 and got[0].exit_code == 1
+

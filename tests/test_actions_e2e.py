@@ -53,7 +53,7 @@ def world(tmp_path_factory):
     bind_step_workflow(state, SLUG)
     base, stop = run_in_thread(state)
     gh = connect(base, "bot-token", throttle=False)
-    yield dict(state=state, base=base, shas=shas, actions=GitHubActions(gh.get_repo(SLUG), "revert-bisect-step.yml"))
+    yield dict(state=state, base=base, shas=shas, src=src, actions=GitHubActions(gh.get_repo(SLUG), "revert-bisect-step.yml"))
     state.actions.shutdown()
     stop()
 
@@ -170,3 +170,32 @@ def test_dispatch_inputs_match_what_the_workflow_declares():
     assert set(inputs) == set(declared) and all(isinstance(v, str) for v in inputs.values())
     assert json.loads(inputs["runs_on"]) == ["self-hosted", "4-gpu-h100"] and inputs["timeout_minutes"] == "120"
     assert Request.from_json(json.loads(inputs["spec"])) == request
+
+
+def test_a_restarted_driver_adopts_runs_still_going_instead_of_losing_them(world, tmp_path):
+    """The bot died after dispatching a step: its run kept going on the runner. The next driver finds
+    it by the ref stored with the step, waits for it, and does not dispatch that commit again."""
+    from bot.gitrepo import GitRepo
+    from bot.orchestrator import setup
+    from bot.orchestrator.config import BisectConfig
+    from bot.orchestrator.driver import Driver
+    from bot.store.db import connect
+    from bot.store.store import NewStep, Store
+
+    store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
+    good, bad = world["shas"][0], world["shas"][2]
+    config = BisectConfig(command=(RUNNER_PYTHON, "-c", TEST), workers=4, metric_regex=r"metric=(?P<value>[0-9.]+)", threshold=0.5,
+                          calibration_runs=1)
+    loaded = setup.create(store, GitRepo(world["src"]), good, bad, config)
+    [step_id] = store.add_steps(loaded.id, [NewStep(good, "calibrate", 0, "rb-adopt-me")])
+    before = backend(world)  # the process that dies right after dispatching
+    before.submit(StepSpec(step_id, good, config.command, 60, config.metric_regex, ref="rb-adopt-me"))
+    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, backend(world)).run()
+    assert outcome.culprit == bad
+    row = store.get(loaded.id)
+    adopted = next(s for s in row.steps if s.id == step_id)
+    assert (adopted.state, adopted.verdict) == ("done", "good")
+    assert not [s for s in row.steps if s.state == "lost"]
+    runs = [r for r in world["state"].actions.runs.values() if "[rb-adopt-me]" in r.display_title]
+    assert len(runs) == 1
+    assert sum(1 for s in row.steps if s.sha == good and s.kind == "calibrate") == 1  # GOOD was not dispatched again

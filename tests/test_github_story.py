@@ -159,6 +159,8 @@ def test_the_story_survives_a_fifth_of_github_responses_failing(world):
         assert bodies
         assert len(bodies) == len(set(bodies)), f"a comment was duplicated on #{number}"
     assert len(status) == 1
+    # the rocket comes after the final status edit (and may itself be retried through the faults)
+    wait_for(lambda: len(state.reactions[command["id"]]) >= 2, timeout=60)
     assert [(r.user, r.content) for r in state.reactions[command["id"]]] == [("revert-bisect-bot", "eyes"), ("revert-bisect-bot", "rocket")]
 
 

@@ -21,7 +21,7 @@ from bot.bisect.verdict import RawResult, Verdict, classify
 from bot.orchestrator.config import BisectConfig
 from bot.store.models import BisectionRow, StepRow, utcnow
 from bot.store.store import NewStep, StepReport, Store
-from runners.backends.base import Backend, RevertOf, StepResult, StepSpec
+from runners.backends.base import Backend, RevertOf, StepResult, StepSpec, new_ref
 
 # After a result, wait a little for its round-mates before planning again, so that equal-length
 # runs form real rounds instead of one probe placed on stale information.
@@ -79,11 +79,13 @@ class Driver:
         self.observer = observer or (lambda snap: None)
 
     def run(self) -> Outcome:
-        self.store.mark_lost(self.id, "lost: the process driving this step stopped before it finished")
         row = self.store.get(self.id)
         state = state_of(row)
+        flying = self._adopt(row, state)
+        left = [s.id for s in row.steps if s.state == "running" and s.id not in flying]
+        self.store.mark_lost(self.id, "lost: the process driving this step stopped before it finished", step_ids=left)
+        row = self.store.get(self.id)
         runs = finished_runs(row)
-        flying: dict[int, Probe] = {}
         durations = [s.duration_s for s in row.steps if s.duration_s]
         snap = Snapshot(self.id, state.phase, len(self.problem.graph))
         for step in row.steps:
@@ -168,13 +170,27 @@ class Driver:
         self.store.save_progress(self.id, **fields)
 
     def _dispatch(self, probes: tuple[Probe, ...], flying: dict[int, Probe], state: State) -> None:
-        ids = self.store.add_steps(self.id, [NewStep(p.sha, p.kind.value, p.round) for p in probes])
-        env_spec = self.config.env_spec()
-        for step_id, probe in zip(ids, probes):
+        refs = [new_ref() for _ in probes]  # stored first: a restarted driver finds the runs by them
+        ids = self.store.add_steps(self.id, [NewStep(p.sha, p.kind.value, p.round, ref) for p, ref in zip(probes, refs)])
+        for step_id, probe, ref in zip(ids, probes, refs):
             flying[step_id] = probe
-            revert = RevertOf(state.confirming, self.problem.head) if probe.kind is Kind.AB_REVERT and state.confirming and self.problem.head else None
-            self.backend.submit(StepSpec(step_id, probe.sha, self.config.command, self.config.timeout_s, self.config.metric_regex,
-                                         revert=revert, env_spec=env_spec))
+            self.backend.submit(self._spec(step_id, probe, state, ref))
+
+    def _spec(self, step_id: int, probe: Probe, state: State, ref: str | None) -> StepSpec:
+        revert = RevertOf(state.confirming, self.problem.head) if probe.kind is Kind.AB_REVERT and state.confirming and self.problem.head else None
+        return StepSpec(step_id, probe.sha, self.config.command, self.config.timeout_s, self.config.metric_regex,
+                        revert=revert, env_spec=self.config.env_spec(), ref=ref)
+
+    def _adopt(self, row: BisectionRow, state: State) -> dict[int, Probe]:
+        """Steps left running by a process that is gone and whose runs outlive it (Actions runs): wait for them
+        instead of losing GPU time; the others become `lost`."""
+        adopted = {}
+        for step in row.steps:
+            if step.state == "running" and step.runner_ref:
+                probe = Probe(step.sha, Kind(step.kind), step.round)
+                if self.backend.adopt(self._spec(step.id, probe, state, step.runner_ref), step.started_at):
+                    adopted[step.id] = probe
+        return adopted
 
     def _collect(self, durations: list[float], flying: dict[int, Probe], idle: Callable[[], None]) -> list[StepResult]:
         """The next results (with their round-mates); [] when the bisection was cancelled meanwhile."""

@@ -78,6 +78,7 @@ class StepRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     env_key: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the environment, by dependency pins
     env_reused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    runner_ref: Mapped[str | None] = mapped_column(String(128), nullable=True)  # how the backend finds its run again
 
     bisection: Mapped[BisectionRow] = relationship(back_populates="steps")
 

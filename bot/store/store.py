@@ -31,6 +31,7 @@ class NewStep:
     sha: str
     kind: str
     round: int
+    runner_ref: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ class Store:
     def add_steps(self, bisection_id: int, steps: Iterable[NewStep]) -> list[int]:
         """Record steps as running, in one transaction, before they are dispatched."""
         with self._session.begin() as s:
-            rows = [StepRow(bisection_id=bisection_id, sha=st.sha, kind=st.kind, round=st.round, state="running") for st in steps]
+            rows = [StepRow(bisection_id=bisection_id, sha=st.sha, kind=st.kind, round=st.round, state="running", runner_ref=st.runner_ref)
+                    for st in steps]
             s.add_all(rows)
             s.flush()
             return [r.id for r in rows]

@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 from bot.settings import BotSettings
 from bot.store.deliveries import Deliveries, Incoming
 from bot.webhooks.routes import handler_for
+from runners.backends.github_actions import wake_all
 from bot.webhooks.signature import verify
 
 router = APIRouter()
@@ -75,6 +76,8 @@ async def github_webhook(request: Request, settings: SettingsDep, deliveries: De
         return _answer(200, "pong", zen=payload.get("zen"))
     if recorded.duplicate:
         return _answer(202, "already received this delivery; nothing to do", delivery=delivery_id)
+    if event in ("workflow_run", "workflow_job"):
+        wake_all()  # a step's run may have moved: its backend polls now instead of at its next interval
     if handler is None:
         return _answer(202, f"ignored: nothing handles {event}" + (f".{action}" if action else ""), delivery=delivery_id)
     return _answer(202, "queued", delivery=delivery_id, job=recorded.job_id, handler=handler)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from runners.envs import EnvSpec
+
+
+def new_ref() -> str:
+    """A unique reference for one step's run (the Actions backend puts it in the run-name)."""
+    return f"rb-{uuid.uuid4().hex[:12]}"
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,7 @@ class StepSpec:
     env: dict[str, str] = field(default_factory=dict)
     revert: RevertOf | None = None  # set for HEAD + revert (A/B): `sha` exists only where the bot made it
     env_spec: EnvSpec | None = None  # an environment keyed by the commit's pins, else the runner's own
+    ref: str | None = None  # recorded before dispatch: how the backend finds this step's run again after a restart
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,9 @@ class Backend(Protocol):
 
     def submit(self, spec: StepSpec) -> None:
         """Start a step; never blocks on the step itself."""
+
+    def adopt(self, spec: StepSpec, since: datetime) -> bool:
+        """Take over a step submitted (at `since`) by a process that is gone; False if its run cannot survive that."""
 
     def wait(self, timeout: float | None) -> list[StepResult]:
         """Block until at least one step finishes (or timeout); return every finished one."""

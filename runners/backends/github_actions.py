@@ -3,8 +3,8 @@
 Each step is one `workflow_dispatch` of `revert-bisect-step.yml` with a unique correlation id in
 its inputs, which the workflow's run-name carries: the run is known at once when GitHub returns
 run details, and found by that id otherwise (a 204 answer, or an error after the request went
-out). Runs are polled (one GET per run in flight) -- a webhook can cut the wait short through
-`wake()`. Every way a run can end without a usable result is an infra verdict with its reason,
+out). Runs are polled (one GET per run in flight, every `poll_s`); a `workflow_run` or `workflow_job`
+webhook cuts the wait short (`wake_all`). Every way a run can end without a usable result is an infra verdict with its reason,
 never evidence about the commit: cancelled, timed out, never picked up by a runner with the
 labels, no artifact, a result.json that fails validation.
 """
@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Protocol
 
 from runners import result as result_json
-from runners.backends.base import StepResult, StepSpec
+from runners.backends.base import StepResult, StepSpec, new_ref
 from runners.result import ResultError
 
 ARTIFACT = "revert-bisect-step-{step}"
@@ -60,6 +60,15 @@ class Flight:
     status: str = "dispatched"
 
 
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+def wake_all() -> None:
+    """A `workflow_run` or `workflow_job` webhook arrived: every backend in this process polls now."""
+    for backend in list(_LIVE):
+        backend.wake()
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -77,6 +86,7 @@ class GitHubActionsBackend:
         self._flights: dict[int, Flight] = {}
         self._done: list[StepResult] = []
         self._wake = threading.Event()
+        _LIVE.add(self)
 
     @property
     def free(self) -> int:
@@ -101,10 +111,18 @@ class GitHubActionsBackend:
         self._wake.set()
 
     def submit(self, spec: StepSpec) -> None:
-        correlation = f"rb{spec.step_id}-{uuid.uuid4().hex[:10]}"
-        flight = Flight(spec, correlation, _now(), self.clock())
+        flight = Flight(spec, spec.ref or new_ref(), _now(), self.clock())
         self._flights[spec.step_id] = flight
         self._dispatch(flight)
+
+    def adopt(self, spec: StepSpec, since: datetime) -> bool:
+        """A run dispatched before a restart keeps going on its runner: find it by its ref and wait for it
+        (dispatched again if it never appeared: the process may have died before dispatching)."""
+        if not spec.ref:
+            return False
+        since = since if since.tzinfo else since.replace(tzinfo=timezone.utc)  # SQLite hands back naive UTC
+        self._flights[spec.step_id] = Flight(spec, spec.ref, since, self.clock())
+        return True
 
     def _dispatch(self, flight: Flight) -> None:
         try:

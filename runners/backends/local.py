@@ -54,6 +54,9 @@ class LocalPool:
     def waiting(self) -> dict[int, str]:
         return {}  # a step is only submitted when a worker is free
 
+    def adopt(self, spec: StepSpec, since: datetime) -> bool:
+        return False  # its process died with the driver (and is killed as an orphan)
+
     def submit(self, spec: StepSpec) -> None:
         with self._lock:
             self._running[spec.step_id] = None
