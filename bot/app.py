@@ -21,7 +21,7 @@ def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = N
         from bot.wiring import handlers as build_handlers
 
         handlers = build_handlers(settings, engine)
-    worker = Worker(Jobs(engine), handlers) if handlers else None
+    worker = Worker(Jobs(engine, lease_s=settings.job_lease_s), handlers) if handlers else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):

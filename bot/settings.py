@@ -17,6 +17,7 @@ class BotSettings(BaseSettings):
     db: str | None = None  # SQLAlchemy URL; None: SQLite in the user data directory
     policies: Path = Path("policies")
     max_body_bytes: int = 10 * 1024 * 1024
+    job_lease_s: float = 60.0  # a job whose worker stops renewing (a killed replica) is retried after this
     local: bool = False  # development on loopback: a missing secret is tolerated (every delivery is refused)
     github_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3; the sandbox: its base URL
     github_git_url: str | None = None  # where repositories are cloned from (default: github.com, or the API host)
@@ -24,6 +25,8 @@ class BotSettings(BaseSettings):
     github_app_id: int | None = None  # GitHub App auth: the app's id and private key (PEM file)
     github_app_private_key: Path | None = None
     workspace: Path | None = None  # clones of watched repositories (default: the user cache directory)
+    # The dashboard and its JSON API: open on loopback; elsewhere `Authorization: Bearer <token>` or /login?token=...
+    dashboard_token: SecretStr | None = None
 
     @model_validator(mode="after")
     def _real_secret(self) -> BotSettings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 from bot.store.deliveries import ClaimedJob, Jobs
@@ -29,6 +30,9 @@ class Worker:
         if job is None:
             return None
         handler = self.handlers.get(job.handler)
+        done = threading.Event()
+        heartbeat = threading.Thread(target=self._renew, args=(job.id, done), name=f"revert-bisect-lease-{job.id}", daemon=True)
+        heartbeat.start()
         try:
             if handler is None:
                 raise LookupError(f"no handler registered for {job.handler!r}")
@@ -39,15 +43,23 @@ class Worker:
             self.jobs.finish(job.id, f"{type(exc).__name__}: {exc}", retry=retry)
         else:
             self.jobs.finish(job.id)
+        finally:
+            done.set()
         return job
 
+    def _renew(self, job_id: int, done: threading.Event) -> None:
+        """Keep the job's lease while its handler runs (a bisection can take hours)."""
+        while not done.wait(self.jobs.lease_s / 3):
+            try:
+                self.jobs.renew(job_id)
+            except Exception:  # noqa: BLE001 -- the store is briefly unreachable: try again next beat
+                log.warning("cannot renew the lease of job %s", job_id, exc_info=True)
+
     def run_forever(self) -> None:
-        self.jobs.requeue_running()
         self._loop()
 
     def start(self, threads: int = 2) -> list[threading.Thread]:
         """Several loops, so a command (status, cancel) is answered while a bisection runs in another."""
-        self.jobs.requeue_running()
         started = []
         for i in range(threads):
             thread = threading.Thread(target=self._loop, name=f"revert-bisect-worker-{i}", daemon=True)
@@ -56,9 +68,20 @@ class Worker:
         return started
 
     def _loop(self) -> None:
+        next_sweep = 0.0
         while not self._stop.is_set():
+            if time.monotonic() >= next_sweep:  # jobs of a dead worker (any replica) come back when their lease ends
+                self._sweep()
+                next_sweep = time.monotonic() + self.jobs.lease_s / 2
             if self.run_once() is None:
                 self._stop.wait(self.idle_s)
+
+    def _sweep(self) -> None:
+        try:
+            if n := self.jobs.requeue_expired():
+                log.info("requeued %s job(s) whose worker stopped renewing its lease", n)
+        except Exception:  # noqa: BLE001 -- the store is briefly unreachable: the loop goes on
+            log.warning("cannot requeue expired jobs", exc_info=True)
 
     def stop(self) -> None:
         self._stop.set()

@@ -203,7 +203,8 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
     db = f"sqlite:///{tmp_path / 'bot.db'}"
     env = {**os.environ, "REVERT_BISECT_WEBHOOK_SECRET": SECRET, "REVERT_BISECT_GITHUB_URL": base,
            "REVERT_BISECT_GITHUB_TOKEN": "sandbox-token-revert-bisect-bot", "REVERT_BISECT_POLICIES": str(ROOT / "policies"),
-           "REVERT_BISECT_WORKSPACE": str(tmp_path / "clones"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+           "REVERT_BISECT_WORKSPACE": str(tmp_path / "clones"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "REVERT_BISECT_JOB_LEASE_S": "3"}  # the killed bot's job is taken again once its lease runs out
     serve = [sys.executable, "-m", "bot.cli", "serve", "--port", str(bot_port), "--db", db]
     bot = subprocess.Popen(serve, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -235,6 +236,8 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
         with engine.connect() as conn:
             assert conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections")).scalar() == 1  # resumed, not restarted
             assert conn.execute(sqlalchemy.text("SELECT status FROM bisections")).scalar() == "found"
+            # the runs in flight at the kill kept going on the runner and were adopted, not lost and re-run
+            assert conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'lost'")).scalar() == 0
         for number in (scenario.culprit_pr, followup):
             bodies = [c["body"] for c in _comments(world, number)]
             assert bodies and len(bodies) == len(set(bodies))

@@ -1,6 +1,7 @@
 """The job queue and worker loop, on SQLite and PostgreSQL: each job is run once, failures recorded."""
 
 import threading
+import time
 
 import pytest
 
@@ -60,9 +61,26 @@ def test_failures_are_recorded_and_do_not_stop_the_loop(engine):
     assert states == [("done", ""), ("failed", "LookupError: no handler registered for '"), ("failed", "RuntimeError: GitHub said 502")]
 
 
-def test_jobs_left_running_by_a_dead_process_are_requeued(engine):
+def test_jobs_left_running_by_a_dead_process_are_requeued_when_their_lease_ends(engine):
+    enqueue(engine, 2)
+    dead, live = Jobs(engine, lease_s=0.3), Jobs(engine, lease_s=30)
+    assert dead.claim() is not None and live.claim() is not None and live.claim() is None
+    assert live.requeue_expired() == 0  # both leases still run: another replica's job is never taken
+    time.sleep(0.4)
+    assert live.requeue_expired() == 1  # the dead worker's lease ended; the live one's did not
+    again = live.claim()
+    assert again.attempts == 2 and live.claim() is None
+    assert not dead.renew(again.id) and live.renew(again.id)  # it belongs to its new worker now
+
+
+def test_a_worker_renews_the_lease_of_a_long_job(engine):
     enqueue(engine, 1)
-    jobs = Jobs(engine)
-    assert jobs.claim() is not None and jobs.claim() is None
-    assert jobs.requeue_running() == 1
-    assert jobs.claim().attempts == 2
+    jobs, other = Jobs(engine, lease_s=0.3), Jobs(engine, lease_s=0.3)
+    seen = []
+
+    def slow(job):
+        time.sleep(1.0)  # three leases long
+        seen.append(other.requeue_expired())
+
+    Worker(jobs, {"command": slow}).run_once()
+    assert seen == [0] and [j.state for j in Deliveries(engine).jobs()] == ["done"]

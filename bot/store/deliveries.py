@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -66,18 +70,30 @@ class ClaimedJob:
     attempts: int
 
 
-class Jobs:
-    """The job queue. A job is claimed by a conditional UPDATE, so of several workers (or
-    replicas on one database) exactly one wins it, on SQLite and PostgreSQL alike."""
+LEASE_S = 60.0
 
-    def __init__(self, engine: Engine):
+
+class Jobs:
+    """The job queue. A job is claimed under a row lock that skips rows other workers hold
+    (PostgreSQL) and by a conditional UPDATE (both databases), so of several workers or replicas
+    on one database exactly one wins it. A running job is leased to its worker, which renews the
+    lease while it works; a job whose lease ran out (its worker died) goes back to the queue."""
+
+    def __init__(self, engine: Engine, lease_s: float = LEASE_S, owner: str | None = None):
         self._session = sessionmaker(engine, expire_on_commit=False)
+        self.lease_s = lease_s
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    def _lease(self):
+        return utcnow() + timedelta(seconds=self.lease_s)
 
     def claim(self) -> ClaimedJob | None:
         with self._session.begin() as s:
-            candidates = s.scalars(select(JobRow.id).where(JobRow.state == "queued").order_by(JobRow.id).limit(5)).all()
+            queued = select(JobRow.id).where(JobRow.state == "queued").order_by(JobRow.id).limit(5)
+            candidates = s.scalars(queued.with_for_update(skip_locked=True)).all()
             for job_id in candidates:
-                won = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.state == "queued").values(state="running", attempts=JobRow.attempts + 1))
+                won = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.state == "queued").values(
+                    state="running", attempts=JobRow.attempts + 1, owner=self.owner, lease_until=self._lease()))
                 if won.rowcount == 1:
                     job = s.get(JobRow, job_id)
                     delivery = s.get(DeliveryRow, job.delivery_id)
@@ -90,7 +106,15 @@ class Jobs:
         with self._session.begin() as s:
             s.execute(update(JobRow).where(JobRow.id == job_id).values(state=state, error=error, finished_at=None if retry else utcnow()))
 
-    def requeue_running(self) -> int:
-        """Jobs a killed process left running go back to the queue (handlers are idempotent)."""
+    def renew(self, job_id: int) -> bool:
+        """Extend this worker's lease on a running job; False when it is no longer ours."""
         with self._session.begin() as s:
-            return s.execute(update(JobRow).where(JobRow.state == "running").values(state="queued")).rowcount
+            return s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.state == "running", JobRow.owner == self.owner)
+                             .values(lease_until=self._lease())).rowcount == 1
+
+    def requeue_expired(self) -> int:
+        """Running jobs whose worker stopped renewing (a killed process) go back to the queue; handlers
+        are idempotent. Jobs of live workers, on this replica or another, are left alone."""
+        with self._session.begin() as s:
+            stale = (JobRow.lease_until.is_(None)) | (JobRow.lease_until < utcnow())
+            return s.execute(update(JobRow).where(JobRow.state == "running", stale).values(state="queued", owner=None)).rowcount

@@ -112,3 +112,5 @@ class JobRow(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    owner: Mapped[str | None] = mapped_column(String(128), nullable=True)  # the worker holding it while running
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
