@@ -294,3 +294,28 @@ def test_a_red_scheduled_run_is_bisected_and_reverted_through_webhooks_only(worl
     assert sorted(d["run_id"] for d in completed if d["payload"]["workflow_run"]["path"].endswith("nightly-test.yml")) == sorted([green, red])
     steps = [d for d in completed if d["payload"]["workflow_run"]["path"].endswith("revert-bisect-step.yml")]
     assert steps and all("revert-bisect step" in d["payload"]["workflow_run"]["display_title"] for d in steps)
+
+
+def test_an_opted_out_culprit_gets_evidence_but_no_revert(world):
+    """The culprit PR carries the policy's opt-out label: the bisection runs, finds it, and opens nothing."""
+    scenario, repo = world["scenario"], world["seeded"].repo
+    culprit_pr, followup = scenario.culprit_pr, scenario.followup["number"]
+    assert gh(world, "POST", f"/repos/{repo}/issues/{culprit_pr}/labels", json={"labels": ["no-revert-bisect"]}).status_code == 200
+    command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+    final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=240)
+    assert "Revert PR: not opened: the culprit's PR carries `no-revert-bisect` (`revert.opt_out_label`)" in final[0]["body"]
+    refusal = [c["body"] for c in _comments(world, culprit_pr)]
+    assert len(refusal) == 1 and "opened no revert" in refusal[0] and "`revert.opt_out_label`" in refusal[0]
+    assert not _open_reverts(world)
+    wait_for(lambda: ("revert-bisect-bot", "confused") in [(r.user, r.content) for r in world["state"].reactions[command["id"]]], timeout=30)
+
+
+def test_the_kill_switch_stops_new_bisections(world):
+    scenario, repo = world["scenario"], world["seeded"].repo
+    followup = scenario.followup["number"]
+    switch = gh(world, "POST", f"/repos/{repo}/issues", json={"title": "Stop reverting until the release is out",
+                                                              "labels": ["revert-bisect-stop"]}).json()["number"]
+    deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+    refused = wait_for(lambda: [c for c in _comments(world, followup) if "cannot start" in c["body"]], timeout=60)
+    assert f"the kill switch is on: issue #{switch} carries `revert-bisect-stop`" in refused[0]["body"]
+    assert not [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"]]  # no bisection, no status comment

@@ -11,6 +11,7 @@ import logging
 import subprocess
 import threading
 import time
+from datetime import datetime, timezone
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 from bot.bisect.model import Status
 from bot.errors import RevertBisectError
 from bot.flow.backends import backend_for
+from bot.flow.guards import Culprit, Repository, revert_refusal, start_refusal
 from bot.flow.publish import publish
 from bot.flow.status import render_status
 from bot.forge.github_adapter import ForgeError, GitHubForge
@@ -37,6 +39,10 @@ from bot.store.store import Store
 from runners.envs import EnvSpec
 
 STATUS_EVERY_S = 5.0
+REFUSED_COMMENT = (
+    "revert-bisect bisected `{test}` to this PR ({evidence}) but opened no revert: {why}. "
+    "The runs are in bisection #{id}; a maintainer can revert by hand."
+)
 log = logging.getLogger("revert_bisect.bisections")
 
 
@@ -116,6 +122,8 @@ class LocalBisections:
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
             existing = self.store.by_origin_key(work.key)
+            if existing is None and (refusal := self._start_refusal(forge, policy)):
+                raise RevertBisectError(refusal)
             loaded = setup.load(self.store, existing.id) if existing else setup.create(self.store, repo, work.good, bad, config, work.origin, work.key)
         except RevertBisectError as exc:
             if work.thread:
@@ -147,13 +155,35 @@ class LocalBisections:
         if work.comment_id and not work.dry_run:
             forge.react(work.thread, work.comment_id, "rocket" if link and link.startswith("#") else "confused")
 
+    @staticmethod
+    def _start_refusal(forge: GitHubForge, policy: Policy) -> str | None:
+        kill = forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users)
+        return start_refusal(policy, kill, policy.default_branch)
+
     def _publish(self, forge, policy, repo, loaded, row, work: _Work) -> str | None:
+        if policy.mode == "shadow":  # everything but writes to GitHub: no branch, PR, issue or comment elsewhere
+            return "not opened (shadow mode)"
         culprit = row.outcome["culprit"]
         pulls = forge.pulls_for_commit(culprit)
         subject = repo.subjects([culprit])[culprit]
         culprit_pr = pulls[0] if pulls else pr_number(subject)
         pr_obj = forge.repo.get_pull(culprit_pr) if culprit_pr else None
         author = pr_obj.user.login if pr_obj else None
+        ab = row.outcome.get("ab") or {}
+        evidence = f"HEAD fails, HEAD + revert passes ({len(ab.get('head_verdicts', []))} runs each); P={row.outcome.get('confidence', 0):.3f}"
+        now = datetime.now(timezone.utc)
+        refusal = revert_refusal(
+            policy,
+            Culprit(subject, author, repo.repo.commit(culprit).committed_datetime, forge.pr_labels(culprit_pr) if culprit_pr else ()),
+            Repository(policy.default_branch,
+                       forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users),
+                       forge.reverts_opened_since(now.replace(hour=0, minute=0, second=0, microsecond=0))),
+            now)
+        if refusal:
+            if culprit_pr:
+                forge.comment_once(culprit_pr, f"culprit-{row.id}", REFUSED_COMMENT.format(test=work.test, evidence=evidence, why=refusal, id=row.id))
+            log.warning("bisection #%s: no revert PR for %s: %s", row.id, culprit[:12], refusal)
+            return f"not opened: {refusal}"
         followup = work.followup or policy.followups.get(culprit_pr or -1) or (forge.followup_for(culprit_pr) if culprit_pr else None)
         if followup is None and culprit_pr:  # nowhere to track the proper fix yet: open the place
             followup, _ = forge.ensure_issue(
@@ -165,13 +195,9 @@ class LocalBisections:
         pr = draft(row, loaded.problem, repo, revert, repo_slug=work.repo, branch=policy.default_branch,
                    test=FailingTest(work.test, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None),
                    prs=prs, followups=[followup] if followup else [])
-        ab = row.outcome.get("ab") or {}
-        evidence = f"HEAD fails, HEAD + revert passes ({len(ab.get('head_verdicts', []))} runs each); P={row.outcome.get('confidence', 0):.3f}"
         published = publish(forge, policy, repo.path, self.clone_url(work.repo), self.token(work.repo), revert, pr,
                             bisection_id=row.id, test_id=work.test, evidence=evidence, culprit_pr=culprit_pr,
                             culprit_author=author, followup=followup)
-        if published.shadow:
-            return "shadow mode: the revert PR was not opened"
         return f"#{published.pr_number}"
 
     def status(self, repo: str, thread: int) -> str:

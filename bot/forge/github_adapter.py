@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import requests
@@ -19,6 +20,11 @@ from github.Repository import Repository
 from bot.errors import RevertBisectError
 from bot.forge.actions import artifact_files
 from bot.handlers.nightly import RunInfo
+from bot.observability.github_api import instrument_pygithub
+
+# Every PyGithub client of this process (connect(), AppCredentials, their installation tokens) counts
+# its requests and keeps the rate limit it sees (revert_bisect_github_api_* in /metrics).
+instrument_pygithub()
 
 MARKER = "<!-- revert-bisect:{key} -->"
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
@@ -156,6 +162,28 @@ class GitHubForge:
     def react(self, number: int, comment_id: int, content: str) -> None:
         """Reactions are idempotent on GitHub's side (the same user and content answer 200)."""
         self.repo.get_issue(number).get_comment(comment_id).create_reaction(content)
+
+    def kill_switch(self, label: str, allowed_roles: list[str], allowed_users: list[str]) -> int | None:
+        """An open issue carrying `label`, opened by someone allowed to command the bot (anyone could add a label
+        to their own issue otherwise)."""
+        for issue in self.gh.search_issues(f'repo:{self.repo.full_name} is:issue is:open label:"{label}"'):
+            login = issue.user.login if issue.user else None
+            if login and (login in allowed_users or self.role(login) in allowed_roles):
+                return issue.number
+        return None
+
+    def reverts_opened_since(self, since: datetime, bot_branch_prefix: str = "revert-bisect/") -> int:
+        """Revert PRs the bot opened since `since` (any state: a closed one still counted against the cap)."""
+        count = 0
+        for pr in self.repo.get_pulls(state="all", sort="created", direction="desc"):
+            created = pr.created_at if pr.created_at.tzinfo else pr.created_at.replace(tzinfo=timezone.utc)
+            if created < since:
+                break
+            count += pr.head.ref.startswith(bot_branch_prefix)
+        return count
+
+    def pr_labels(self, number: int) -> tuple[str, ...]:
+        return tuple(label.name for label in self.repo.get_issue(number).labels)
 
     def followup_for(self, culprit_pr: int) -> int | None:
         """An open issue or PR that cross-references the culprit PR as the place of the proper fix."""
