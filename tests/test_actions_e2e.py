@@ -89,7 +89,7 @@ def test_steps_run_as_dispatched_workflow_runs_and_report_through_artifacts(worl
     assert (got[102].exit_code, got[102].metric, got[102].infra_reason) == (1, 0.9, None)
     assert "/actions/runs/" in got[101].runner and got[101].runner.startswith("sandbox-self-hosted")
     runs = [r for r in world["state"].actions.runs.values() if r.inputs.get("step") in ("101", "102")]
-    assert len(runs) == 2 and all(r.inputs["sha"] in (good, bad) and "[rb10" in r.display_title for r in runs)
+    assert len(runs) == 2 and all(r.inputs["sha"] in (good, bad) and "[rb-" in r.display_title for r in runs)
     assert all([a.name for a in r.artifacts] == [f"revert-bisect-step-{r.inputs['step']}"] for r in runs)
 
 

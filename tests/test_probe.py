@@ -345,7 +345,7 @@ def test_probe_matches_direct_queries_to_the_miniature_engine(tmp_path):
                 time.sleep(0.1)
         result = tmp_path / "result.json"
         proc = subprocess.run([sys.executable, "-m", "runners.probes.sglang_kl", "--base-url", base, "--result", str(result),
-                               "--samples", "8", "--seed", "5"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+                               "--samples", "8", "--max-new-tokens", "24", "--seed", "5"], capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         probe_value = json.loads(result.read_text())["metric"]["value"]
 
@@ -412,5 +412,5 @@ def test_the_commit_under_test_cannot_replace_the_probe(tmp_path):
     (fake / "__init__.py").write_text("")
     (fake / "sglang_kl.py").write_text("print('SHADOWED BY THE COMMIT')\n")
     argv = test_command()
-    proc = subprocess.run(argv[: argv.index("--launch")] + ["--help"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(argv[: argv.index("--model")] + ["--help"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "SHADOWED" not in proc.stdout and "--launch" in proc.stdout
