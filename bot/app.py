@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from bot.dashboard import install as install_dashboard
+from bot.observability import observe
 from bot.settings import BotSettings
 from bot.store.db import connect
 from bot.store.deliveries import Deliveries, Jobs
@@ -35,6 +37,8 @@ def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = N
     app.state.settings = settings
     app.state.deliveries = Deliveries(engine)
     app.include_router(webhooks)
+    install_dashboard(app, engine)  # the dashboard (/, /bisections/{id}) and /api/bisections
+    observe(app, engine, settings)  # /readyz, /metrics (app.state.metrics), JSON logs with secrets redacted
 
     @app.get("/healthz")
     def healthz() -> dict:

@@ -165,14 +165,20 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8080,
     db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: $REVERT_BISECT_DB, else SQLite in the user data directory).")] = None,
+    log_format: Annotated[str, typer.Option("--log-format", envvar="REVERT_BISECT_LOG_FORMAT", help="Log lines on stderr: json (one object per line) or text.")] = "json",
 ) -> None:
-    """The webhook service: POST /webhooks/github (secret from $REVERT_BISECT_WEBHOOK_SECRET)."""
+    """The webhook service: POST /webhooks/github (secret from $REVERT_BISECT_WEBHOOK_SECRET); GET /healthz, /readyz, /metrics."""
     import uvicorn
     from pydantic import ValidationError
 
     from bot.app import create_app
+    from bot.observability.logs import FORMATS, setup_logging
     from bot.settings import BotSettings
 
+    if log_format not in FORMATS:
+        err.print(f"revert-bisect: error: --log-format {log_format!r}: use one of {', '.join(FORMATS)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    setup_logging(log_format)
     try:
         settings = BotSettings(**({"db": db} if db else {}))
         application = create_app(settings)
@@ -182,7 +188,8 @@ def serve(
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    # log_config=None: uvicorn's own loggers go through ours (same format, same redaction).
+    uvicorn.run(application, host=host, port=port, log_level="warning", log_config=None)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from bot.observability import bind
 from bot.store.deliveries import ClaimedJob, Jobs
 
 log = logging.getLogger("revert_bisect.worker")
@@ -29,7 +30,13 @@ class Worker:
         job = self.jobs.claim()
         if job is None:
             return None
+        with bind(job_id=job.id, delivery_id=job.delivery_id):  # on every log line of the job, its handler's too
+            return self._run(job)
+
+    def _run(self, job: ClaimedJob) -> ClaimedJob:
         handler = self.handlers.get(job.handler)
+        started = time.monotonic()
+        log.info("job %s (%s, %s) started, attempt %s", job.id, job.handler, job.event, job.attempts)
         done = threading.Event()
         heartbeat = threading.Thread(target=self._renew, args=(job.id, done), name=f"revert-bisect-lease-{job.id}", daemon=True)
         heartbeat.start()
@@ -43,6 +50,7 @@ class Worker:
             self.jobs.finish(job.id, f"{type(exc).__name__}: {exc}", retry=retry)
         else:
             self.jobs.finish(job.id)
+            log.info("job %s (%s) done in %.1fs", job.id, job.handler, time.monotonic() - started)
         finally:
             done.set()
         return job

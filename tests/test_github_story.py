@@ -53,7 +53,7 @@ def world(tmp_path):
                 break
         except httpx.HTTPError:
             time.sleep(0.1)
-    yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot)
+    yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot, tmp=tmp_path)
     server.should_exit = True
     thread.join(timeout=10)
     stop_sandbox()
@@ -319,3 +319,37 @@ def test_the_kill_switch_stops_new_bisections(world):
     refused = wait_for(lambda: [c for c in _comments(world, followup) if "cannot start" in c["body"]], timeout=60)
     assert f"the kill switch is on: issue #{switch} carries `revert-bisect-stop`" in refused[0]["body"]
     assert not [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"]]  # no bisection, no status comment
+
+
+def test_no_secret_appears_in_any_output_of_a_whole_run(world, caplog):
+    """The webhook secret and the bot's token, searched for in everything a run leaves behind: logs,
+    every comment and PR body on GitHub, the dashboard and its API, the store, git configs, artifacts."""
+    import logging
+
+    import sqlalchemy
+
+    caplog.set_level(logging.DEBUG)
+    scenario, state, repo = world["scenario"], world["state"], world["seeded"].repo
+    followup = scenario.followup["number"]
+    deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+    pulls = wait_for(lambda: _open_reverts(world), timeout=300)
+    secrets = [SECRET, world["seeded"].tokens["revert-bisect-bot"]]
+    outputs = {"logs": caplog.text}
+    for issue in state.repos[repo.lower()].issues.values():
+        comments = [c.body for c in state.comments_of(state.repo(repo), issue.number)]
+        outputs[f"issue {issue.number}"] = json.dumps([issue.title, issue.body, comments], default=str)
+    bisection = httpx.get(world["bot"] + "/api/bisections", timeout=10).json()["items"][0]["id"]
+    for path in ("/", f"/bisections/{bisection}", "/api/bisections", f"/api/bisections/{bisection}", "/metrics", "/readyz"):
+        outputs[path] = httpx.get(world["bot"] + path, timeout=10).text
+    engine = sqlalchemy.create_engine(f"sqlite:///{world['tmp'] / 'bot.db'}")
+    with engine.connect() as conn:
+        for table in ("bisections", "steps", "deliveries", "jobs"):
+            outputs[f"table {table}"] = json.dumps([list(r) for r in conn.execute(sqlalchemy.text(f"SELECT * FROM {table}"))], default=str)
+    for path in list(world["tmp"].rglob("config")) + list(world["tmp"].rglob("*.json")) + list(world["tmp"].rglob("*.log")):
+        if path.is_file():
+            outputs[str(path)] = path.read_text(errors="replace")
+    for run in state.actions.runs.values():
+        outputs[f"run {run.id}"] = "\n".join(run.log) + "".join(a.data.decode("latin-1") for a in run.artifacts)
+    assert len(pulls) == 1 and len(outputs) > 20
+    leaks = [(where, secret[:6]) for where, text in outputs.items() for secret in secrets if secret in text]
+    assert not leaks

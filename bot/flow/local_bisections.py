@@ -179,7 +179,9 @@ class LocalBisections:
                        forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users),
                        forge.reverts_opened_since(now.replace(hour=0, minute=0, second=0, microsecond=0))),
             now)
+        record = dict(culprit_pr=culprit_pr, culprit_subject=subject)  # for the dashboard and the trust report
         if refusal:
+            self._record(row, **record, revert_refused=refusal)
             if culprit_pr:
                 forge.comment_once(culprit_pr, f"culprit-{row.id}", REFUSED_COMMENT.format(test=work.test, evidence=evidence, why=refusal, id=row.id))
             log.warning("bisection #%s: no revert PR for %s: %s", row.id, culprit[:12], refusal)
@@ -198,7 +200,12 @@ class LocalBisections:
         published = publish(forge, policy, repo.path, self.clone_url(work.repo), self.token(work.repo), revert, pr,
                             bisection_id=row.id, test_id=work.test, evidence=evidence, culprit_pr=culprit_pr,
                             culprit_author=author, followup=followup)
+        self._record(row, **record, pr_body=pr.body, branch=published.branch, revert_pr=published.pr_number,
+                     revert_pr_url=published.pr_url, followup=followup)
         return f"#{published.pr_number}"
+
+    def _record(self, row, **extra) -> None:
+        self.store.save_progress(row.id, outcome={**(row.outcome or {}), **extra})
 
     def status(self, repo: str, thread: int) -> str:
         rows = self.store.from_thread(repo, thread)

@@ -1,0 +1,204 @@
+"""The dashboard's pages (server-rendered), their live-update stream, and the JSON API with the same data."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
+from jinja2 import Environment, PackageLoader, select_autoescape
+from pydantic import BaseModel
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import selectinload, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from bot.bisect.model import Phase, Status
+from bot.dashboard import auth
+from bot.dashboard.chart import render_svg
+from bot.dashboard.views import (
+    BisectionDetail,
+    BisectionPage,
+    BisectionSummary,
+    detail,
+    matches,
+    summary,
+    version,
+)
+from bot.store.models import BisectionRow
+
+PER_PAGE = 50
+SCAN_CHUNK = 500
+EVENT_INTERVAL_S = 1.0
+EVENT_STREAM_MAX_S = 6 * 3600  # a browser left open reconnects after this; nothing streams forever
+PHASES = [p.value for p in Phase if p is not Phase.DONE]
+STATES = ["running", *PHASES, *(s.value for s in Status)]
+
+_templates = Environment(loader=PackageLoader("bot.dashboard", "templates"), autoescape=select_autoescape(["j2", "html"]),
+                         trim_blocks=True, lstrip_blocks=True)
+
+
+class Detail(BaseModel):
+    detail: str
+
+
+ERRORS = {
+    401: {"model": Detail, "description": "not on loopback and no valid token"},
+    403: {"model": Detail, "description": "not on loopback and no dashboard token configured"},
+}
+
+
+class Bisections:
+    """The dashboard's reads (the store's writers stay in bot.store.store)."""
+
+    def __init__(self, engine: Engine):
+        self._session = sessionmaker(engine, expire_on_commit=False)
+
+    def get(self, bisection_id: int) -> BisectionRow | None:
+        with self._session() as s:
+            return s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
+
+    def page(self, now: datetime, repository: str | None, state: str | None, test: str | None, page: int,
+             per_page: int = PER_PAGE) -> tuple[list[BisectionSummary], bool]:
+        """Newest first; state filters in SQL, repository and test (JSON origin) here, scanning in chunks."""
+        query = select(BisectionRow).order_by(BisectionRow.id.desc())
+        if state == "running":
+            query = query.where(BisectionRow.status.is_(None))
+        elif state in PHASES:
+            query = query.where(BisectionRow.status.is_(None), BisectionRow.phase == state)
+        elif state:
+            query = query.where(BisectionRow.status == state)
+        skip, wanted = (page - 1) * per_page, per_page + 1
+        found: list[BisectionSummary] = []
+        offset = 0
+        with self._session() as s:
+            while len(found) < skip + wanted:
+                rows = s.scalars(query.offset(offset).limit(SCAN_CHUNK)).all()
+                if not rows:
+                    break
+                offset += len(rows)
+                found += [v for v in (summary(r, now) for r in rows) if matches(v, repository, None, test)]
+        items = found[skip:skip + wanted]
+        return items[:per_page], len(items) > per_page
+
+
+def _store(request: Request) -> Bisections:
+    return request.app.state.dashboard
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _clean(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None
+
+
+pages = APIRouter(dependencies=[Depends(auth.require_access)], include_in_schema=False)
+api = APIRouter(prefix="/api", tags=["dashboard"], dependencies=[Depends(auth.require_access)], responses=ERRORS)
+login = APIRouter(include_in_schema=False)
+
+
+def _html(name: str, status_code: int = 200, **context) -> HTMLResponse:
+    return HTMLResponse(_templates.get_template(name).render(**context), status_code=status_code)
+
+
+@pages.get("/", response_class=HTMLResponse)
+def list_page(request: Request, repository: str | None = None, state: str | None = None, test: str | None = None,
+              page: int = Query(1, ge=1)) -> HTMLResponse:
+    repository, state, test = _clean(repository), _clean(state), _clean(test)
+    items, has_next = _store(request).page(_now(), repository, state, test, page)
+    filters = {k: v for k, v in (("repository", repository), ("state", state), ("test", test)) if v}
+    return _html("list.html.j2", items=items, has_next=has_next, page=page, filters=filters, qs=urlencode(filters), states=STATES,
+                 repository=repository or "", state=state or "", test=test or "")
+
+
+@pages.get("/bisections/{bisection_id}", response_class=HTMLResponse)
+def detail_page(request: Request, bisection_id: int) -> HTMLResponse:
+    row = _store(request).get(bisection_id)
+    if row is None:
+        return _html("not_found.html.j2", status_code=404, bisection_id=bisection_id)
+    view = detail(row, _now())
+    labels = {e.position: f"#{e.position} {e.sha[:12]}" for e in view.timeline}
+    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels))
+
+
+@pages.get("/bisections/{bisection_id}/events")
+async def events(request: Request, bisection_id: int) -> StreamingResponse:
+    """Server-sent events: `version` every second while the bisection runs, then `done`."""
+    store = _store(request)
+    if await run_in_threadpool(store.get, bisection_id) is None:
+        raise HTTPException(404, f"no bisection #{bisection_id}")
+
+    async def stream():
+        yield "retry: 2000\n\n"
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while loop.time() - start < EVENT_STREAM_MAX_S:
+            row = await run_in_threadpool(store.get, bisection_id)
+            if row is None:
+                return
+            if row.status is not None:
+                yield f"event: done\ndata: {version(row)}\n\n"
+                return
+            yield f"event: version\ndata: {version(row)}\n\n"
+            await asyncio.sleep(EVENT_INTERVAL_S)
+            if await request.is_disconnected():
+                return
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _login(request: Request, token: str) -> RedirectResponse:
+    configured = auth.configured_token(request)
+    if configured is None:
+        if auth.is_loopback(request.client.host if request.client else None):
+            return RedirectResponse("/", status_code=303)
+        raise HTTPException(403, auth.NOT_CONFIGURED)
+    if not auth.token_matches(token, configured):
+        raise HTTPException(401, auth.NEEDS_TOKEN)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(auth.COOKIE, auth.cookie_value(configured), httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", max_age=30 * 86400)
+    return response
+
+
+@login.get("/login", response_model=None)
+def login_with_token(request: Request, token: str = "") -> RedirectResponse | HTMLResponse:
+    """`?token=` sets the session cookie (an HMAC of the token) and goes to the list; without it, a form
+    that POSTs the token (so it stays out of access logs and browser history)."""
+    if not token:
+        return _html("login.html.j2")
+    return _login(request, token)
+
+
+@login.post("/login")
+async def login_with_form(request: Request) -> RedirectResponse:
+    fields = parse_qs((await request.body()).decode("utf-8", "replace"))
+    return _login(request, (fields.get("token") or [""])[0])
+
+
+@api.get("/bisections", response_model=BisectionPage)
+def api_list(request: Request, repository: str | None = None, state: str | None = None, test: str | None = None,
+             page: int = Query(1, ge=1), per_page: int = Query(PER_PAGE, ge=1, le=200)) -> BisectionPage:
+    items, has_next = _store(request).page(_now(), _clean(repository), _clean(state), _clean(test), page, per_page)
+    return BisectionPage(items=items, page=page, per_page=per_page, has_next=has_next)
+
+
+@api.get("/bisections/{bisection_id}", response_model=BisectionDetail, responses={404: {"model": Detail, "description": "no such bisection"}})
+def api_detail(request: Request, bisection_id: int) -> BisectionDetail:
+    row = _store(request).get(bisection_id)
+    if row is None:
+        raise HTTPException(404, f"no bisection #{bisection_id}")
+    return detail(row, _now())
+
+
+def install(app: FastAPI, engine: Engine) -> None:
+    """Mount the dashboard (/, /bisections/...), /login and the JSON API (/api/bisections) on the app."""
+    app.state.dashboard = Bisections(engine)
+    app.include_router(login)
+    app.include_router(pages)
+    app.include_router(api)

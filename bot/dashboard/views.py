@@ -1,0 +1,481 @@
+"""Stored rows -> view models (pure: no I/O, no git). The same models are the JSON API's responses.
+
+The store does not keep the range's commit list (it is `git rev-list GOOD..BAD`, and the dashboard
+never runs git), so the timeline is the commits that were run, placed in range order by replaying
+the search: every new probe lies between the highest commit known good and the lowest known bad
+above it when its round started, and a round's probes are recorded in position order. That is the
+exact order for a search in synchronous rounds; runs that overlapped rounds may be placed inside the
+right interval but in the wrong order among other undecided commits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+
+from pydantic import BaseModel, Field
+
+from bot.bisect.evidence import Evidence, effective_flake
+from bot.bisect.model import Kind, Problem, Run, Settings
+from bot.bisect.posterior import Contradiction, Posterior, Tally
+from bot.bisect.verdict import MetricRule, RawResult, Verdict
+from bot.store.models import BisectionRow, StepRow
+
+FINISHED_STEP_STATES = ("done", "lost", "cancelled")
+RUN_URL = re.compile(r"\((https?://[^()\s]+)\)")
+AB_KIND_VALUES = {Kind.AB_HEAD.value, Kind.AB_REVERT.value}
+
+
+# -- view models (also the JSON API's response models) --------------------------------------------
+
+
+class BisectionSummary(BaseModel):
+    id: int
+    repository: str
+    test: str
+    good: str
+    bad: str
+    good_rev: str
+    bad_rev: str
+    state: str = Field(description="the outcome status once finished, else the engine's phase")
+    running: bool
+    culprit: str | None = None
+    culprit_pr: int | None = None
+    revert_pr: int | None = None
+    revert_pr_url: str | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
+    age: str = Field(description="time since the bisection was created, for display")
+
+
+class BisectionPage(BaseModel):
+    items: list[BisectionSummary]
+    page: int
+    per_page: int
+    has_next: bool
+
+
+class StepView(BaseModel):
+    id: int
+    sha: str
+    kind: str
+    round: int
+    state: str
+    verdict: str | None = None
+    exit_code: int | None = None
+    metric: float | None = None
+    runner: str | None = None
+    run_urls: list[str] = []
+    duration_s: float | None = None
+    infra_reason: str | None = None
+    env_key: str | None = None
+    env_reused: bool | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class TimelineEntry(BaseModel):
+    position: int = Field(description="0 is GOOD; the order is reconstructed from the search (see order_note)")
+    sha: str
+    role: str = Field(description="good | bad | culprit | candidate | tested")
+    verdicts: list[str]
+    metrics: list[float]
+    runs: int
+    running: int
+    posterior: float | None = None
+
+
+class ChartPoint(BaseModel):
+    position: int
+    sha: str
+    metric: float
+    verdict: str
+    kind: str
+    step_id: int
+
+
+class ChartData(BaseModel):
+    points: list[ChartPoint]
+    positions: int
+    threshold: float | None = None
+    boundary: float | None = None
+    higher_is_worse: bool = True
+
+
+class PosteriorEntry(BaseModel):
+    sha: str
+    position: int
+    probability: float
+
+
+class PosteriorView(BaseModel):
+    guess: str | None = Field(None, description="the engine's best guess at its last decision")
+    guess_probability: float | None = None
+    flake_rate: float | None = None
+    scope: str = Field(description="what `entries` is a posterior over")
+    entries: list[PosteriorEntry] = []
+    no_culprit: float | None = None
+    note: str | None = None
+
+
+class ABView(BaseModel):
+    head: str | None = None
+    revert: str | None = None
+    passed: bool | None = None
+    head_verdicts: list[str] = []
+    revert_verdicts: list[str] = []
+    steps: list[StepView] = []
+
+
+class RoundView(BaseModel):
+    round: int
+    kinds: list[str]
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    steps: list[StepView]
+
+
+class BisectionDetail(BaseModel):
+    summary: BisectionSummary
+    phase: str
+    status: str | None = None
+    message: str | None = None
+    confidence: float | None = None
+    candidates: list[str] = []
+    revert_error: str | None = None
+    threshold: float | None = None
+    boundary: float | None = None
+    outcome: dict | None = Field(None, description="the stored outcome, as the driver wrote it")
+    version: str = Field(description="changes whenever a step finishes or the phase changes (the live page's signal)")
+    order_note: str
+    steps: list[StepView]
+    timeline: list[TimelineEntry]
+    rounds: list[RoundView]
+    chart: ChartData
+    posterior: PosteriorView
+    ab: ABView | None = None
+    revert_pr_body: str | None = None
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def aware(dt: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; everything the store writes is UTC."""
+    if dt is None:
+        return None
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
+
+
+def age(since: datetime | None, now: datetime) -> str:
+    if since is None:
+        return "-"
+    seconds = max(0, int((now - aware(since)).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"
+
+
+def run_urls(runner: str | None) -> list[str]:
+    return RUN_URL.findall(runner or "")
+
+
+def runner_label(runner: str | None) -> str:
+    return RUN_URL.sub("", runner or "").strip()
+
+
+def _int(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.lstrip("#").isdigit():
+        return int(value.lstrip("#"))
+    return None
+
+
+def _str(value) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _config(row: BisectionRow) -> dict:
+    return row.settings if isinstance(row.settings, dict) else {}
+
+
+def repository(row: BisectionRow) -> str:
+    origin = row.origin or {}
+    return _str(origin.get("repo")) or row.repo
+
+
+def test_name(row: BisectionRow) -> str:
+    origin = row.origin or {}
+    if _str(origin.get("test")):
+        return origin["test"]
+    command = row.command or []
+    return " ".join(str(c) for c in command) if command else "-"
+
+
+def state_of(row: BisectionRow) -> str:
+    return row.status or row.phase
+
+
+def _lookup(row: BisectionRow, *keys: str):
+    for source in (row.outcome or {}, row.origin or {}):
+        for key in keys:
+            if source.get(key) is not None:
+                return source[key]
+    return None
+
+
+def summary(row: BisectionRow, now: datetime) -> BisectionSummary:
+    outcome = row.outcome or {}
+    url = _str(_lookup(row, "revert_pr_url"))
+    return BisectionSummary(
+        id=row.id, repository=repository(row), test=test_name(row), good=row.good, bad=row.bad,
+        good_rev=row.good_rev, bad_rev=row.bad_rev, state=state_of(row), running=row.status is None,
+        culprit=_str(outcome.get("culprit")), culprit_pr=_int(_lookup(row, "culprit_pr")),
+        revert_pr=_int(_lookup(row, "revert_pr", "pr_number")), revert_pr_url=url if url and url.startswith(("https://", "http://")) else None,
+        created_at=aware(row.created_at) or now, finished_at=aware(row.finished_at), age=age(row.created_at, now),
+    )
+
+
+def matches(s: BisectionSummary, repository: str | None, state: str | None, test: str | None) -> bool:
+    if repository and repository.lower() not in s.repository.lower():
+        return False
+    if test and test.lower() not in s.test.lower():
+        return False
+    if state == "running":
+        return s.running
+    if state and state != s.state:
+        return False
+    return True
+
+
+def version(row: BisectionRow) -> str:
+    finished = sum(s.state in FINISHED_STEP_STATES for s in row.steps)
+    return f"{finished}/{len(row.steps)}:{row.phase}:{row.status or ''}"
+
+
+def step_view(step: StepRow, verdict: str | None = None) -> StepView:
+    return StepView(
+        id=step.id, sha=step.sha, kind=step.kind, round=step.round, state=step.state, verdict=verdict or step.verdict,
+        exit_code=step.exit_code, metric=step.metric, runner=runner_label(step.runner) or None, run_urls=run_urls(step.runner),
+        duration_s=step.duration_s, infra_reason=step.infra_reason, env_key=step.env_key, env_reused=step.env_reused,
+        started_at=aware(step.started_at), finished_at=aware(step.finished_at),
+    )
+
+
+def _rule(config: dict) -> MetricRule | None:
+    if not (config.get("metric_file") or config.get("metric_regex")):
+        return None
+    threshold = config.get("threshold")
+    return MetricRule(float(threshold) if isinstance(threshold, (int, float)) else None, bool(config.get("higher_is_worse", True)))
+
+
+def verdicts(row: BisectionRow) -> dict[int, str]:
+    """Each finished step's verdict as report.py/--json give it: metric runs re-classified against the
+    boundary calibrated on the endpoints (stored verdicts used the boundary known at the time)."""
+    out = {s.id: s.verdict for s in row.steps if s.verdict}
+    finished = [s for s in row.steps if s.state in ("done", "lost")]
+    try:
+        runs = [Run(s.sha, Kind(s.kind), RawResult(s.exit_code, s.metric, s.infra_reason), s.round) for s in finished]
+        problem = Problem({}, row.good, row.bad, Settings(metric=_rule(_config(row))))
+        evidence = Evidence.of(problem, runs)
+    except (ValueError, TypeError):  # a kind this version does not know: keep the stored verdicts
+        return out
+    for step, (_, verdict) in zip(finished, evidence.verdicts):
+        out[step.id] = verdict.value
+    return out
+
+
+def _known(verdict_list: Iterable[str]) -> str | None:
+    """What the search knew of a commit: a pass makes it good (a bad commit never passes), else a fail bad."""
+    vs = set(verdict_list)
+    if Verdict.GOOD.value in vs:
+        return "good"
+    if Verdict.BAD.value in vs:
+        return "bad"
+    return None
+
+
+def order_commits(good: str, bad: str, steps: Sequence[StepRow], verdict_of: dict[int, str]) -> list[str]:
+    """The range's tested commits, oldest first, reconstructed by replaying the search round by round."""
+    order = [good, bad]
+    by_round: dict[int, list[StepRow]] = defaultdict(list)
+    for s in steps:
+        if s.kind not in AB_KIND_VALUES:
+            by_round[s.round].append(s)
+    known: dict[str, list[str]] = defaultdict(list)
+    for rnd in sorted(by_round):
+        batch = sorted(by_round[rnd], key=lambda s: s.id)
+        new = list(dict.fromkeys(s.sha for s in batch if s.sha not in order))
+        if new:
+            lo = max((i for i, sha in enumerate(order) if i == 0 or _known(known[sha]) == "good"), default=0)
+            lo = min(lo, len(order) - 2)
+            hi = next((i for i in range(lo + 1, len(order)) if _known(known[order[i]]) == "bad"), len(order) - 1)
+            order[hi:hi] = new
+        for s in batch:
+            if s.id in verdict_of:
+                known[s.sha].append(verdict_of[s.id])
+    return order
+
+
+def _posterior(row: BisectionRow, order: list[str], by_sha: dict[str, list[str]]) -> PosteriorView:
+    config = _config(row)
+    base = dict(guess=row.guess, guess_probability=row.guess_probability, flake_rate=row.flake_rate)
+    scope = ("the tested commits only, in the order above: the store does not keep the range's size, so untested "
+             "commits between them are not weighed (the engine's own guess and probability above are over the whole range)")
+    n = len(order) - 1
+    tallies: dict[int, Tally] = {}
+    for position, sha in enumerate(order):
+        for v in by_sha.get(sha, []):
+            if v in (Verdict.GOOD.value, Verdict.BAD.value):
+                tallies[position] = tallies.get(position, Tally()).add(v == Verdict.GOOD.value)
+    if not tallies:
+        return PosteriorView(**base, scope=scope, note="no results yet")
+    declared = config.get("flake_rate")
+    settings = Settings(flake_rate=float(declared) if isinstance(declared, (int, float)) else None)
+    flake = row.flake_rate if row.flake_rate is not None else effective_flake(settings, tallies)
+    if flake is None:
+        return PosteriorView(**base, scope=scope, note="results contradict a flake rate of 0: no posterior")
+    try:
+        post = Posterior.compute(n, tallies, flake)
+    except (Contradiction, ValueError) as exc:
+        return PosteriorView(**base, scope=scope, note=f"no hypothesis explains the results ({exc})")
+    entries = [PosteriorEntry(sha=sha, position=i, probability=post.mass(i)) for i, sha in enumerate(order) if i >= 1]
+    return PosteriorView(**base, scope=scope, entries=entries, no_culprit=post.no_culprit, note=None)
+
+
+def _revert_body(row: BisectionRow, timeline: list[TimelineEntry], by_sha_steps: dict[str, list[StepView]], ab_steps: list[StepView]) -> str | None:
+    """The revert PR's body, when the outcome holds what the draft needs beyond the runs (the culprit's subject
+    and parent, the revert's files); the driver does not store those today, so this is usually None."""
+    from bot.revert import pr_body
+
+    outcome = row.outcome or {}
+    if isinstance(outcome.get("pr_body"), str):
+        return outcome["pr_body"]
+    culprit, subject, parent, ab = outcome.get("culprit"), outcome.get("culprit_subject"), outcome.get("culprit_parent"), outcome.get("ab")
+    if not (isinstance(culprit, str) and isinstance(subject, str) and isinstance(parent, str) and isinstance(ab, dict)
+            and isinstance(ab.get("head"), str) and isinstance(ab.get("revert"), str)):
+        return None
+    config = _config(row)
+    revert = outcome.get("revert") if isinstance(outcome.get("revert"), dict) else {}
+
+    def summary_of(vs: list[str]) -> str:
+        counts = Counter(vs)
+        return " ".join(v + (f" x{c}" if c > 1 else "") for v, c in counts.items()) or "-"
+
+    def values(steps: list[StepView]) -> str:
+        shown = [f"{s.metric:.4g}" for s in steps if s.metric is not None]
+        return ", ".join(shown) if shown else ", ".join("-" if s.exit_code is None else str(s.exit_code) for s in steps) or "-"
+
+    rows = [pr_body.Row(e.sha, "", summary_of(e.verdicts), values(by_sha_steps.get(e.sha, []))) for e in timeline if e.runs]
+    heads = [s for s in ab_steps if s.kind == Kind.AB_HEAD.value and s.state == "done"]
+    reverts = [s for s in ab_steps if s.kind == Kind.AB_REVERT.value and s.state == "done"]
+    metric_name = "metric" if _rule(config) else None
+    threshold = config.get("threshold") if isinstance(config.get("threshold"), (int, float)) else None
+    evidence = pr_body.RevertEvidence(
+        repo_slug=repository(row), branch=_str(outcome.get("branch")) or row.bad_rev,
+        culprit=pr_body.Culprit(culprit, parent, pr_body.strip_pr_number(subject), _int(outcome.get("culprit_pr")) or pr_body.pr_number(subject)),
+        test=pr_body.FailingTest(test_name(row), metric_name, threshold),
+        rows=rows,
+        ab=pr_body.AB(ab["head"], ab["revert"], " ".join(ab.get("head_verdicts") or []) or "-", " ".join(ab.get("revert_verdicts") or []) or "-",
+                      values(heads), values(reverts), bool(ab.get("passed"))),
+        files=[f for f in revert.get("files", []) if isinstance(f, str)], diffstat=str(revert.get("diffstat", "")),
+        replay_log="(the replay log needs the repository: `revert-bisect status` on the bot's machine)",
+        bisection_id=row.id, confidence=float(outcome.get("confidence") or 0.0),
+        runs=sum(s.state in ("done", "lost") for s in row.steps), commits=max(len(timeline) - 1, 1),
+        before=[m for e in timeline if e.sha == parent for m in e.metrics],
+        after=[m for e in timeline if e.sha == culprit for m in e.metrics],
+    )
+    return pr_body.render(evidence, _str(outcome.get("branch")) or f"revert-bisect/{culprit[:7]}").body
+
+
+ORDER_NOTE = ("Commits that were run, oldest first. The store does not keep the range's commit list, so the order is "
+              "reconstructed from the search (each probe lies between the last commit known good and the first known bad "
+              "when it was dispatched): exact for searches in synchronous rounds; untested commits are not shown.")
+
+
+def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
+    outcome = row.outcome or {}
+    config = _config(row)
+    verdict_of = verdicts(row)
+    steps = sorted(row.steps, key=lambda s: s.id)
+    views = {s.id: step_view(s, verdict_of.get(s.id)) for s in steps}
+    range_steps = [s for s in steps if s.kind not in AB_KIND_VALUES]
+    ab_steps = [views[s.id] for s in steps if s.kind in AB_KIND_VALUES]
+
+    order = order_commits(row.good, row.bad, range_steps, verdict_of)
+    position = {sha: i for i, sha in enumerate(order)}
+    by_sha: dict[str, list[str]] = defaultdict(list)
+    by_sha_steps: dict[str, list[StepView]] = defaultdict(list)
+    for s in range_steps:
+        by_sha_steps[s.sha].append(views[s.id])
+        if s.id in verdict_of and s.state in ("done", "lost"):
+            by_sha[s.sha].append(verdict_of[s.id])
+    posterior = _posterior(row, order, by_sha)
+    mass = {e.sha: e.probability for e in posterior.entries}
+    culprit = _str(outcome.get("culprit"))
+    candidates = [c for c in outcome.get("candidates") or [] if isinstance(c, str)]
+
+    def role(sha: str) -> str:
+        if sha == row.good:
+            return "good"
+        if sha == culprit:
+            return "culprit"
+        if sha == row.bad:
+            return "bad"
+        return "candidate" if sha in candidates else "tested"
+
+    timeline = [
+        TimelineEntry(
+            position=i, sha=sha, role=role(sha), verdicts=by_sha.get(sha, []),
+            metrics=[v.metric for v in by_sha_steps.get(sha, []) if v.metric is not None],
+            runs=sum(v.state in ("done", "lost") for v in by_sha_steps.get(sha, [])),
+            running=sum(v.state == "running" for v in by_sha_steps.get(sha, [])), posterior=mass.get(sha),
+        )
+        for i, sha in enumerate(order)
+    ]
+    points = [
+        ChartPoint(position=position[s.sha], sha=s.sha, metric=views[s.id].metric, verdict=views[s.id].verdict or s.state, kind=s.kind, step_id=s.id)
+        for s in range_steps if s.metric is not None and s.sha in position
+    ]
+    threshold = config.get("threshold") if isinstance(config.get("threshold"), (int, float)) and not isinstance(config.get("threshold"), bool) else None
+    chart = ChartData(points=points, positions=len(order), threshold=threshold, boundary=row.boundary,
+                      higher_is_worse=bool(config.get("higher_is_worse", True)))
+
+    rounds: dict[int, list[StepView]] = defaultdict(list)
+    for s in steps:
+        rounds[s.round].append(views[s.id])
+    round_views = []
+    for rnd, members in rounds.items():
+        starts = [m.started_at for m in members if m.started_at]
+        ends = [m.finished_at for m in members if m.finished_at]
+        round_views.append(RoundView(round=rnd, kinds=list(dict.fromkeys(m.kind for m in members)), steps=members,
+                                     started_at=min(starts) if starts else None,
+                                     finished_at=max(ends) if ends and len(ends) == len(members) else None))
+    round_views.sort(key=lambda r: (r.started_at or now, r.round))
+
+    ab = None
+    ab_out = outcome.get("ab") if isinstance(outcome.get("ab"), dict) else None
+    if ab_out or ab_steps:
+        ab_out = ab_out or {}
+        ab = ABView(head=_str(ab_out.get("head")) or row.head, revert=_str(ab_out.get("revert")) or row.revert,
+                    passed=ab_out.get("passed") if isinstance(ab_out.get("passed"), bool) else None,
+                    head_verdicts=[str(v) for v in ab_out.get("head_verdicts") or []],
+                    revert_verdicts=[str(v) for v in ab_out.get("revert_verdicts") or []], steps=ab_steps)
+    try:
+        body = _revert_body(row, timeline, by_sha_steps, ab_steps)
+    except Exception:  # noqa: BLE001 -- a malformed stored outcome must not take the page down
+        body = None
+    confidence = outcome.get("confidence")
+    return BisectionDetail(
+        summary=summary(row, now), phase=row.phase, status=row.status, message=_str(outcome.get("message")),
+        confidence=float(confidence) if isinstance(confidence, (int, float)) else None, candidates=candidates,
+        revert_error=_str(outcome.get("revert_error")) or row.revert_error, threshold=threshold, boundary=row.boundary,
+        outcome=outcome or None, version=version(row), order_note=ORDER_NOTE, steps=list(views.values()),
+        timeline=timeline, rounds=round_views, chart=chart, posterior=posterior, ab=ab, revert_pr_body=body,
+    )

@@ -1,0 +1,134 @@
+"""GitHub API calls, counted where PyGithub sends them, and the rate limit GitHub reports.
+
+PyGithub sends every request through its connection class (`Requester.getresponse`); PyGithub lets a
+program replace that class (`Requester.injectConnectionClasses`). Ours is PyGithub's own, counting
+each answered request by method and status class (and "error" when no answer came), keeping the
+last `X-RateLimit-*` headers per resource, and registering the request's token for log redaction.
+
+It is process-wide (every Github, GithubIntegration and installation-token client built after
+`instrument_pygithub()`), like the rate limit it watches; `STATS.reset()` clears it for tests.
+Retries done inside urllib3 (GithubRetry) are invisible here: a call retried three times counts once,
+with its final status.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from bot.observability.logs import register_secret
+
+
+@dataclass
+class ApiStats:
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)  # (method, status class) -> count
+    remaining: dict[str, int] = field(default_factory=dict)  # X-RateLimit-Resource -> X-RateLimit-Remaining
+    limit: dict[str, int] = field(default_factory=dict)
+    reset_at: dict[str, int] = field(default_factory=dict)  # epoch seconds
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, method: str, status: int | None, headers) -> None:
+        status_class = f"{status // 100}xx" if status else "error"
+        key = (method.upper(), status_class)
+        resource = (headers.get("X-RateLimit-Resource") or "core") if headers else "core"
+        with self._lock:
+            self.calls[key] = self.calls.get(key, 0) + 1
+            for target, name in ((self.remaining, "X-RateLimit-Remaining"), (self.limit, "X-RateLimit-Limit"), (self.reset_at, "X-RateLimit-Reset")):
+                value = headers.get(name) if headers else None
+                if value is not None and str(value).isdigit():
+                    target[resource] = int(value)
+
+    def snapshot(self) -> tuple[dict, dict, dict, dict]:
+        with self._lock:
+            return dict(self.calls), dict(self.remaining), dict(self.limit), dict(self.reset_at)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.remaining.clear()
+            self.limit.clear()
+            self.reset_at.clear()
+
+
+STATS = ApiStats()
+
+
+def _token_of(headers) -> str | None:
+    value = (headers or {}).get("Authorization") or (headers or {}).get("authorization")
+    if not value or " " not in value:
+        return None
+    return value.split(" ", 1)[1].strip()
+
+
+class _Counted:
+    """Mixed into PyGithub's connection classes: every response (or failure) is recorded."""
+
+    def getresponse(self):
+        register_secret(_token_of(getattr(self, "headers", None)), transient=True)
+        try:
+            response = super().getresponse()
+        except Exception:
+            STATS.record(self.verb, None, None)
+            raise
+        STATS.record(self.verb, response.status, response.headers)  # requests' case-insensitive dict
+        return response
+
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def instrument_pygithub() -> None:
+    """Count every PyGithub request from now on (idempotent). Clients built before keep their class."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, Requester
+
+        class CountedHTTPConnection(_Counted, HTTPRequestsConnectionClass):
+            pass
+
+        class CountedHTTPSConnection(_Counted, HTTPSRequestsConnectionClass):
+            pass
+
+        Requester.injectConnectionClasses(CountedHTTPConnection, CountedHTTPSConnection)
+        _installed = True
+
+
+def uninstrument_pygithub() -> None:
+    """PyGithub's own connection classes again (tests)."""
+    global _installed
+    with _install_lock:
+        from github.Requester import Requester
+
+        Requester.resetConnectionClasses()
+        _installed = False
+
+
+class GitHubApiCollector:
+    """STATS as Prometheus series; one per app registry, all reading the same process-wide numbers."""
+
+    def __init__(self, stats: ApiStats = STATS):
+        self.stats = stats
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        calls, remaining, limit, reset_at = self.stats.snapshot()
+        counter = CounterMetricFamily("revert_bisect_github_api_calls", "GitHub API requests made by this process (PyGithub), by method and status class (error: no answer).", labels=["method", "status_class"])
+        for (method, status_class), n in sorted(calls.items()):
+            counter.add_metric([method, status_class], n)
+        yield counter
+        for name, values, doc in (
+            ("revert_bisect_github_rate_limit_remaining", remaining, "X-RateLimit-Remaining of the latest GitHub API answer, by X-RateLimit-Resource."),
+            ("revert_bisect_github_rate_limit_limit", limit, "X-RateLimit-Limit of the latest GitHub API answer, by X-RateLimit-Resource."),
+            ("revert_bisect_github_rate_limit_reset_timestamp_seconds", reset_at, "X-RateLimit-Reset (epoch seconds) of the latest GitHub API answer, by X-RateLimit-Resource."),
+        ):
+            gauge = GaugeMetricFamily(name, doc, labels=["resource"])
+            for resource, value in sorted(values.items()):
+                gauge.add_metric([resource], value)
+            yield gauge

@@ -1,0 +1,255 @@
+"""The dashboard in a real headless Chromium (Debian's `chromium` package, driven by Playwright for Python):
+rows, the timeline and chart, the live update over server-sent events, screenshots, a phone viewport, dark mode.
+
+Playwright's own browser downloads are never used (`playwright install` is not run): the browser is
+/usr/bin/chromium, which .ci/run installs with apt-get."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import struct
+import threading
+import time
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from bot.app import create_app
+from bot.gitrepo import GitRepo
+from bot.orchestrator import setup
+from bot.orchestrator.config import BisectConfig
+from bot.settings import BotSettings
+from bot.store.db import connect
+from bot.store.store import NewStep, StepReport, Store
+from bot.synthetic import build
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install -y chromium): .ci/run installs it")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _report(verdict: str, exit_code: int | None, metric: float | None = None, runner: str = "local/wt-0", infra: str | None = None) -> StepReport:
+    return StepReport(exit_code, metric, infra, verdict, runner, 2.5, "log", "e" * 64, True)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A store with a finished bisection (metric test) and a running one, served by uvicorn on loopback."""
+    import uvicorn
+
+    home = tmp_path_factory.mktemp("browser")
+    db = f"sqlite:///{home / 'store.db'}"
+    store = Store(connect(db))
+    repo = build(home / "repo", 12, 6)
+    git = GitRepo(repo.path)
+    config = BisectConfig(command=tuple(repo.command()), metric_file=True, threshold=0.002, workers=2)
+    origin = {"repo": "octo/gpu-kernels", "test": "test_kl_divergence"}
+
+    done = setup.create(store, git, repo.good, repo.bad, config, origin=origin).id
+    plan = [(repo.good, "calibrate", 1, "good", 0.0003), (repo.bad, "calibrate", 1, "bad", 0.0065),
+            (repo.good, "calibrate", 2, "good", 0.0004), (repo.bad, "calibrate", 2, "bad", 0.0066),
+            (repo.shas[3], "search", 3, "good", 0.0003), (repo.shas[7], "search", 3, "bad", 0.0064),
+            (repo.shas[5], "search", 4, "bad", 0.0063), (repo.shas[4], "search", 5, "good", 0.0005),
+            (repo.shas[5], "confirm", 6, "bad", 0.0062), (repo.shas[4], "confirm", 6, "good", 0.0004)]
+    ids = store.add_steps(done, [NewStep(sha, kind, rnd) for sha, kind, rnd, _, _ in plan])
+    for step_id, (_, _, _, verdict, metric) in zip(ids, plan):
+        store.finish_step(step_id, _report(verdict, 0, metric, "gpu-1 (https://github.example/octo/gpu-kernels/actions/runs/9)"))
+    store.save_progress(done, phase="done", status="found", boundary=0.0034, flake_rate=0.0, guess=repo.shas[5], guess_probability=0.995,
+                        outcome={"message": f"the first bad commit is {repo.shas[5][:12]}", "culprit": repo.shas[5], "confidence": 0.995, "candidates": []})
+
+    running = setup.create(store, git, repo.good, repo.bad, config, origin=origin).id
+    cal = store.add_steps(running, [NewStep(repo.good, "calibrate", 1), NewStep(repo.bad, "calibrate", 1)])
+    store.finish_step(cal[0], _report("good", 0, 0.0003))
+    store.finish_step(cal[1], _report("bad", 0, 0.0065))
+    probe = store.add_steps(running, [NewStep(repo.shas[5], "search", 2)])[0]
+    store.save_progress(running, phase="searching", boundary=0.0034, guess=repo.shas[5], guess_probability=0.3)
+
+    app = create_app(BotSettings(webhook_secret="whsec-browser-tests", db=db), handlers={})
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield SimpleNamespace(base=f"http://127.0.0.1:{port}", store=store, done=done, running=running, probe=probe, plan=plan, repo=repo)
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    context.close()
+    assert not errors, errors
+
+
+def decode_png(data: bytes) -> tuple[int, int, int, bytes]:
+    """(width, height, bytes per pixel, raw pixels) of an 8-bit, non-interlaced RGB(A) PNG: enough for screenshots."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, [], 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
+            assert depth == 8 and colour in (2, 6) and interlace == 0, (depth, colour, interlace)
+            bpp = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat.append(chunk)
+        pos += 12 + length
+    raw = zlib.decompress(b"".join(idat))
+    stride = width * bpp
+    out = bytearray(stride * height)
+    prev = bytearray(stride)
+    for y in range(height):
+        ftype = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if ftype == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 255
+        elif ftype == 2:
+            line = bytearray((a + b) & 255 for a, b in zip(line, prev))
+        elif ftype == 3:
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 255
+        elif ftype == 4:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b = prev[i]
+                c = prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        out[y * stride:(y + 1) * stride] = line
+        prev = line
+    return width, height, bpp, bytes(out)
+
+
+def assert_not_blank(path: Path, min_colours: int = 8) -> None:
+    data = path.read_bytes()
+    assert len(data) > 5000, f"{path.name}: {len(data)} bytes"
+    width, height, bpp, pixels = decode_png(data)
+    colours = {pixels[i:i + 3] for i in range(0, len(pixels), bpp * 7)}
+    assert len(colours) >= min_colours, f"{path.name}: {len(colours)} colours in {width}x{height}"
+
+
+def test_list_page_shows_the_rows(served, page, tmp_path):
+    page.goto(served.base + "/")
+    rows = page.locator("tr.bisection-row")
+    assert rows.count() == 2
+    assert page.locator("h1").inner_text() == "Bisections"
+    assert "test_kl_divergence" in rows.first.inner_text() and "octo/gpu-kernels" in rows.first.inner_text()
+    page.get_by_label("State").select_option("found")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**state=found**")
+    assert page.locator("tr.bisection-row").count() == 1
+    shot = tmp_path / "list.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert_not_blank(shot)
+
+
+def test_bisection_page_timeline_chart_and_threshold(served, page, tmp_path):
+    page.goto(f"{served.base}/bisections/{served.done}")
+    tested = {sha for sha, *_ in served.plan}
+    assert page.locator("#timeline tbody tr.timeline-row").count() == len(tested)
+    assert page.locator("svg.chart circle").count() == len(served.plan)  # every run had a metric
+    threshold = page.locator('svg.chart line[data-line="threshold"]')
+    assert threshold.count() == 1 and threshold.get_attribute("stroke-dasharray")
+    assert page.locator('svg.chart line[data-line="boundary"]').count() == 1
+    assert page.locator("svg.chart circle title").first.text_content()  # tooltips
+    # the timeline is in range order: GOOD, shas[3], shas[4] (good), culprit shas[5], shas[7], BAD
+    repo = served.repo
+    order = page.locator("#timeline tr.timeline-row").evaluate_all("rows => rows.map(r => r.dataset.sha)")
+    assert order == [repo.good, repo.shas[3], repo.shas[4], repo.shas[5], repo.shas[7], repo.bad]
+    assert "culprit" in page.locator(f'#timeline tr[data-sha="{repo.shas[5]}"]').inner_text()
+    assert page.locator("#rounds tbody.round").count() == 6
+    assert page.locator('#rounds a[href="https://github.example/octo/gpu-kernels/actions/runs/9"]').count() == len(served.plan)
+    shot = tmp_path / "detail.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert_not_blank(shot)
+    assert "found" in page.locator("#state").inner_text()
+
+
+def test_live_update_without_navigation(served, page, tmp_path):
+    page.goto(f"{served.base}/bisections/{served.running}")
+    assert page.locator("main").get_attribute("data-live") == "true"
+    row = page.locator(f'#rounds tr[data-step="{served.probe}"]')
+    assert "running" in row.inner_text()
+    page.evaluate("window.__same_document = true")
+    time.sleep(1.2)  # the event stream is open and has sent its first version
+    served.store.finish_step(served.probe, _report("bad", 0, 0.0063, "gpu-7 (https://github.example/octo/gpu-kernels/actions/runs/77)"))
+    page.wait_for_function(
+        f"""() => {{ const r = document.querySelector('#rounds tr[data-step="{served.probe}"]');
+                    return r && r.querySelector('.verdict.bad') !== null; }}""", timeout=8000)
+    assert page.evaluate("window.__same_document") is True  # swapped in place, not reloaded
+    assert page.locator('a[href="https://github.example/octo/gpu-kernels/actions/runs/77"]').count() == 1
+    assert page.locator("svg.chart circle").count() == 3
+    # the bisection finishes: the page says so and stops listening
+    served.store.save_progress(served.running, phase="done", status="found", outcome={"message": "found it", "culprit": served.repo.shas[5], "confidence": 0.99})
+    page.wait_for_function("() => document.getElementById('main').dataset.live === 'false'", timeout=8000)
+    assert "found it" in page.locator("#message").inner_text()
+    shot = tmp_path / "live.png"
+    page.screenshot(path=str(shot))
+    assert_not_blank(shot)
+
+
+def test_phone_viewport_has_no_horizontal_overflow(served, browser, tmp_path):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    try:
+        for path in ("/", f"/bisections/{served.done}"):
+            pg.goto(served.base + path)
+            widths = pg.evaluate("() => [document.documentElement.scrollWidth, document.body.scrollWidth, window.innerWidth]")
+            assert max(widths[:2]) <= widths[2], (path, widths)
+        assert pg.locator(".table-wrap").first.evaluate("e => getComputedStyle(e).overflowX") == "auto"
+        shot = tmp_path / "phone.png"
+        pg.screenshot(path=str(shot), full_page=False)
+        assert_not_blank(shot)
+    finally:
+        context.close()
+
+
+def test_dark_mode_changes_the_background(served, browser):
+    colours = {}
+    for scheme in ("light", "dark"):
+        context = browser.new_context(color_scheme=scheme)
+        pg = context.new_page()
+        pg.goto(f"{served.base}/bisections/{served.done}")
+        colours[scheme] = pg.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        context.close()
+    assert colours["light"] != colours["dark"]
+    assert colours["light"] == "rgb(255, 255, 255)"
+
+
+def test_keyboard_skip_link_and_focus(served, page):
+    page.goto(served.base + "/")
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.className") == "skip-link"
+    assert page.evaluate("() => getComputedStyle(document.activeElement).left") != "-999px"  # visible when focused
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.id") == "main"
