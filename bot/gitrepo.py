@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import git
@@ -52,6 +53,46 @@ class GitRepo:
             return {}
         out = self.repo.git.show("-s", "--format=%H %s", *shas)
         return dict(line.split(" ", 1) if " " in line else (line, "") for line in out.splitlines())
+
+    # -- re-lands --
+
+    # Options shared by both sides of a patch-id comparison, so user configuration (external diff
+    # drivers, colour, rename detection) cannot make the same change hash differently.
+    _PATCH_LOG = ("log", "--patch", "--first-parent", "--no-color", "--no-ext-diff", "--no-renames", "--format=commit %H")
+
+    def _patch_ids(self, *log_args: str) -> dict[str, str]:
+        """`git log -p ... | git patch-id --stable`: commit -> patch-id (commits with an empty diff have none)."""
+        log_cmd = ["git", "-C", str(self.path), *self._PATCH_LOG, *log_args]
+        patch_id = ["git", "-C", str(self.path), "patch-id", "--stable"]
+        with subprocess.Popen(log_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as log:
+            ids = subprocess.run(patch_id, stdin=log.stdout, capture_output=True, text=True, check=False)
+            log.stdout.close()
+            err = log.stderr.read().decode("utf-8", "replace").strip()
+            log.wait()
+        if log.returncode != 0:
+            raise RepoError(f"git log {' '.join(log_args)} failed in {self.path}: {err.splitlines()[-1] if err else 'git failed'}")
+        if ids.returncode != 0:
+            raise RepoError(f"git patch-id failed in {self.path}: {ids.stderr.strip() or 'git failed'}")
+        out = {}
+        for line in ids.stdout.splitlines():
+            pid, _, commit = line.partition(" ")
+            out[commit] = pid
+        return out
+
+    def relanded(self, culprit: str, since: str, branch_ref: str) -> bool:
+        """Whether the culprit's change landed again, unchanged, on branch_ref after `since` (where its revert was
+        made): a first-parent commit in since..branch_ref with the same `git patch-id --stable` as the culprit.
+
+        A merge commit is compared by its diff against its first parent (the whole PR it brings in). A culprit
+        with an empty diff has no patch-id and is never re-landed; the culprit is not its own re-land.
+        """
+        culprit = self.resolve(culprit, "culprit")
+        since = self.resolve(since, "revert base")
+        branch_ref = self.resolve(branch_ref, "branch")
+        wanted = self._patch_ids("-1", culprit).get(culprit)
+        if wanted is None:
+            return False
+        return any(pid == wanted and commit != culprit for commit, pid in self._patch_ids(f"{since}..{branch_ref}").items())
 
     # -- worktrees --
 

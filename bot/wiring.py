@@ -18,6 +18,11 @@ from bot.store.store import Store
 from bot.worker import Handler
 
 
+def default_workspace(settings: BotSettings) -> Path:
+    """Where the bot keeps its clones, `<workspace>/<owner>__<repo>`: settings.workspace, else the user cache directory."""
+    return settings.workspace or Path(user_cache_dir("revert-bisect", appauthor=False)) / "clones"
+
+
 def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     """The job handlers; none without a GitHub token (the service then only records deliveries)."""
     token = settings.github_token.get_secret_value()
@@ -26,7 +31,7 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     policies = load_dir(settings.policies)
     api = settings.github_url.rstrip("/")
     git_base = (settings.github_git_url or ("https://github.com" if api == "https://api.github.com" else api)).rstrip("/")
-    workspace = settings.workspace or Path(user_cache_dir("revert-bisect", appauthor=False)) / "clones"
+    workspace = default_workspace(settings)
     public = api == "https://api.github.com"
     forges: dict[str, GitHubForge] = {}
     if settings.github_app_id:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import Callable
 from datetime import datetime, timezone
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
@@ -14,6 +17,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import selectinload, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from bot import trust
 from bot.bisect.model import Phase, Status
 from bot.dashboard import auth
 from bot.dashboard.chart import render_svg
@@ -21,11 +25,15 @@ from bot.dashboard.views import (
     BisectionDetail,
     BisectionPage,
     BisectionSummary,
+    TrustReportView,
     detail,
     matches,
     summary,
+    trust_view,
     version,
 )
+from bot.errors import RepoError
+from bot.gitrepo import GitRepo
 from bot.store.models import BisectionRow
 
 PER_PAGE = 50
@@ -83,6 +91,72 @@ class Bisections:
         return items[:per_page], len(items) > per_page
 
 
+    def finished(self) -> list:
+        """What the trust report reads of every finished bisection (no steps)."""
+        columns = (BisectionRow.repo, BisectionRow.status, BisectionRow.outcome, BisectionRow.origin, BisectionRow.head)
+        with self._session() as s:
+            return list(s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all())
+
+
+SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def clone_of(workspace: Path, repo: str) -> Path | None:
+    """The bot's clone of `owner/repo` (bot.flow.local_bisections keeps it at <workspace>/<owner>__<repo>), if there is one."""
+    if not SLUG.match(repo) or any(part in (".", "..") for part in repo.split("/")):
+        return None
+    path = workspace / repo.replace("/", "__")
+    return path if (path / ".git").is_dir() else None
+
+
+def relanded_in_clones(workspace: Path, bases: dict[tuple[str, str], str]) -> Callable[[str, str], bool | None]:
+    """bot.trust's `relanded`, answered from the clones under workspace: since = the head the revert was made on
+    (trust.revert_bases), ref = the clone's default branch. None when there is no clone or git cannot tell."""
+    repos: dict[str, GitRepo | None] = {}
+    answers: dict[tuple[str, str], bool | None] = {}
+
+    def relanded(repo: str, culprit: str) -> bool | None:
+        key = (repo, culprit)
+        if key in answers:
+            return answers[key]
+        answer = None
+        since = bases.get(key)
+        if since is not None:
+            if repo not in repos:
+                path = clone_of(workspace, repo)
+                try:
+                    repos[repo] = GitRepo(path) if path else None
+                except RepoError:
+                    repos[repo] = None
+            clone = repos[repo]
+            if clone is not None:
+                try:
+                    answer = clone.relanded(culprit, since, clone.default_branch())
+                except (RepoError, OSError):  # the culprit or the head is not in the clone (yet)
+                    answer = None
+        answers[key] = answer
+        return answer
+
+    return relanded
+
+
+def _workspace(request: Request) -> Path | None:
+    settings = getattr(request.app.state, "settings", None)
+    if settings is None:
+        return None
+    from bot.wiring import default_workspace  # the same default the bot clones into
+
+    return default_workspace(settings)
+
+
+def trust_report(request: Request) -> trust.TrustReport:
+    rows = _store(request).finished()
+    workspace = _workspace(request)
+    if workspace is None:
+        return trust.build(rows, lambda repo, culprit: None)
+    return trust.build(rows, relanded_in_clones(workspace, trust.revert_bases(rows)))
+
+
 def _store(request: Request) -> Bisections:
     return request.app.state.dashboard
 
@@ -113,6 +187,11 @@ def list_page(request: Request, repository: str | None = None, state: str | None
     filters = {k: v for k, v in (("repository", repository), ("state", state), ("test", test)) if v}
     return _html("list.html.j2", items=items, has_next=has_next, page=page, filters=filters, qs=urlencode(filters), states=STATES,
                  repository=repository or "", state=state or "", test=test or "")
+
+
+@pages.get("/trust", response_class=HTMLResponse)
+def trust_page(request: Request) -> HTMLResponse:
+    return _html("trust.html.j2", t=trust_view(trust_report(request)))
 
 
 @pages.get("/bisections/{bisection_id}", response_class=HTMLResponse)
@@ -196,8 +275,15 @@ def api_detail(request: Request, bisection_id: int) -> BisectionDetail:
     return detail(row, _now())
 
 
+@api.get("/trust", response_model=TrustReportView)
+def api_trust(request: Request) -> TrustReportView:
+    """Per repository: reverts opened and how many were re-landed unchanged (false positives), culprits confirmed
+    against inconclusive bisections, and reverts the guards refused, by reason."""
+    return trust_view(trust_report(request))
+
+
 def install(app: FastAPI, engine: Engine) -> None:
-    """Mount the dashboard (/, /bisections/...), /login and the JSON API (/api/bisections) on the app."""
+    """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API (/api/bisections, /api/trust) on the app."""
     app.state.dashboard = Bisections(engine)
     app.include_router(login)
     app.include_router(pages)
