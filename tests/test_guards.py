@@ -47,3 +47,25 @@ def test_just_under_the_limits_passes():
 def test_start_is_refused_only_by_the_kill_switch_or_a_foreign_branch():
     assert start_refusal(POLICY, None, "main") is None
     assert "kill switch" in start_refusal(POLICY, 3, "main")
+
+
+def test_only_commits_on_the_watched_branch_are_bisected(tmp_path):
+    import subprocess
+
+    from bot.errors import RepoError
+    from bot.flow.local_bisections import off_branch
+    from bot.gitrepo import GitRepo
+
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True, text=True).stdout.strip()  # noqa: E731
+    git("init", "-q", "-b", "main")
+    for i in range(3):
+        git("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", f"main {i}")
+    first, head = git("rev-list", "--max-parents=0", "HEAD"), git("rev-parse", "HEAD")
+    git("checkout", "-q", "-b", "fork-pr")
+    git("-c", "user.name=m", "-c", "user.email=m@x", "commit", "-q", "--allow-empty", "-m", "untrusted code")
+    fork = git("rev-parse", "HEAD")
+    repo = GitRepo(tmp_path)
+    assert off_branch(repo, first, head, "main") is None
+    assert off_branch(repo, first, fork, "main") == f"bad={fork} is not on main: only commits merged there are bisected"
+    with pytest.raises(RepoError):
+        off_branch(repo, "f" * 40, head, "main")

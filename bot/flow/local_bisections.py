@@ -62,6 +62,16 @@ class _Work:
     dry_run: bool
 
 
+def off_branch(repo: GitRepo, good: str, bad: str, branch_ref: str) -> str | None:
+    """Only commits reachable from the watched branch are ever checked out on a runner: never a fork's PR
+    head or a side branch, whose code nobody with write access has merged."""
+    for name, rev in (("good", good), ("bad", bad)):
+        sha = repo.resolve(rev, name)
+        if not repo.is_ancestor(sha, branch_ref):
+            return f"{name}={rev} is not on {branch_ref.removeprefix('origin/')}: only commits merged there are bisected"
+    return None
+
+
 class LocalBisections:
     def __init__(self, store: Store, workspace: Path, policies: Mapping[str, Policy], clone_url: Callable[[str], str], token: Callable[[str], str]):
         self.store = store
@@ -122,7 +132,7 @@ class LocalBisections:
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
             existing = self.store.by_origin_key(work.key)
-            if existing is None and (refusal := self._start_refusal(forge, policy)):
+            if existing is None and (refusal := self._start_refusal(forge, policy) or off_branch(repo, work.good, bad, f"origin/{policy.default_branch}")):
                 raise RevertBisectError(refusal)
             loaded = setup.load(self.store, existing.id) if existing else setup.create(self.store, repo, work.good, bad, config, work.origin, work.key)
         except RevertBisectError as exc:
