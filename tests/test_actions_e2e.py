@@ -70,6 +70,18 @@ def spec(sha: str, step_id: int, command=(RUNNER_PYTHON, "-c", TEST)) -> StepSpe
     return StepSpec(step_id, sha, tuple(command), 60, r"metric=(?P<value>[0-9.]+)")
 
 
+SLEEPER = (RUNNER_PYTHON, "-c", "import time; time.sleep(60)")
+
+
+def running(world, b: GitHubActionsBackend, step: int):
+    """The sandbox run of `step`, once its job is in progress on the runner."""
+    deadline = time.monotonic() + 30
+    while not (runs := [r for r in world["state"].actions.runs.values() if r.inputs.get("step") == str(step) and r.status == "in_progress"]):
+        assert time.monotonic() < deadline, f"step {step} never started"
+        b.wait(0.2)
+    return runs[0]
+
+
 def collect(b: GitHubActionsBackend, n: int, timeout: float = 120) -> dict[int, object]:
     got, deadline = {}, time.monotonic() + timeout
     while len(got) < n and time.monotonic() < deadline:
@@ -114,12 +126,8 @@ def test_a_run_no_runner_can_take_waits_visibly_then_is_infra_and_cancelled(worl
 
 def test_a_run_cancelled_on_github_is_infra(world):
     b = backend(world)
-    b.submit(spec(world["shas"][0], 401, (RUNNER_PYTHON, "-c", "import time; time.sleep(60)")))
-    deadline = time.monotonic() + 30
-    while not (runs := [r for r in world["state"].actions.runs.values() if r.inputs.get("step") == "401" and r.status == "in_progress"]):
-        assert time.monotonic() < deadline
-        b.wait(0.2)
-    world["state"].actions.cancel(runs[0])  # by hand, or the runner service stopped
+    b.submit(spec(world["shas"][0], 401, SLEEPER))
+    world["state"].actions.cancel(running(world, b, 401))  # by hand, or the runner service stopped
     [got] = collect(b, 1).values()
     assert "was cancelled on GitHub" in got.infra_reason
 
@@ -127,7 +135,7 @@ def test_a_run_cancelled_on_github_is_infra(world):
 def test_a_run_that_times_out_is_infra(world, monkeypatch):
     monkeypatch.setattr(world["state"].actions, "minute_s", 0.05)  # the job's timeout-minutes: 5 + 30 -> 1.75 s
     b = backend(world)
-    b.submit(spec(world["shas"][0], 501, (RUNNER_PYTHON, "-c", "import time; time.sleep(60)")))
+    b.submit(spec(world["shas"][0], 501, SLEEPER))
     [got] = collect(b, 1).values()
     assert "timed out on sandbox-self-hosted" in got.infra_reason
 
@@ -151,13 +159,10 @@ def test_a_missing_or_invalid_artifact_is_infra(world, program, reason, monkeypa
 
 def test_cancel_stops_the_run_on_the_runner(world):
     b = backend(world)
-    b.submit(spec(world["shas"][0], 701, (RUNNER_PYTHON, "-c", "import time; time.sleep(60)")))
-    deadline = time.monotonic() + 30
-    while not (runs := [r for r in world["state"].actions.runs.values() if r.inputs.get("step") == "701" and r.status == "in_progress"]):
-        assert time.monotonic() < deadline
-        b.wait(0.2)
+    b.submit(spec(world["shas"][0], 701, SLEEPER))
+    run = running(world, b, 701)
     b.cancel([701])
-    assert runs[0].done.wait(20) and runs[0].conclusion == "cancelled"
+    assert run.done.wait(20) and run.conclusion == "cancelled"
     assert b.wait(0.5) == [] and b.free == 4
 
 

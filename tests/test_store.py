@@ -2,7 +2,7 @@ import pytest
 import sqlalchemy
 
 from bot.errors import NotFound, StoreUnavailable
-from bot.store.db import connect, is_current
+from bot.store.db import HEAD_REVISION, connect, is_current
 from bot.store.store import NewBisection, NewStep, StepReport, Store
 
 
@@ -74,3 +74,16 @@ def test_migrations_match_the_models(backend, tmp_path, request):
     engine = connect(url)
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_replicas_starting_together_migrate_one_at_a_time(backend, tmp_path, request):
+    """Several `serve` processes on one fresh database: one migrates, the others find it done."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'bot.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    program = f"from bot.store.db import connect, HEAD_REVISION, _revision\nwith connect({url!r}).connect() as c: print(_revision(c))"
+    procs = [subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(4)]
+    outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert outputs == [HEAD_REVISION] * 4, outputs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+from contextlib import contextmanager
 from pathlib import Path
 
 from platformdirs import user_data_dir
@@ -46,7 +48,9 @@ def connect(url: str | None = None) -> Engine:
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     try:
-        with engine.begin() as conn:
+        with _migration_lock(engine), engine.begin() as conn:
+            if engine.dialect.name == "postgresql":  # replicas starting together migrate one at a time
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
             if _revision(conn) != HEAD_REVISION:
                 from alembic import command
 
@@ -57,6 +61,22 @@ def connect(url: str | None = None) -> Engine:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise StoreUnavailable(f"cannot reach the store at {engine.url.render_as_string(hide_password=True)}: {reason}") from exc
     return engine
+
+
+MIGRATION_LOCK_KEY = 0x72625F6D6967  # "rb_mig": the advisory lock replicas take around migrations
+
+
+@contextmanager
+def _migration_lock(engine: Engine):
+    """SQLite: an exclusive file lock beside the database while it is checked and migrated (PostgreSQL
+    uses an advisory lock inside the migration's transaction instead)."""
+    path = engine.url.database
+    if engine.dialect.name != "sqlite" or not path or path == ":memory:":
+        yield
+        return
+    with open(f"{path}.migrate-lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
