@@ -34,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import tables  # noqa: E402  (bench/tables.py, beside this script)
+
 from bot.bisect.engine import decide  # noqa: E402
 from bot.bisect.model import Kind, Problem, Run, Settings, State, Status  # noqa: E402
 from bot.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate  # noqa: E402
@@ -71,15 +73,7 @@ def ceil_log(n: int, base: int) -> int:
 
 
 def table(title: str, header: list[str], rows: list[list[str]], notes: list[str] = ()) -> None:
-    print(f"### {title}\n")
-    print(f"Command: `{COMMAND}`\n")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-    for note in notes:
-        print(f"\n{note}")
-    print(flush=True)
+    tables.table(title, COMMAND, header, rows, notes)  # with this run's command line
 
 
 # -- 1. real processes, real git ---------------------------------------------------------------

@@ -43,6 +43,8 @@ import sqlalchemy
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import tables  # noqa: E402  (bench/tables.py, beside this script)
+
 from bot.store.db import connect  # noqa: E402
 from bot.webhooks.signature import sign  # noqa: E402
 
@@ -51,6 +53,7 @@ HOOKS = ROOT / "tests" / "fixtures" / "github" / "webhooks"
 PG_URL = os.environ.get("REVERT_BISECT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 SECRET = "load-bench-" + uuid.uuid4().hex
 NPROC = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+SHARDS = 32  # httpx clients per replica (see drive)
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -71,15 +74,7 @@ def quantile(values: list[float], q: float) -> float:
 
 
 def table(title: str, header: list[str], rows: list[list[str]], notes: list[str] = ()) -> None:
-    print(f"### {title}\n")
-    print(f"Command: `{COMMAND}`\n")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-    for note in notes:
-        print(f"\n{note}")
-    print(flush=True)
+    tables.table(title, COMMAND, header, rows, notes)  # with this run's command line
 
 
 # -- the payloads and the plan -------------------------------------------------------------------
@@ -237,8 +232,12 @@ class RunStats:
 
 async def drive(plan: list[Planned], urls: list[str], rate: float, timeout: float) -> RunStats:
     """Fire request i at start + i/rate (late ones at once, never skipped), without waiting for answers."""
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
-    clients = [httpx.AsyncClient(base_url=u, limits=limits, timeout=httpx.Timeout(timeout)) for u in urls]
+    # httpcore's pool does work per waiting request on every change, so one pool with thousands of
+    # requests in flight (a saturated server) costs the generator more CPU than the servers use. Each
+    # replica gets SHARDS clients instead, request i using shard i // replicas % SHARDS.
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+    tls = httpx.create_ssl_context()  # plain http; one context instead of one per client
+    clients = [[httpx.AsyncClient(base_url=u, limits=limits, timeout=httpx.Timeout(timeout), verify=tls) for _ in range(SHARDS)] for u in urls]
     loop = asyncio.get_running_loop()
     results: list[Result] = []
     fired: list[float] = []
@@ -249,7 +248,8 @@ async def drive(plan: list[Planned], urls: list[str], rate: float, timeout: floa
                    "X-Hub-Signature-256": req.payload.signature, "Content-Type": "application/json"}
         status, error = None, None
         try:
-            status = (await clients[req.replica].post("/webhooks/github", content=req.payload.body, headers=headers)).status_code
+            client = clients[req.replica][req.index // len(urls) % SHARDS]
+            status = (await client.post("/webhooks/github", content=req.payload.body, headers=headers)).status_code
         except httpx.HTTPError as exc:
             error = type(exc).__name__
         results.append(Result(req, start - planned, loop.time() - planned, status, error))
@@ -267,8 +267,9 @@ async def drive(plan: list[Planned], urls: list[str], rate: float, timeout: floa
         await asyncio.gather(*tasks)
         end = loop.time()
     finally:
-        for c in clients:
-            await c.aclose()
+        for shard in clients:
+            for c in shard:
+                await c.aclose()
     stats = RunStats(results)
     stats.span = fired[-1] - fired[0] if len(fired) > 1 else math.nan
     stats.wall = end - t0

@@ -9,13 +9,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
+from starlette.concurrency import run_in_threadpool
 
 from bot.observability import bind, count_delivery
 from bot.settings import BotSettings
 from bot.store.deliveries import Deliveries, Incoming
 from bot.webhooks.routes import handler_for
-from runners.backends.github_actions import wake_all
 from bot.webhooks.signature import verify
+from runners.backends.github_actions import wake_all
 
 router = APIRouter()
 log = logging.getLogger("revert_bisect.webhooks")
@@ -87,7 +88,8 @@ async def _receive(request: Request, settings: BotSettings, deliveries: Deliveri
     full_name = repo.get("full_name") if isinstance(repo, dict) and isinstance(repo.get("full_name"), str) else None
     handler = handler_for(event, action)
     try:
-        recorded = deliveries.record(Incoming(delivery_id, event, action, full_name, handler, payload))
+        # on a worker thread: a database round trip must not hold up every other request of this replica
+        recorded = await run_in_threadpool(deliveries.record, Incoming(delivery_id, event, action, full_name, handler, payload))
     except OperationalError:
         # Refused, not lost: GitHub shows the delivery as failed and it can be redelivered.
         return _outcome(request, event, "store_unavailable", 503, "the store is unreachable; redeliver later")
