@@ -124,6 +124,37 @@ def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
     status = [c for c in followup_comments if "**revert-bisect**" in c["body"]]
     assert len(status) == 1 and "found" in status[0]["body"] and f"#{pr['number']}" in status[0]["body"]
     assert [(r.user, r.content) for r in world["state"].reactions[command["id"]]] == [("revert-bisect-bot", "eyes"), ("revert-bisect-bot", "rocket")]
+    _metrics_match_the_run(world)
+
+
+def _metrics_match_the_run(world):
+    """/metrics after the end-to-end run: every listed series, with the values the store and GitHub saw."""
+    import sqlalchemy
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples = {}
+    for family in text_string_to_metric_families(httpx.get(world["bot"] + "/metrics", timeout=10).text):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+
+    def value(name, **labels):
+        return samples.get((name, tuple(sorted(labels.items()))), 0)
+
+    engine = sqlalchemy.create_engine(f"sqlite:///{world['tmp'] / 'bot.db'}")
+    with engine.connect() as conn:
+        done = conn.execute(sqlalchemy.text("SELECT verdict, count(*), sum(duration_s) FROM steps WHERE state = 'done' GROUP BY verdict")).all()
+        jobs = dict(conn.execute(sqlalchemy.text("SELECT state, count(*) FROM jobs GROUP BY state")).all())
+    assert value("revert_bisect_webhook_deliveries_total", event="issue_comment", outcome="queued") == 1
+    assert value("revert_bisect_bisections", status="found", phase="done") == 1
+    for verdict, n, _ in done:
+        assert value("revert_bisect_steps", state="done", verdict=verdict, backend="github_actions") == n
+    steps_done = sum(n for _, n, _ in done)
+    assert value("revert_bisect_step_duration_seconds_count", backend="github_actions") == steps_done
+    assert abs(value("revert_bisect_step_duration_seconds_sum", backend="github_actions") - sum(d for *_, d in done)) < 1e-6
+    assert value("revert_bisect_jobs", state="done") == jobs.get("done", 0) == 1
+    assert value("revert_bisect_oldest_queued_job_age_seconds") == 0
+    assert value("revert_bisect_github_api_calls_total", method="POST", status_class="2xx") > steps_done  # dispatches, comments, the PR
+    assert any(name == "revert_bisect_github_rate_limit_remaining" for name, _ in samples)
 
 
 def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
