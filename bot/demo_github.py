@@ -95,6 +95,7 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
             err.print(f"[red]no revert PR[/]: {_progress(db)}; see {workdir / 'bot.log'}")
             return GithubDemoResult(1, None)
         _show(err, base, seeded, scenario, pr, state)
+        _show_trust(err, bot_url)
         correct = scenario["culprit_pr"] == _reverted_pr(pr, seeded.repo)
         err.print(f"expected culprit #{scenario['culprit_pr']}: {'[green]correct[/]' if correct else '[red]wrong[/]'}; {time.monotonic() - t0:.0f}s")
         out.print(pr["html_url"])
@@ -160,3 +161,18 @@ def _show(err: Console, base: str, seeded, scenario: dict, pr: dict, state: Sand
         for comment in _api(base, seeded, f"/repos/{seeded.repo}/issues/{number}/comments"):
             if f"#{pr['number']}" in comment["body"] and "**revert-bisect**" not in comment["body"]:
                 err.print(Panel(Markdown(comment["body"].split("-->", 1)[-1]), title=f"comment on {what} #{number} by {comment['user']['login']}"))
+
+
+def _show_trust(err: Console, bot_url: str) -> None:
+    """The bot's trust report (/api/trust), as the dashboard's /trust page shows it."""
+    from rich.table import Table
+
+    report = httpx.get(bot_url + "/api/trust", timeout=30).json()
+    table = Table(title=f"trust report ({bot_url}/trust)")
+    for column in ("repository", "bisections", "confirmed", "inconclusive", "reverts opened", "re-landed unchanged", "refused"):
+        table.add_column(column)
+    for row in report["repositories"]:
+        relanded = str(row["relanded"]) if row["relanded_known"] else "unknown"
+        table.add_row(row["repository"], str(row["bisections"]), str(row["confirmed"]), str(row["inconclusive"]),
+                      str(row["reverts_opened"]), relanded, str(row["reverts_refused"]))
+    err.print(table)
