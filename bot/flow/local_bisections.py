@@ -26,6 +26,7 @@ from bot.forge.github_adapter import ForgeError, GitHubForge
 from bot.gitrepo import GitRepo
 from bot.handlers.command_job import StartRequest
 from bot.handlers.nightly import Scoped
+from bot.observability import bind
 from bot.orchestrator import setup
 from bot.orchestrator.config import BisectConfig
 from bot.orchestrator.driver import Driver, Snapshot
@@ -140,6 +141,10 @@ class LocalBisections:
                 forge.comment_once(work.thread, f"refused-{work.comment_id}", f"I cannot start that bisection: {exc}")
             log.warning("bisection of %s %s..%s refused: %s", work.repo, work.good, bad, exc)
             return
+        with bind(bisection_id=loaded.id):  # every log line of this bisection carries its id
+            self._drive(forge, policy, test, repo, loaded, work)
+
+    def _drive(self, forge: GitHubForge, policy: Policy, test, repo: GitRepo, loaded, work: _Work) -> None:
         key = f"status-{loaded.id}"
         say = (lambda text: forge.comment_once(work.thread, key, text)) if work.thread else (lambda text: None)
         say(render_status(work.test, loaded.problem, None, None))
