@@ -48,6 +48,11 @@ class GitRepo:
             graph[sha] = tuple(parents)
         return graph
 
+    def first_parent_log(self, good: str, bad: str) -> list[list[str]]:
+        """[sha, author, subject] of each first-parent commit of good..bad, oldest first."""
+        out = self.repo.git.log("--first-parent", "--reverse", "--format=%H%x00%an%x00%s", f"{good}..{bad}")
+        return [line.split("\x00", 2) for line in out.splitlines() if line]
+
     def subjects(self, shas: list[str]) -> dict[str, str]:
         if not shas:
             return {}

@@ -210,7 +210,10 @@ def test_running_page_is_live_and_shows_running_steps(world, client):
     assert 'href="https://github.example/octo/gpu-kernels/actions/runs/101"' in html  # the run link from the runner text
     assert "built" in html and "reused" in html  # environments per step
     data = client.get(f"/api/bisections/{bid}").json()
-    assert [e["role"] for e in data["timeline"]] == ["good", "tested", "tested", "bad"]
+    row = world.store.get(bid)
+    assert [e["sha"] for e in data["timeline"]] == [row.good] + [c[0] for c in row.commits]  # the whole range, oldest first
+    assert [e["role"] for e in data["timeline"] if e["role"] != "untested"] == ["good", "tested", "tested", "bad"]
+    assert all(e["subject"] and e["author"] for e in data["timeline"][1:])
     assert data["posterior"]["guess_probability"] == 0.4 and data["posterior"]["entries"]
     running = [s for s in data["steps"] if s["state"] == "running"]
     assert len(running) == 1 and running[0]["verdict"] is None

@@ -175,17 +175,19 @@ def test_list_page_shows_the_rows(served, page, tmp_path):
 
 def test_bisection_page_timeline_chart_and_threshold(served, page, tmp_path):
     page.goto(f"{served.base}/bisections/{served.done}")
-    tested = {sha for sha, *_ in served.plan}
-    assert page.locator("#timeline tbody tr.timeline-row").count() == len(tested)
+    repo = served.repo
+    assert page.locator("#timeline tbody tr.timeline-row").count() == 1 + len(repo.shas)  # GOOD and every commit of the range
     assert page.locator("svg.chart circle").count() == len(served.plan)  # every run had a metric
     threshold = page.locator('svg.chart line[data-line="threshold"]')
     assert threshold.count() == 1 and threshold.get_attribute("stroke-dasharray")
     assert page.locator('svg.chart line[data-line="boundary"]').count() == 1
     assert page.locator("svg.chart circle title").first.text_content()  # tooltips
-    # the timeline is in range order: GOOD, shas[3], shas[4] (good), culprit shas[5], shas[7], BAD
-    repo = served.repo
+    # the timeline is in range order, the tested ones: GOOD, shas[3], shas[4] (good), culprit shas[5], shas[7], BAD
     order = page.locator("#timeline tr.timeline-row").evaluate_all("rows => rows.map(r => r.dataset.sha)")
-    assert order == [repo.good, repo.shas[3], repo.shas[4], repo.shas[5], repo.shas[7], repo.bad]
+    assert order == [repo.good, *repo.shas]
+    tested = page.locator("#timeline tr.timeline-row:not(.role-untested)").evaluate_all("rows => rows.map(r => r.dataset.sha)")
+    assert tested == [repo.good, repo.shas[3], repo.shas[4], repo.shas[5], repo.shas[7], repo.bad]
+    assert "not tested" in page.locator(f'#timeline tr[data-sha="{repo.shas[1]}"]').inner_text()
     assert "culprit" in page.locator(f'#timeline tr[data-sha="{repo.shas[5]}"]').inner_text()
     assert page.locator("#rounds tbody.round").count() == 6
     assert page.locator('#rounds a[href="https://github.example/octo/gpu-kernels/actions/runs/9"]').count() == len(served.plan)

@@ -21,6 +21,7 @@ from bot.bisect.evidence import Evidence, effective_flake
 from bot.bisect.model import Kind, Problem, Run, Settings
 from bot.bisect.posterior import Contradiction, Posterior, Tally
 from bot.bisect.verdict import MetricRule, RawResult, Verdict
+from bot.revert.pr_body import pr_number
 from bot.store.models import BisectionRow, StepRow
 from bot.trust import REASON_LABELS, TrustReport, TrustRow
 
@@ -80,12 +81,15 @@ class StepView(BaseModel):
 class TimelineEntry(BaseModel):
     position: int = Field(description="0 is GOOD; the order is reconstructed from the search (see order_note)")
     sha: str
-    role: str = Field(description="good | bad | culprit | candidate | tested")
+    role: str = Field(description="good | bad | culprit | candidate | tested | untested")
     verdicts: list[str]
     metrics: list[float]
     runs: int
     running: int
     posterior: float | None = None
+    subject: str | None = Field(None, description="the commit's subject (a squash merge's PR title)")
+    author: str | None = None
+    pr: int | None = Field(None, description="the PR number from the subject's (#N) suffix")
 
 
 class ChartPoint(BaseModel):
@@ -302,6 +306,18 @@ def _known(verdict_list: Iterable[str]) -> str | None:
     return None
 
 
+def commit_order(row: BisectionRow, steps: Sequence[StepRow], verdict_of: dict[int, str]) -> tuple[list[str], str]:
+    """The timeline: GOOD then the range's recorded commits (and any commit a merge was descended into, placed
+    by the search); for bisections stored without their commit list, the tested commits in search order."""
+    searched = order_commits(row.good, row.bad, steps, verdict_of)
+    recorded = [c[0] for c in row.commits or [] if isinstance(c, list) and c and isinstance(c[0], str)]
+    if not recorded:
+        return searched, ORDER_NOTE
+    order = [row.good, *recorded]
+    known = set(order)
+    return order + [sha for sha in searched if sha not in known], RANGE_NOTE
+
+
 def order_commits(good: str, bad: str, steps: Sequence[StepRow], verdict_of: dict[int, str]) -> list[str]:
     """The range's tested commits, oldest first, reconstructed by replaying the search round by round."""
     order = [good, bad]
@@ -395,6 +411,7 @@ def _revert_body(row: BisectionRow, timeline: list[TimelineEntry], by_sha_steps:
     return pr_body.render(evidence, _str(outcome.get("branch")) or f"revert-bisect/{culprit[:7]}").body
 
 
+RANGE_NOTE = "Every first-parent commit of the range, oldest first, as recorded when the bisection started."
 ORDER_NOTE = ("Commits that were run, oldest first. The store does not keep the range's commit list, so the order is "
               "reconstructed from the search (each probe lies between the last commit known good and the first known bad "
               "when it was dispatched): exact for searches in synchronous rounds; untested commits are not shown.")
@@ -409,8 +426,9 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
     range_steps = [s for s in steps if s.kind not in AB_KIND_VALUES]
     ab_steps = [views[s.id] for s in steps if s.kind in AB_KIND_VALUES]
 
-    order = order_commits(row.good, row.bad, range_steps, verdict_of)
+    order, order_note = commit_order(row, range_steps, verdict_of)
     position = {sha: i for i, sha in enumerate(order)}
+    described = {c[0]: c for c in row.commits or [] if isinstance(c, list) and len(c) == 3}
     by_sha: dict[str, list[str]] = defaultdict(list)
     by_sha_steps: dict[str, list[StepView]] = defaultdict(list)
     for s in range_steps:
@@ -429,7 +447,9 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
             return "culprit"
         if sha == row.bad:
             return "bad"
-        return "candidate" if sha in candidates else "tested"
+        if sha in candidates:
+            return "candidate"
+        return "tested" if by_sha_steps.get(sha) else "untested"
 
     timeline = [
         TimelineEntry(
@@ -437,6 +457,8 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
             metrics=[v.metric for v in by_sha_steps.get(sha, []) if v.metric is not None],
             runs=sum(v.state in ("done", "lost") for v in by_sha_steps.get(sha, [])),
             running=sum(v.state == "running" for v in by_sha_steps.get(sha, [])), posterior=mass.get(sha),
+            subject=described[sha][2] if sha in described else None, author=described[sha][1] if sha in described else None,
+            pr=pr_number(described[sha][2]) if sha in described else None,
         )
         for i, sha in enumerate(order)
     ]
@@ -477,7 +499,7 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
         summary=summary(row, now), phase=row.phase, status=row.status, message=_str(outcome.get("message")),
         confidence=float(confidence) if isinstance(confidence, (int, float)) else None, candidates=candidates,
         revert_error=_str(outcome.get("revert_error")) or row.revert_error, threshold=threshold, boundary=row.boundary,
-        outcome=outcome or None, version=version(row), order_note=ORDER_NOTE, steps=list(views.values()),
+        outcome=outcome or None, version=version(row), order_note=order_note, steps=list(views.values()),
         timeline=timeline, rounds=round_views, chart=chart, posterior=posterior, ab=ab, revert_pr_body=body,
     )
 

@@ -56,7 +56,8 @@ def create(store: Store, repo: GitRepo, good_rev: str, bad_rev: str, config: Bis
     if head and not repo.is_ancestor(bad, head):
         raise RepoError(f"--onto {config.onto} does not contain --bad {bad_rev}: the revert must go on a branch that has the culprit")
     graph = repo.range_graph(good, bad)
-    new = NewBisection(str(repo.path), good_rev, bad_rev, good, bad, list(config.command), config.to_json(), head, origin, origin_key)
+    new = NewBisection(str(repo.path), good_rev, bad_rev, good, bad, list(config.command), config.to_json(), head, origin, origin_key,
+                       repo.first_parent_log(good, bad))
     bisection_id = store.create(new, Phase.CALIBRATING.value)
     return Loaded(bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id))
 

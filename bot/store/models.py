@@ -41,6 +41,7 @@ class BisectionRow(Base):
     origin: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     # "owner/repo#comment:123" or "owner/repo@test:good..bad": one bisection per request or range.
     origin_key: Mapped[str | None] = mapped_column(String(512), nullable=True, index=True)
+    commits: Mapped[list | None] = mapped_column(JSON, nullable=True)  # [sha, author, subject] of GOOD..BAD, first parent, oldest first
     cancel_requested_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
     # Latest view, for status displays.
     guess: Mapped[str | None] = mapped_column(String(64), nullable=True)

@@ -24,6 +24,7 @@ class NewBisection:
     head: str | None = None
     origin: dict | None = None
     origin_key: str | None = None
+    commits: list[list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Store:
         with self._session.begin() as s:
             row = BisectionRow(
                 repo=new.repo, good_rev=new.good_rev, bad_rev=new.bad_rev, good=new.good, bad=new.bad,
-                command=new.command, settings=new.settings, head=new.head, origin=new.origin, origin_key=new.origin_key, phase=phase, merges=[], confirm_round=0, confirmations=0,
+                command=new.command, settings=new.settings, head=new.head, origin=new.origin, origin_key=new.origin_key, commits=new.commits, phase=phase, merges=[], confirm_round=0, confirmations=0,
             )
             s.add(row)
             s.flush()
