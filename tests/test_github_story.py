@@ -352,35 +352,70 @@ def test_the_kill_switch_stops_new_bisections(world):
     assert not [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"]]  # no bisection, no status comment
 
 
-def test_no_secret_appears_in_any_output_of_a_whole_run(world, caplog):
-    """The webhook secret and the bot's token, searched for in everything a run leaves behind: logs,
-    every comment and PR body on GitHub, the dashboard and its API, the store, git configs, artifacts."""
+def test_no_secret_appears_in_any_output_of_a_whole_run(tmp_path, caplog):
+    """The bot authenticated as a GitHub App; its webhook secret, private key and every installation token
+    the sandbox issued, searched for in everything a run leaves behind: logs, every issue, PR and comment,
+    the dashboard, its API and /metrics, the store, git configs, artifacts and run logs."""
     import logging
 
     import sqlalchemy
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
     caplog.set_level(logging.DEBUG)
-    scenario, state, repo = world["scenario"], world["state"], world["seeded"].repo
-    followup = scenario.followup["number"]
-    deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-    pulls = wait_for(lambda: _open_reverts(world), timeout=300)
-    secrets = [SECRET, world["seeded"].tokens["revert-bisect-bot"]]
-    outputs = {"logs": caplog.text}
-    for issue in state.repos[repo.lower()].issues.values():
-        comments = [c.body for c in state.comments_of(state.repo(repo), issue.number)]
-        outputs[f"issue {issue.number}"] = json.dumps([issue.title, issue.body, comments], default=str)
-    bisection = httpx.get(world["bot"] + "/api/bisections", timeout=10).json()["items"][0]["id"]
-    for path in ("/", f"/bisections/{bisection}", "/api/bisections", f"/api/bisections/{bisection}", "/metrics", "/readyz"):
-        outputs[path] = httpx.get(world["bot"] + path, timeout=10).text
-    engine = sqlalchemy.create_engine(f"sqlite:///{world['tmp'] / 'bot.db'}")
-    with engine.connect() as conn:
-        for table in ("bisections", "steps", "deliveries", "jobs"):
-            outputs[f"table {table}"] = json.dumps([list(r) for r in conn.execute(sqlalchemy.text(f"SELECT * FROM {table}"))], default=str)
-    for path in list(world["tmp"].rglob("config")) + list(world["tmp"].rglob("*.json")) + list(world["tmp"].rglob("*.log")):
-        if path.is_file():
-            outputs[str(path)] = path.read_text(errors="replace")
-    for run in state.actions.runs.values():
-        outputs[f"run {run.id}"] = "\n".join(run.log) + "".join(a.data.decode("latin-1") for a in run.artifacts)
-    assert len(pulls) == 1 and len(outputs) > 20
-    leaks = [(where, secret[:6]) for where, text in outputs.items() for secret in secrets if secret in text]
-    assert not leaks
+    scenario = build(tmp_path / "scenario", commits=24, seed=3)
+    state = SandboxState(tmp_path / "sandbox")
+    seeded = seed_from_scenario(state, tmp_path / "scenario")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    state.register_app(4242, public, [seeded.repo])
+    state.set_permission(seeded.repo, state.apps.apps[4242].bot_login, "write")
+    (tmp_path / "app.pem").write_text(private)
+    base, stop_sandbox = run_in_thread(state)
+    settings = BotSettings(webhook_secret=SECRET, db=f"sqlite:///{tmp_path / 'bot.db'}", policies=ROOT / "policies", github_url=base,
+                           github_app_id=4242, github_app_private_key=tmp_path / "app.pem", workspace=tmp_path / "clones")
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    world = dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=f"http://127.0.0.1:{port}", tmp=tmp_path)
+    try:
+        wait_for(lambda: _up(world["bot"]), timeout=30)
+        followup = scenario.followup["number"]
+        deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+        pulls = wait_for(lambda: _open_reverts(world), timeout=300)
+        app_bot = state.apps.apps[4242].bot_login
+        installation_tokens = [t for t, login in state.tokens.items() if login == app_bot]
+        key_lines = [line for line in private.splitlines() if len(line) > 40]
+        secrets = [SECRET, *installation_tokens, *key_lines]
+        outputs = {"logs": caplog.text}
+        for issue in state.repos[seeded.repo.lower()].issues.values():
+            comments = [c.body for c in state.comments_of(state.repo(seeded.repo), issue.number)]
+            outputs[f"issue {issue.number}"] = json.dumps([issue.title, issue.body, comments], default=str)
+        bisection = httpx.get(world["bot"] + "/api/bisections", timeout=10).json()["items"][0]["id"]
+        for path in ("/", f"/bisections/{bisection}", "/trust", "/api/bisections", f"/api/bisections/{bisection}", "/api/trust", "/metrics", "/readyz"):
+            outputs[path] = httpx.get(world["bot"] + path, timeout=10).text
+        engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'bot.db'}")
+        with engine.connect() as conn:
+            for table in ("bisections", "steps", "deliveries", "jobs"):
+                outputs[f"table {table}"] = json.dumps([list(r) for r in conn.execute(sqlalchemy.text(f"SELECT * FROM {table}"))], default=str)
+        for path in list(tmp_path.rglob("config")) + list(tmp_path.rglob("*.json")) + list(tmp_path.rglob("*.log")):
+            if path.is_file():
+                outputs[str(path)] = path.read_text(errors="replace")
+        for run in state.actions.runs.values():
+            outputs[f"run {run.id}"] = "\n".join(run.log) + "".join(a.data.decode("latin-1") for a in run.artifacts)
+        assert len(pulls) == 1 and installation_tokens and len(outputs) > 20
+        leaks = [(where, secret[:8]) for where, text in outputs.items() for secret in secrets if secret in text]
+        assert not leaks
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        stop_sandbox()
+
+
+def _up(url: str) -> bool:
+    try:
+        return httpx.get(url + "/healthz", timeout=1).json()["worker"]
+    except httpx.HTTPError:
+        return False
