@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,23 +19,14 @@ from bot.app import create_app
 from bot.errors import RepoError
 from bot.flow.guards import Culprit, Repository, revert_refusal, start_refusal
 from bot.gitrepo import GitRepo
-from bot.policy.load import parse
 from bot.settings import BotSettings
 from bot.store.db import connect
 from bot.store.models import BisectionRow
 from bot.wiring import default_workspace
+from tests.test_guards import NOW, POLICY  # the same policy the guards are tested with
 
 LOCAL = ("127.0.0.1", 50123)
 REMOTE = ("10.0.0.5", 1234)
-NOW = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
-POLICY = parse("""
-repository: o/r
-branches: [main]
-watch: [{workflow: nightly}]
-tests: [{id: t, match: t, probe: {name: command, command: [./t.sh]}}]
-revert: {daily_cap: 2, max_culprit_age_days: 7, opt_out_label: no-revert, kill_switch_label: stop-bot,
-         never_revert_authors: ["dependabot[bot]"]}
-""", "p.yaml")
 OK_CULPRIT = Culprit("Fix track boundary (#8924)", "ada", NOW - timedelta(days=1), ())
 OK_REPO = Repository("main", None, 0)
 # The guards' own messages (bot.flow.guards), so the report's reasons follow them.
