@@ -131,3 +131,17 @@ tests:
     probe: {name: command, command: [./t.sh]}
     runner: {backend: github_actions}
 """
+
+
+def test_infra_retries_per_commit_come_from_the_policy():
+    from bot.orchestrator.config import BisectConfig
+
+    policy = parse(SNIPPET_ACTIONS.replace("runner: {backend: github_actions}", "runner: {backend: github_actions, labels: [gpu]}")
+                   + "bisect: {max_infra_per_commit: 5}\n", "p.yaml")
+    assert policy.bisect.max_infra_per_commit == 5
+    config = BisectConfig(command=("x",), max_infra_per_commit=policy.bisect.max_infra_per_commit)
+    assert config.settings().max_infra_per_commit == 5
+    assert BisectConfig.from_json(config.to_json()).settings().max_infra_per_commit == 5  # stored with the bisection
+    with pytest.raises(PolicyError, match="max_infra_per_commit"):
+        parse(SNIPPET_ACTIONS.replace("runner: {backend: github_actions}", "runner: {backend: github_actions, labels: [gpu]}")
+              + "bisect: {max_infra_per_commit: 0}\n", "p.yaml")

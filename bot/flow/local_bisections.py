@@ -126,7 +126,8 @@ class LocalBisections:
             metric_file=test.metric is not None, threshold=test.metric.threshold if test.metric else None,
             higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
             confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
-            descend_merges=policy.bisect.descend_merges, verify_revert=not work.dry_run, onto=bad,
+            descend_merges=policy.bisect.descend_merges, max_infra_per_commit=policy.bisect.max_infra_per_commit,
+            verify_revert=not work.dry_run, onto=bad,
             env=None if test.runner.env is None else EnvSpec(test.runner.env.project, tuple(test.runner.env.extras),
                                                             tuple(test.runner.env.pythonpath), test.runner.env.offline).to_json(),
         )

@@ -21,6 +21,7 @@ class BisectConfig:
     confidence: float = 0.99
     flake_rate: float | None = None  # None: auto
     calibration_runs: int = 2
+    max_infra_per_commit: int = 3
     descend_merges: bool = False
     verify_revert: bool = False  # revert the culprit on --onto (default BAD) and prove it with an A/B
     onto: str | None = None
@@ -41,6 +42,7 @@ class BisectConfig:
             calibration_runs=self.calibration_runs,
             metric=rule,
             descend_merges=self.descend_merges,
+            max_infra_per_commit=self.max_infra_per_commit,
         )
 
     def to_json(self) -> dict:

@@ -114,6 +114,8 @@ class Bisect(Closed):
     first_parent: bool = True
     descend_merges: bool = False
     max_commits: int = Field(2000, ge=1)
+    max_infra_per_commit: int = Field(3, ge=1, le=20, description="Infrastructure failures (lost runner, timeout, no result) "
+                                      "a commit may have before it counts as untestable; each one is retried elsewhere")
 
     @field_validator("flake_rate")
     @classmethod
