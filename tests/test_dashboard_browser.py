@@ -15,7 +15,9 @@ import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
+import httpx
 import pytest
+import sqlalchemy
 
 from bot.app import create_app
 from bot.gitrepo import GitRepo
@@ -25,6 +27,12 @@ from bot.settings import BotSettings
 from bot.store.db import connect
 from bot.store.store import NewStep, StepReport, Store
 from bot.synthetic import build
+from tests.test_github_story import (
+    _open_reverts,
+    deliver_comment,
+    wait_for,
+    world,  # noqa: F401  (fixture: the sandbox and the bot, as in the story tests)
+)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install -y chromium): .ci/run installs it")
@@ -255,3 +263,31 @@ def test_keyboard_skip_link_and_focus(served, page):
     assert page.evaluate("() => getComputedStyle(document.activeElement).left") != "-999px"  # visible when focused
     page.keyboard.press("Enter")
     assert page.evaluate("() => document.activeElement.id") == "main"
+
+
+def test_a_real_sandbox_bisection_in_the_browser(world, page, tmp_path):
+    """The bot's own dashboard while it bisects the miniature incident through the sandbox: the page goes
+    live, follows the bisection to its end without navigation, and then shows the whole range."""
+    scenario = world["scenario"]
+    deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", scenario.followup["number"])
+    bisection = wait_for(lambda: httpx.get(world["bot"] + "/api/bisections", timeout=10).json()["items"], timeout=60)[0]["id"]
+    page.goto(f"{world['bot']}/bisections/{bisection}")
+    assert page.locator("main").get_attribute("data-live") == "true"
+    wait_for(lambda: _open_reverts(world), timeout=300)
+    page.wait_for_function("document.querySelector('main').dataset.live === 'false'", timeout=30_000)  # followed live
+    assert "found" in page.locator("#state").inner_text()
+    assert page.locator("#timeline tbody tr.timeline-row").count() == len(scenario.shas)  # GOOD and every commit of the range
+    culprit = page.locator(f'#timeline tr[data-sha="{scenario.culprit}"]')
+    assert "culprit" in culprit.inner_text() and f"#{scenario.culprit_pr}" in culprit.inner_text()
+    with sqlalchemy.create_engine(f"sqlite:///{world['tmp'] / 'bot.db'}").connect() as conn:
+        runs = conn.execute(sqlalchemy.text(
+            "SELECT count(*) FROM steps WHERE metric IS NOT NULL AND kind NOT IN ('ab_head', 'ab_revert')")).scalar()
+    assert runs and page.locator("svg.chart circle").count() == runs
+    assert page.locator('svg.chart line[data-line="threshold"]').count() == 1
+    assert page.locator('#rounds a[href*="/actions/runs/"]').count() >= runs  # each run links to its Actions run
+    shot = tmp_path / "sandbox-bisection.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert_not_blank(shot)
+    page.goto(world["bot"] + "/")
+    assert "mini-sglang/mini-sglang" in page.locator("tr.bisection-row").first.inner_text()
+
