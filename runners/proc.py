@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +34,10 @@ def run_logged(argv: list[str], cwd: Path, env: dict[str, str], timeout: float |
         if started is not None:
             started(proc)
         try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stop_group(proc)
-            return Exit(None, f"timeout after {timeout:g}s")
+            if not wait_unreaped(proc.pid, timeout):
+                stop_group(proc)
+                return Exit(None, f"timeout after {timeout:g}s")
+            code = reap_group(proc)  # a server the test started in the background goes with it
         finally:
             if pidfile is not None:
                 pidfile.unlink(missing_ok=True)
@@ -45,21 +46,50 @@ def run_logged(argv: list[str], cwd: Path, env: dict[str, str], timeout: float |
     return Exit(code, None)
 
 
-def stop_group(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
-    """SIGTERM first, so a probe can stop the server it launched; SIGKILL after a grace period."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=grace)
-    except (ProcessLookupError, PermissionError):
-        proc.wait()
-    except subprocess.TimeoutExpired:
-        kill_group(proc.pid)
-        proc.wait()
+def stop_group(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> int:
+    """SIGTERM the group first, so a probe can stop the server it launched; after `grace` seconds (or once the
+    leader is gone), SIGKILL whatever is left of it; reap the leader."""
+    if proc.returncode is not None:
+        return proc.returncode
+    kill_group(proc.pid, signal.SIGTERM)
+    wait_unreaped(proc.pid, grace)
+    return reap_group(proc)
 
 
-def kill_group(pgid: int) -> None:
+def reap_group(proc: subprocess.Popen) -> int:
+    """The leader has exited but is not reaped, so its pid -- the group's id -- cannot be reused yet: SIGKILL
+    the rest of the group (background children), then reap the leader."""
+    kill_group(proc.pid)
+    return proc.wait()
+
+
+def wait_unreaped(pid: int, timeout: float | None) -> bool:
+    """Wait until the child `pid` has exited, leaving it unreaped; False when `timeout` ran out first."""
+    if timeout is None:
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            pass
+        return True
+    deadline, delay = time.monotonic() + timeout, 0.001
+    while not exited_unreaped(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+def exited_unreaped(pid: int) -> bool:
     try:
-        os.killpg(pgid, signal.SIGKILL)
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 

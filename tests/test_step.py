@@ -209,3 +209,28 @@ def test_an_unreachable_repository_is_an_infra_result(tmp_path):
                            "--cache", str(tmp_path / "c")], capture_output=True, text=True, timeout=60)
     data = json.loads((tmp_path / "o" / "result.json").read_text())
     assert proc.returncode == 0 and data["verdict"] == "infra" and "cannot clone" in data["infra_reason"]
+
+
+def test_a_test_that_leaves_a_server_running_in_the_background_does_not_leave_it_behind(tmp_path):
+    """The command exits, its background child lives on: the step's process group goes with it."""
+    import os
+    import time
+
+    from runners.proc import run_logged
+
+    pidfile = tmp_path / "child.pid"
+    script = f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); open({str(pidfile)!r}, 'w').write(str(p.pid))"
+    done = run_logged([sys.executable, "-c", script], tmp_path, dict(os.environ), 30, tmp_path / "log")
+    assert (done.code, done.infra) == (0, None)
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        if open(f"/proc/{child}/stat").read().split()[2] == "Z":  # killed, awaiting its reaper (init)
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the background child of the test is still running")

@@ -58,6 +58,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
+from runners.proc import kill_group
+
 from . import gitstore
 from . import workflow as wfspec
 from .render import Renderer, node_id
@@ -354,7 +356,7 @@ class Actions:
             pid = run.pid
             self._cond.notify_all()
         if pid:
-            _kill_group(pid, signal.SIGTERM)
+            kill_group(pid, signal.SIGTERM)
         return True
 
     def shutdown(self, wait: bool = True, timeout: float = 10.0) -> None:
@@ -566,13 +568,13 @@ class Actions:
         with self.lock:
             run.pid = proc.pid
         if run.cancel_requested:
-            _kill_group(proc.pid, signal.SIGTERM)
+            kill_group(proc.pid, signal.SIGTERM)
         timed_out = threading.Event()
 
         def watchdog() -> None:
             if _wait(proc, timeout) is None:
                 timed_out.set()
-                _kill_group(proc.pid, signal.SIGTERM)
+                kill_group(proc.pid, signal.SIGTERM)
 
         def escalate() -> None:  # SIGKILL the group if SIGTERM did not end it
             while proc.poll() is None:
@@ -580,7 +582,7 @@ class Actions:
                     try:
                         proc.wait(5)
                     except subprocess.TimeoutExpired:
-                        _kill_group(proc.pid, signal.SIGKILL)
+                        kill_group(proc.pid, signal.SIGKILL)
                     return
                 time.sleep(0.1)
 
@@ -591,7 +593,7 @@ class Actions:
         for raw in proc.stdout:
             self._line(run, raw.decode(errors="replace").rstrip("\r\n"))
         code = proc.wait()
-        _kill_group(proc.pid, signal.SIGKILL)  # leftovers of the group (background children)
+        kill_group(proc.pid, signal.SIGKILL)  # leftovers of the group (background children)
         return None if timed_out.is_set() else code
 
 
@@ -748,13 +750,6 @@ def _artifact_files(paths: list[str], work: Path, hidden: bool = False) -> dict[
     names = {os.path.relpath(f, root): f for f in found}
     return {n: f.read_bytes() for n, f in sorted(names.items())
             if hidden or not any(part.startswith(".") for part in Path(n).parts)}
-
-
-def _kill_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 # -- JSON bodies --

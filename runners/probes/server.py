@@ -23,7 +23,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
+
+from runners.proc import stop_group
 
 LOCALHOST = "127.0.0.1"
 
@@ -170,28 +173,7 @@ class ServerProcess:
         return f"exited with code {code}"
 
     def wait_healthy(self, timeout: float, health: tuple[str, ...] = ("/health", "/get_server_info")) -> dict | None:
-        """Poll the health endpoints in order (404: the next one) until one answers 200; returns the server info if any."""
-        deadline = time.monotonic() + timeout
-        delay = 0.1
-        last = "no answer yet"
-        while True:
-            gone = self.describe_exit()
-            if gone:
-                raise InfraError(f"server {gone} before becoming healthy")
-            for path in health:
-                try:
-                    status, _ = http_request("GET", self.base_url + path, timeout=min(5.0, max(0.5, timeout)))
-                except HttpError as exc:
-                    last = str(exc)
-                    if exc.status == 404:
-                        continue  # try the next endpoint
-                    break
-                if status == 200:
-                    return server_info(self.base_url)
-            if time.monotonic() >= deadline:
-                raise InfraError(f"server not healthy within --startup-timeout {timeout:g}s (last: {last})")
-            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-            delay = min(delay * 1.5, 1.0)
+        return wait_healthy(self.base_url, timeout, health, self.describe_exit)
 
     def stop(self, grace: float = 10.0) -> int | None:
         """SIGTERM the group, SIGKILL it after `grace` seconds, reap the leader. Idempotent."""
@@ -201,16 +183,7 @@ class ServerProcess:
         blocked = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
         old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)  # finish cleaning up even if signalled again
         try:
-            if proc.returncode is None:
-                _killpg(proc.pid, signal.SIGTERM)
-                deadline = time.monotonic() + grace
-                while not _exited_unreaped(proc.pid) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                # The leader is at most a zombie here, so its pid (the group's id) cannot be reused
-                # yet: SIGKILL whatever is left of the group, then reap the leader.
-                _killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            return proc.returncode
+            return stop_group(proc, grace)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
@@ -224,6 +197,32 @@ class ServerProcess:
         self.stop()
 
 
+def wait_healthy(base_url: str, timeout: float, health: tuple[str, ...] = ("/health", "/get_server_info"),
+                 gone: Callable[[], str | None] = lambda: None) -> dict | None:
+    """Poll the health endpoints in order (404: the next one) until one answers 200; the server info if any.
+    `gone` says how a server we launched ended, if it did, so a crash is reported at once."""
+    deadline = time.monotonic() + timeout
+    delay = 0.1
+    last = "no answer yet"
+    while True:
+        if ended := gone():
+            raise InfraError(f"server {ended} before becoming healthy")
+        for path in health:
+            try:
+                status, _ = http_request("GET", base_url + path, timeout=min(5.0, max(0.5, timeout)))
+            except HttpError as exc:
+                last = str(exc)
+                if exc.status == 404:
+                    continue  # try the next endpoint
+                break
+            if status == 200:
+                return server_info(base_url)
+        if time.monotonic() >= deadline:
+            raise InfraError(f"server not healthy within --startup-timeout {timeout:g}s at {base_url} (last: {last})")
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 1.5, 1.0)
+
+
 def server_info(base_url: str) -> dict | None:
     for path in ("/get_server_info", "/server_info"):
         try:
@@ -233,21 +232,6 @@ def server_info(base_url: str) -> dict | None:
         if isinstance(info, dict):
             return info
     return None
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _exited_unreaped(pid: int) -> bool:
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
 
 
 def tail(path: Path, lines: int = 40, max_bytes: int = 64_000) -> str:

@@ -53,7 +53,7 @@ from runners.probes.server import (
     http_json,
     http_request,
     render_command,
-    server_info,
+    wait_healthy,
 )
 
 EXIT_PASS, EXIT_FAIL, EXIT_SKIP, EXIT_INFRA = 0, 1, 125, 255
@@ -414,8 +414,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"server {base_url} (pid {server.pid}) healthy after {time.monotonic() - t0:.1f}s")
             else:
                 base_url = args.base_url.rstrip("/")
-                probe = ServerProbe(base_url)
-                info = probe.wait_healthy(args.startup_timeout)
+                info = wait_healthy(base_url, args.startup_timeout, health_paths(args.health_path))
             if info:
                 shown = {k: info[k] for k in ("model_path", "page_size", "mamba_track_interval", "disable_radix_cache") if k in info}
                 say(f"server_info: {json.dumps(shown)}")
@@ -457,31 +456,6 @@ def main(argv: list[str] | None = None) -> int:
         _write_result(args.result, outcome, args.threshold, cwd, started_at, time.monotonic() - t0, say,
                       server.log_tail(40) if server else "")
     return exit_code
-
-
-class ServerProbe:
-    """Health polling for a server the probe did not launch."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-
-    def wait_healthy(self, timeout: float) -> dict | None:
-        deadline = time.monotonic() + timeout
-        last = ""
-        while True:
-            try:
-                status, _ = http_request("GET", self.base_url + "/health", timeout=5)
-                if status == 200:
-                    return server_info(self.base_url)
-            except HttpError as exc:
-                last = str(exc)
-                if exc.status == 404:
-                    info = server_info(self.base_url)
-                    if info is not None:
-                        return info
-            if time.monotonic() >= deadline:
-                raise InfraError(f"server at {self.base_url} not healthy within --startup-timeout {timeout:g}s (last: {last})")
-            time.sleep(0.5)
 
 
 def _report(outcome: Outcome, threshold: float, say: Callable[[str], None]) -> None:
