@@ -265,7 +265,7 @@ def test_keyboard_skip_link_and_focus(served, page):
     assert page.evaluate("() => document.activeElement.id") == "main"
 
 
-def test_a_real_sandbox_bisection_in_the_browser(world, page, tmp_path):
+def test_a_real_sandbox_bisection_in_the_browser(world, page, tmp_path):  # noqa: F811  (`world` is the imported fixture)
     """The bot's own dashboard while it bisects the miniature incident through the sandbox: the page goes
     live, follows the bisection to its end without navigation, and then shows the whole range."""
     scenario = world["scenario"]
