@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from bot.bisect.engine import decide
 from bot.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
 from bot.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate
-from bot.bisect.verdict import MetricRule, RawResult
+from bot.bisect.verdict import MetricRule, RawResult, Verdict
 
 
 def bound(n: int, k: int) -> int:
@@ -256,3 +256,34 @@ def test_revert_conflict_still_reports_the_culprit():
     graph, good, bad = linear_graph(10)
     d, _ = drive(Problem(graph, good, bad, head=bad), exits(4), revert=dict(revert_error="conflicts in a.py"))
     assert d.outcome.culprit == "c4" and d.outcome.ab is None and d.outcome.revert_error == "conflicts in a.py"
+
+
+def test_a_revert_run_that_flakes_once_is_proven_by_a_fresh_round_not_refused():
+    """HEAD fails every time, HEAD + revert passes but once: the confirmation and A/B round runs again."""
+    graph, good, bad = linear_graph(10)
+    seen = {"REVERT": 0}
+
+    def outcome_of(sha):
+        if sha == "REVERT":
+            seen["REVERT"] += 1
+            return RawResult(1 if seen["REVERT"] == 1 else 0)  # its first run flakes
+        return exits(4)(sha)
+
+    d, runs = drive(Problem(graph, good, bad, head=bad), outcome_of, revert=dict(revert="REVERT"))
+    assert d.outcome.culprit == "c4" and d.outcome.ab.passed and "revert is proven" in d.outcome.message
+    assert all(v is Verdict.GOOD for v in d.outcome.ab.revert_verdicts)  # the proof is the fresh round's
+    assert sum(r.kind is Kind.AB_REVERT for r in runs) > 2 and d.state.confirmations == 1
+
+
+def test_a_revert_that_keeps_flaking_is_not_proven():
+    graph, good, bad = linear_graph(10)
+    flip = {"n": 0}
+
+    def outcome_of(sha):
+        if sha == "REVERT":
+            flip["n"] += 1
+            return RawResult(flip["n"] % 2)  # fails every other run, in every round
+        return exits(4)(sha)
+
+    d, _ = drive(Problem(graph, good, bad, head=bad), outcome_of, revert=dict(revert="REVERT"))
+    assert d.outcome.status is Status.FOUND and not d.outcome.ab.passed and "NOT proven" in d.outcome.message

@@ -221,6 +221,11 @@ def _confirm(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[P
     if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
         return Decision(state, (), **extras)
     ab = _ab_result(problem, state, ev)
+    if ab is not None and _flaky_revert(ab) and state.confirmations + 1 < problem.settings.max_confirmations:
+        # HEAD failed every time and HEAD + revert passed at least once: one flaky run, not a revert that does
+        # not work. The whole round (confirmation and A/B) runs again; only a round that agrees proves it.
+        again = replace(state, confirm_round=rnd, confirmations=state.confirmations + 1)
+        return _confirm(problem, again, ev, in_flight, free, rnd, culprit, parent, flake, mass, guess)
     message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; confirmed by {x} re-runs of it and its parent)"
     if state.revert_error:
         message += f"; no revert to verify: {state.revert_error}"
@@ -238,6 +243,10 @@ def _ab_result(problem: Problem, state: State, ev: Evidence) -> ABResult | None:
         return tuple(v for r, v in ev.verdicts if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence)
 
     return ABResult(problem.head, state.revert, verdicts(problem.head, Kind.AB_HEAD), verdicts(state.revert, Kind.AB_REVERT))
+
+
+def _flaky_revert(ab: ABResult) -> bool:
+    return all(v is Verdict.BAD for v in ab.head_verdicts) and {Verdict.GOOD, Verdict.BAD} <= set(ab.revert_verdicts)
 
 
 def _outermost(state: State, culprit: str) -> str:
