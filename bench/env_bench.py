@@ -43,7 +43,7 @@ def one(workdir: Path, commits: int, seed: int, workers: int) -> dict:
     loaded = setup.create(store, repo, scenario.good, scenario.bad, config)
     t0 = time.monotonic()
     pool = LocalPool(repo, workers, workdir / "worktrees")
-    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, pool, reverter=reverter_for(repo, "bench")).run()
+    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, pool, reverter=reverter_for(repo)).run()
     wall = time.monotonic() - t0
     steps = [s for s in store.get(loaded.id).steps if s.state == "done" and s.env_key]
     return dict(seed=seed, culprit_ok=outcome.culprit == scenario.culprit, steps=len(steps),

@@ -19,11 +19,11 @@ from bot.orchestrator.config import BisectConfig
 from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert
 from bot.revert.pr_body import FailingTest
-from bot.session import run_bisection, worktree_root
+from bot.session import run_bisection
 from bot.store.db import connect
 from bot.store.store import Store
 from runners.backends.base import StepSpec
-from runners.backends.local import LocalPool
+from runners.backends.local import LocalPool, worktree_root
 
 TEST_NAME = "test_decode_cache_hit (TestQwen3NextMTPDecodeCacheHit)"
 

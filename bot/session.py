@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
-from platformdirs import user_cache_dir
 from rich.console import Console
 
 from bot.bisect.model import Status
@@ -16,16 +14,9 @@ from bot.orchestrator.setup import Loaded
 from bot.progress import LiveProgress
 from bot.revert.git_revert import reverter_for
 from bot.store.store import Store
-from runners.backends.local import LocalPool
+from runners.backends.local import LocalPool, worktree_root
 
 INTERRUPTED = 130
-REVERT_REASON = "The revert-bisect culprit finder confirmed this commit as the first bad one."
-
-
-def worktree_root(repo: Path) -> Path:
-    """One cache of worktrees per repository, reused by every bisection of it."""
-    tag = hashlib.sha1(str(repo).encode()).hexdigest()[:12]
-    return Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees" / f"{repo.name}-{tag}"
 
 
 def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json_out: Path | None = None, log_out: Path | None = None) -> tuple[int, dict | None]:
@@ -37,7 +28,7 @@ def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json
     pool = LocalPool(loaded.repo, config.workers, worktree_root(loaded.repo.path))
     try:
         with LiveProgress(err, subjects) as progress:
-            outcome = Driver(store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo, REVERT_REASON)).run()
+            outcome = Driver(store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo)).run()
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
         return INTERRUPTED, None

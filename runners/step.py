@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bot.gitrepo import GitRepo
+from bot.revert.git_revert import revert_into
 from runners import result as result_json
 from runners.backends.base import RevertOf, StepResult, StepSpec
 from runners.envs import EnvCache, EnvError, EnvSpec
@@ -154,9 +155,7 @@ def checkout(tree: Path, spec: StepSpec, log) -> None:
         GitRepo.checkout(tree, spec.sha)
         return
     GitRepo.checkout(tree, spec.revert.onto)
-    parents = _git(tree, "rev-list", "--parents", "-n", "1", spec.revert.culprit).split()
-    mainline = ["-m", "1"] if len(parents) > 2 else []
-    _git(tree, "revert", "--no-commit", *mainline, spec.revert.culprit)
+    revert_into(tree, spec.revert.culprit, spec.revert.onto)
     log(f"revert-bisect: testing {spec.revert.onto[:12]} + revert of {spec.revert.culprit[:12]}")
 
 
@@ -207,9 +206,7 @@ def execute(request: Request, cache: Path, out: Path, token: str | None = None) 
     spec = request.spec
     runner = os.environ.get("RUNNER_NAME") or socket.gethostname()
     needed = spec.revert.onto if spec.revert else spec.sha
-    repo = clone_of(request.repository, cache, needed, token)
-    if spec.revert is not None and not _has_commit(repo.path, spec.revert.culprit):
-        clone_of(request.repository, cache, spec.revert.culprit, token)
+    repo = clone_of(request.repository, cache, needed, token)  # a culprit to revert is in onto's history
     slot = acquire(repo, repo.path.parent / "slots")
     try:
         return run_in_tree(spec, slot.tree, out, EnvCache(cache / "envs"), runner, slot.pidfile)

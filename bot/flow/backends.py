@@ -10,10 +10,9 @@ from bot.forge.github_adapter import GitHubForge
 from bot.gitrepo import GitRepo
 from bot.orchestrator.config import BisectConfig
 from bot.policy.schema import Test
-from bot.session import worktree_root
 from runners.backends.base import Backend, StepSpec
 from runners.backends.github_actions import GitHubActionsBackend, Limits
-from runners.backends.local import LocalPool
+from runners.backends.local import LocalPool, worktree_root
 from runners.step import Request
 
 ENV_BUILD_MARGIN_MIN = 30  # the job's timeout leaves room for an environment build before the test's own

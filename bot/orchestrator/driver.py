@@ -77,6 +77,7 @@ class Driver:
         self.config = config
         self.backend = backend
         self.observer = observer or (lambda snap: None)
+        self.env_spec = config.env_spec()
 
     def run(self) -> Outcome:
         row = self.store.get(self.id)
@@ -179,7 +180,7 @@ class Driver:
     def _spec(self, step_id: int, probe: Probe, state: State, ref: str | None) -> StepSpec:
         revert = RevertOf(state.confirming, self.problem.head) if probe.kind is Kind.AB_REVERT and state.confirming and self.problem.head else None
         return StepSpec(step_id, probe.sha, self.config.command, self.config.timeout_s, self.config.metric_regex,
-                        revert=revert, env_spec=self.config.env_spec(), ref=ref)
+                        revert=revert, env_spec=self.env_spec, ref=ref)
 
     def _adopt(self, row: BisectionRow, state: State) -> dict[int, Probe]:
         """Steps left running by a process that is gone and whose runs outlive it (Actions runs): wait for them

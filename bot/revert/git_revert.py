@@ -78,6 +78,19 @@ def reverted_by(repo: GitRepo, culprit: str, onto: str) -> str | None:
     return None
 
 
+def revert_into(tree: Path, culprit: str, onto: str) -> None:
+    """Apply the revert of `culprit` to the worktree (checked out at `onto`), uncommitted; a merge is reverted
+    against its first parent. The one recipe both the bot (which then commits it) and a runner (which tests
+    HEAD + revert without the bot's commit) use, so both get the same tree."""
+    wt = git.Git(tree)
+    mainline = ["-m", "1"] if len(wt.rev_list("--parents", "-n", "1", culprit).split()) > 2 else []
+    try:
+        wt.revert("--no-edit", "--no-commit", *mainline, culprit)
+    except git.GitCommandError as exc:
+        files = wt.diff("--name-only", "--diff-filter=U").split()
+        raise RevertConflict(culprit, onto, files) from exc
+
+
 def create_revert(repo: GitRepo, culprit: str, onto: str, branch: str | None = None, reason: str | None = None) -> Revert:
     """The revert commit of `culprit` on top of `onto`, on a new branch; nothing else changes.
 
@@ -96,19 +109,13 @@ def create_revert(repo: GitRepo, culprit: str, onto: str, branch: str | None = N
             return _describe(repo, culprit, onto, existing, branch, commit.message)  # made by an earlier, interrupted run
         raise RevertBisectError(f"branch {branch} already exists and is not this revert; pass another --branch or delete it")
     subject = repo.subjects([culprit])[culprit]
-    is_merge = len(repo.repo.commit(culprit).parents) > 1
     scratch = Path(tempfile.mkdtemp(prefix="revert-bisect-revert-"))
     tree = scratch / "tree"
     repo.repo.git.worktree("add", "--detach", "--quiet", str(tree), onto)
     try:
         wt = git.Git(tree)
         wt.update_environment(**BOT_IDENTITY)
-        args = ["--no-edit", "--no-commit"] + (["-m", "1"] if is_merge else []) + [culprit]
-        try:
-            wt.revert(*args)
-        except git.GitCommandError as exc:
-            files = wt.diff("--name-only", "--diff-filter=U").split()
-            raise RevertConflict(culprit, onto, files) from exc
+        revert_into(tree, culprit, onto)
         message = revert_message(subject, culprit, reason)
         wt.commit("--quiet", "--no-verify", "-m", message)
         sha = wt.rev_parse("HEAD")
@@ -127,7 +134,10 @@ def _describe(repo: GitRepo, culprit: str, onto: str, sha: str, branch: str, mes
     return Revert(culprit, onto, sha, branch, message, files=g.diff("--name-only", onto, sha).split(), diffstat=g.diff("--stat", onto, sha), diff=g.diff(onto, sha))
 
 
-def reverter_for(repo: GitRepo, reason: str | None = None):
+CONFIRMED_REASON = "The revert-bisect culprit finder confirmed this commit as the first bad one."
+
+
+def reverter_for(repo: GitRepo, reason: str | None = CONFIRMED_REASON):
     """The driver's Reverter: (culprit, onto) -> (revert sha, None) or (None, why not)."""
 
     def revert(culprit: str, onto: str) -> tuple[str | None, str | None]:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import threading
-import weakref
 import time
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Protocol
 
@@ -91,10 +91,6 @@ class GitHubActionsBackend:
     @property
     def free(self) -> int:
         return max(0, self.parallelism - len(self._flights))
-
-    def runs(self) -> dict[int, str]:
-        """Step id -> the URL of its run, for the steps that have one (shown in status and logs)."""
-        return {i: f.url for i, f in self._flights.items() if f.url}
 
     def waiting(self) -> dict[int, str]:
         out = {}
@@ -223,8 +219,7 @@ class GitHubActionsBackend:
             return
         self._flights.pop(spec.step_id, None)
         runner = f"{got.runner} ({flight.url})" if flight.url else got.runner
-        self._done.append(StepResult(spec.step_id, spec.sha, got.exit_code, got.metric, got.infra_reason, runner, got.duration_s,
-                                     got.log_tail, got.started_at, got.finished_at, got.env_key, got.env_reused))
+        self._done.append(replace(got, sha=spec.sha, runner=runner))
 
     def _fail(self, flight: Flight, reason: str) -> None:
         self._flights.pop(flight.spec.step_id, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import subprocess
 import threading
@@ -10,12 +11,20 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
+from platformdirs import user_cache_dir
+
 from bot.gitrepo import GitRepo
 from runners.backends.base import StepResult, StepSpec
 from runners.envs import EnvCache
 from runners.proc import kill_group
 from runners.step import run_in_tree
 from runners.worktrees import Slot, acquire
+
+
+def worktree_root(repo: Path) -> Path:
+    """One cache of worktrees per repository, reused by every bisection of it."""
+    tag = hashlib.sha1(str(repo).encode()).hexdigest()[:12]
+    return Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees" / f"{repo.name}-{tag}"
 
 
 def _now() -> datetime:
