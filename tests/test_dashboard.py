@@ -112,7 +112,7 @@ def world(tmp_path_factory):
     # zero steps, just created
     ids["empty"] = new()
 
-    # a finished one whose outcome carries what the PR body needs, plus a revert PR link
+    # a finished one that was published: the outcome keeps the PR body as drafted, and the PR's link
     pid = new({"repo": "octo/gpu-kernels", "test": "test_other"})
     st = store.add_steps(pid, [views_step(repo.good, "calibrate", 1), views_step(repo.bad, "calibrate", 1), views_step(repo.shas[5], "search", 2),
                                views_step(repo.shas[4], "search", 3), views_step(repo.bad, "ab_head", 4), views_step("f" * 40, "ab_revert", 4)])
@@ -120,7 +120,8 @@ def world(tmp_path_factory):
         store.finish_step(step_id, report(v, code))
     store.save_progress(pid, phase="done", status="found", outcome={
         "message": "found", "culprit": repo.shas[5], "confidence": 0.995, "candidates": [], "culprit_pr": 1006,
-        "culprit_subject": "Change 6 (#1006)", "culprit_parent": repo.shas[4], "revert_pr": 77,
+        "culprit_subject": "Change 6 (#1006)", "revert_pr": 77,
+        "pr_body": "Reverts octo/gpu-kernels#1006\n\n## A/B verification\n\nHEAD fails, HEAD + revert passes.\n",
         "revert_pr_url": "https://github.example/octo/gpu-kernels/pull/77",
         "ab": {"head": repo.bad, "revert": "f" * 40, "passed": True, "head_verdicts": ["bad"], "revert_verdicts": ["good"]}})
     ids["published"] = pid

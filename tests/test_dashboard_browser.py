@@ -285,6 +285,7 @@ def test_a_real_sandbox_bisection_in_the_browser(world, page, tmp_path):  # noqa
     assert runs and page.locator("svg.chart circle").count() == runs
     assert page.locator('svg.chart line[data-line="threshold"]').count() == 1
     assert page.locator('#rounds a[href*="/actions/runs/"]').count() >= runs  # each run links to its Actions run
+    assert f"Reverts mini-sglang/mini-sglang#{scenario.culprit_pr}" in page.content()  # the PR body as published
     shot = tmp_path / "sandbox-bisection.png"
     page.screenshot(path=str(shot), full_page=True)
     assert_not_blank(shot)

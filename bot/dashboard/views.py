@@ -11,7 +11,7 @@ right interval but in the wrong order among other undecided commits.
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
@@ -23,7 +23,7 @@ from bot.bisect.posterior import Contradiction, Posterior, Tally
 from bot.bisect.verdict import MetricRule, RawResult, Verdict
 from bot.revert.pr_body import pr_number
 from bot.store.models import BisectionRow, StepRow
-from bot.trust import REASON_LABELS, TrustReport, TrustRow
+from bot.trust import REASON_LABELS, TrustReport, TrustRow, repository_of
 
 FINISHED_STEP_STATES = ("done", "lost", "cancelled")
 RUN_URL = re.compile(r"\((https?://[^()\s]+)\)")
@@ -210,11 +210,6 @@ def _config(row: BisectionRow) -> dict:
     return row.settings if isinstance(row.settings, dict) else {}
 
 
-def repository(row: BisectionRow) -> str:
-    origin = row.origin or {}
-    return _str(origin.get("repo")) or row.repo
-
-
 def test_name(row: BisectionRow) -> str:
     origin = row.origin or {}
     if _str(origin.get("test")):
@@ -239,7 +234,7 @@ def summary(row: BisectionRow, now: datetime) -> BisectionSummary:
     outcome = row.outcome or {}
     url = _str(_lookup(row, "revert_pr_url"))
     return BisectionSummary(
-        id=row.id, repository=repository(row), test=test_name(row), good=row.good, bad=row.bad,
+        id=row.id, repository=repository_of(row), test=test_name(row), good=row.good, bad=row.bad,
         good_rev=row.good_rev, bad_rev=row.bad_rev, state=state_of(row), running=row.status is None,
         culprit=_str(outcome.get("culprit")), culprit_pr=_int(_lookup(row, "culprit_pr")),
         revert_pr=_int(_lookup(row, "revert_pr", "pr_number")), revert_pr_url=url if url and url.startswith(("https://", "http://")) else None,
@@ -366,51 +361,6 @@ def _posterior(row: BisectionRow, order: list[str], by_sha: dict[str, list[str]]
     return PosteriorView(**base, scope=scope, entries=entries, no_culprit=post.no_culprit, note=None)
 
 
-def _revert_body(row: BisectionRow, timeline: list[TimelineEntry], by_sha_steps: dict[str, list[StepView]], ab_steps: list[StepView]) -> str | None:
-    """The revert PR's body, when the outcome holds what the draft needs beyond the runs (the culprit's subject
-    and parent, the revert's files); the driver does not store those today, so this is usually None."""
-    from bot.revert import pr_body
-
-    outcome = row.outcome or {}
-    if isinstance(outcome.get("pr_body"), str):
-        return outcome["pr_body"]
-    culprit, subject, parent, ab = outcome.get("culprit"), outcome.get("culprit_subject"), outcome.get("culprit_parent"), outcome.get("ab")
-    if not (isinstance(culprit, str) and isinstance(subject, str) and isinstance(parent, str) and isinstance(ab, dict)
-            and isinstance(ab.get("head"), str) and isinstance(ab.get("revert"), str)):
-        return None
-    config = _config(row)
-    revert = outcome.get("revert") if isinstance(outcome.get("revert"), dict) else {}
-
-    def summary_of(vs: list[str]) -> str:
-        counts = Counter(vs)
-        return " ".join(v + (f" x{c}" if c > 1 else "") for v, c in counts.items()) or "-"
-
-    def values(steps: list[StepView]) -> str:
-        shown = [f"{s.metric:.4g}" for s in steps if s.metric is not None]
-        return ", ".join(shown) if shown else ", ".join("-" if s.exit_code is None else str(s.exit_code) for s in steps) or "-"
-
-    rows = [pr_body.Row(e.sha, "", summary_of(e.verdicts), values(by_sha_steps.get(e.sha, []))) for e in timeline if e.runs]
-    heads = [s for s in ab_steps if s.kind == Kind.AB_HEAD.value and s.state == "done"]
-    reverts = [s for s in ab_steps if s.kind == Kind.AB_REVERT.value and s.state == "done"]
-    metric_name = "metric" if _rule(config) else None
-    threshold = config.get("threshold") if isinstance(config.get("threshold"), (int, float)) else None
-    evidence = pr_body.RevertEvidence(
-        repo_slug=repository(row), branch=_str(outcome.get("branch")) or row.bad_rev,
-        culprit=pr_body.Culprit(culprit, parent, pr_body.strip_pr_number(subject), _int(outcome.get("culprit_pr")) or pr_body.pr_number(subject)),
-        test=pr_body.FailingTest(test_name(row), metric_name, threshold),
-        rows=rows,
-        ab=pr_body.AB(ab["head"], ab["revert"], " ".join(ab.get("head_verdicts") or []) or "-", " ".join(ab.get("revert_verdicts") or []) or "-",
-                      values(heads), values(reverts), bool(ab.get("passed"))),
-        files=[f for f in revert.get("files", []) if isinstance(f, str)], diffstat=str(revert.get("diffstat", "")),
-        replay_log="(the replay log needs the repository: `revert-bisect status` on the bot's machine)",
-        bisection_id=row.id, confidence=float(outcome.get("confidence") or 0.0),
-        runs=sum(s.state in ("done", "lost") for s in row.steps), commits=max(len(timeline) - 1, 1),
-        before=[m for e in timeline if e.sha == parent for m in e.metrics],
-        after=[m for e in timeline if e.sha == culprit for m in e.metrics],
-    )
-    return pr_body.render(evidence, _str(outcome.get("branch")) or f"revert-bisect/{culprit[:7]}").body
-
-
 RANGE_NOTE = "Every first-parent commit of the range, oldest first, as recorded when the bisection started."
 ORDER_NOTE = ("Commits that were run, oldest first. The store does not keep the range's commit list, so the order is "
               "reconstructed from the search (each probe lies between the last commit known good and the first known bad "
@@ -490,10 +440,7 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
                     passed=ab_out.get("passed") if isinstance(ab_out.get("passed"), bool) else None,
                     head_verdicts=[str(v) for v in ab_out.get("head_verdicts") or []],
                     revert_verdicts=[str(v) for v in ab_out.get("revert_verdicts") or []], steps=ab_steps)
-    try:
-        body = _revert_body(row, timeline, by_sha_steps, ab_steps)
-    except Exception:  # noqa: BLE001 -- a malformed stored outcome must not take the page down
-        body = None
+    body = _str(outcome.get("pr_body"))  # the body as drafted and published (LocalBisections._publish)
     confidence = outcome.get("confidence")
     return BisectionDetail(
         summary=summary(row, now), phase=row.phase, status=row.status, message=_str(outcome.get("message")),

@@ -11,9 +11,9 @@ import logging
 import subprocess
 import threading
 import time
-from datetime import datetime, timezone
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from bot.bisect.model import Status
@@ -35,9 +35,7 @@ from bot.policy.schema import Direction, Policy
 from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert, reverter_for
 from bot.revert.pr_body import FailingTest, pr_number
-from bot.session import REVERT_REASON
 from bot.store.store import Store
-from runners.envs import EnvSpec
 
 STATUS_EVERY_S = 5.0
 REFUSED_COMMENT = (
@@ -128,8 +126,7 @@ class LocalBisections:
             confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
             descend_merges=policy.bisect.descend_merges, max_infra_per_commit=policy.bisect.max_infra_per_commit,
             verify_revert=not work.dry_run, onto=bad,
-            env=None if test.runner.env is None else EnvSpec(test.runner.env.project, tuple(test.runner.env.extras),
-                                                            tuple(test.runner.env.pythonpath), test.runner.env.offline).to_json(),
+            env=None if test.runner.env is None else test.runner.env.model_dump(),  # runners.envs.EnvSpec's JSON
         )
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
@@ -146,8 +143,13 @@ class LocalBisections:
             self._drive(forge, policy, test, repo, loaded, work)
 
     def _drive(self, forge: GitHubForge, policy: Policy, test, repo: GitRepo, loaded, work: _Work) -> None:
-        key = f"status-{loaded.id}"
-        say = (lambda text: forge.comment_once(work.thread, key, text)) if work.thread else (lambda text: None)
+        key, shown = f"status-{loaded.id}", [None]
+
+        def say(text: str) -> None:  # the status comment, edited only when its text changes (GitHub's rate limit)
+            if work.thread and text != shown[0]:
+                forge.comment_once(work.thread, key, text)
+                shown[0] = text
+
         say(render_status(work.test, loaded.problem, None, None))
         last = [0.0]
 
@@ -158,7 +160,7 @@ class LocalBisections:
 
         if not loaded.row.status:
             backend = backend_for(test, loaded.config, repo, forge, self.clone_url(work.repo), policy.default_branch, loaded.id)
-            Driver(self.store, loaded.id, loaded.problem, loaded.config, backend, observe, reverter_for(repo, REVERT_REASON),
+            Driver(self.store, loaded.id, loaded.problem, loaded.config, backend, observe, reverter_for(repo),
                    cancelled=lambda: self.store.cancel_requested(loaded.id)).run()
         row = self.store.get(loaded.id)
         outcome = row.outcome or {}
@@ -190,7 +192,7 @@ class LocalBisections:
         now = datetime.now(timezone.utc)
         refusal = revert_refusal(
             policy,
-            Culprit(subject, author, repo.repo.commit(culprit).committed_datetime, forge.pr_labels(culprit_pr) if culprit_pr else ()),
+            Culprit(subject, author, repo.repo.commit(culprit).committed_datetime, tuple(label.name for label in pr_obj.labels) if pr_obj else ()),
             Repository(policy.default_branch,
                        forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users),
                        forge.reverts_opened_since(now.replace(hour=0, minute=0, second=0, microsecond=0))),

@@ -182,9 +182,6 @@ class GitHubForge:
             count += pr.head.ref.startswith(bot_branch_prefix)
         return count
 
-    def pr_labels(self, number: int) -> tuple[str, ...]:
-        return tuple(label.name for label in self.repo.get_issue(number).labels)
-
     def followup_for(self, culprit_pr: int) -> int | None:
         """An open issue or PR that cross-references the culprit PR as the place of the proper fix."""
         for event in self.repo.get_issue(culprit_pr).get_timeline():
