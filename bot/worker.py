@@ -63,9 +63,6 @@ class Worker:
             except Exception:  # noqa: BLE001 -- the store is briefly unreachable: try again next beat
                 log.warning("cannot renew the lease of job %s", job_id, exc_info=True)
 
-    def run_forever(self) -> None:
-        self._loop()
-
     def start(self, threads: int = 2) -> list[threading.Thread]:
         """Several loops, so a command (status, cancel) is answered while a bisection runs in another."""
         started = []

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import requests
@@ -18,7 +17,9 @@ from openapi_core.contrib.requests import (
 from openapi_core.templating.responses.exceptions import ResponseNotFound
 from openapi_schema_validator import OAS30Validator
 
-SPEC = Path(__file__).parent / "fixtures" / "github" / "openapi" / "api.github.com.subset.json"
+from bot.sandbox.schema import SPEC_PATH
+
+SPEC = SPEC_PATH  # GitHub's description, cut to what the bot calls: the one copy, packaged with the sandbox
 SERVED_PREFIXES_EXCLUDED = ("/repos/{owner}/{repo}/actions/", "/app/installations/", "/repos/{owner}/{repo}/installation")
 
 

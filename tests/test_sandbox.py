@@ -1,5 +1,5 @@
 """The GitHub sandbox through real PyGithub and real git, every response checked against GitHub's
-OpenAPI description (tests/fixtures/github/openapi) by openapi-core (see tests/sandbox_helpers.py)."""
+OpenAPI description (bot/sandbox/openapi) by openapi-core (see tests/sandbox_helpers.py)."""
 
 from __future__ import annotations
 

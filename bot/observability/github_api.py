@@ -96,16 +96,6 @@ def instrument_pygithub() -> None:
         _installed = True
 
 
-def uninstrument_pygithub() -> None:
-    """PyGithub's own connection classes again (tests)."""
-    global _installed
-    with _install_lock:
-        from github.Requester import Requester
-
-        Requester.resetConnectionClasses()
-        _installed = False
-
-
 class GitHubApiCollector:
     """STATS as Prometheus series; one per app registry, all reading the same process-wide numbers."""
 

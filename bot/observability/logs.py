@@ -92,15 +92,6 @@ def register_secret(value: str | None, *, transient: bool = False) -> None:
         _ordered = tuple(sorted(_secrets | set(_transient), key=len, reverse=True))
 
 
-def forget_secrets() -> None:
-    """Forget every registered secret (tests)."""
-    global _ordered
-    with _lock:
-        _secrets.clear()
-        _transient.clear()
-        _ordered = ()
-
-
 def redact(text: str) -> str:
     for secret in _ordered:
         if secret in text:

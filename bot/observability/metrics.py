@@ -27,17 +27,9 @@ BACKENDS = ("local", "github_actions", "other")
 DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 
 
-def backend_of(runner: str | None) -> str:
-    """local/<slot> is the local pool; a runner naming an Actions run URL is GitHub Actions."""
-    if runner and runner.startswith("local/"):
-        return "local"
-    if runner and "/actions/runs/" in runner:
-        return "github_actions"
-    return "other"
-
-
 def _backend_sql():
-    """backend_of() in SQL, so steps are counted by the database."""
+    """A step's backend from its runner, in SQL (steps are counted by the database): `local/<slot>` is the
+    local pool, a runner naming an Actions run URL is GitHub Actions."""
     return case(
         (StepRow.runner.like("local/%"), literal("local")),
         (StepRow.runner.like("%/actions/runs/%"), literal("github_actions")),

@@ -69,8 +69,6 @@ if TYPE_CHECKING:
     from .state import Repo, SandboxState
 
 WORKFLOW_DIR = ".github/workflows/"
-CONCLUSIONS = ("success", "failure", "cancelled", "timed_out", "neutral", "skipped", "action_required", "stale")
-STATUSES = ("queued", "in_progress", "completed", "requested", "waiting", "pending")
 RUNNER_NAME = "sandbox-self-hosted"
 JOB_BOT = "github-actions[bot]"
 HOSTED_RUNNER_NAME = "GitHub Actions 1"
@@ -137,7 +135,6 @@ class Run:
     job_completed_at: str | None = None
     log: list[str] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
-    exit_code: int | None = None
     pid: int | None = None
     cancel_requested: bool = False
     job_token: str | None = None
@@ -504,8 +501,6 @@ class Actions:
         return token
 
     def _conclude(self, run: Run, code: int | None) -> str:
-        with self.lock:
-            run.exit_code = code
         if run.cancel_requested:
             self._line(run, "##[error]The operation was canceled.")
             return "cancelled"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 
 _ENV = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
@@ -111,6 +112,15 @@ def log(repo: Path, *revs: str, max_count: int | None = None, skip: int = 0, pat
 
 
 def commit(repo: Path, sha: str) -> dict:
+    """A commit's fields; a full sha names content that never changes, so that answer is kept (run and
+    webhook payloads render the same head commit many times)."""
+    if len(sha) == 40:
+        return dict(_commit_of(repo, sha))
+    return _parse(git(repo, "show", "-s", f"--format={_FORMAT}", sha))[0]
+
+
+@lru_cache(maxsize=1024)
+def _commit_of(repo: Path, sha: str) -> dict:
     return _parse(git(repo, "show", "-s", f"--format={_FORMAT}", sha))[0]
 
 

@@ -7,7 +7,6 @@ body has the shape GitHub's own description promises (the contract tests validat
 
 from __future__ import annotations
 
-import copy
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -106,7 +105,3 @@ def conform(value: Any, schema: dict | str, base: str) -> Any:
             for item in value:
                 conform(item, schema["items"], base)
     return value
-
-
-def response_schema(name: str) -> dict:
-    return copy.deepcopy(component(name))

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
@@ -50,10 +50,6 @@ class Deliveries:
                 return Recorded(False, job.id if job else None)
         except IntegrityError:
             return Recorded(True, None)
-
-    def count(self) -> int:
-        with self._session() as s:
-            return s.scalar(select(func.count()).select_from(DeliveryRow))
 
     def jobs(self) -> list[JobRow]:
         with self._session() as s:
