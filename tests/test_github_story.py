@@ -34,14 +34,28 @@ def free_port() -> int:
 
 @pytest.fixture
 def world(tmp_path):
+    yield from sandbox_and_bot(tmp_path)
+
+
+def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str | None = None):
+    """The scenario in the sandbox and the bot (in this process) on loopback; with `app_key`, the bot
+    authenticates as GitHub App 4242 (that key's public half registered), else with its token."""
     scenario = build(tmp_path / "scenario", commits=24, seed=3)
     state = SandboxState(tmp_path / "sandbox")
     seeded = seed_from_scenario(state, tmp_path / "scenario")
+    auth = dict(github_token=seeded.tokens["revert-bisect-bot"])
+    if app_key:
+        from cryptography.hazmat.primitives import serialization
+
+        public = serialization.load_pem_private_key(app_key.encode(), None).public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+        state.register_app(4242, public, [seeded.repo])
+        state.set_permission(seeded.repo, state.apps.apps[4242].bot_login, "write")
+        (tmp_path / "app.pem").write_text(app_key)
+        auth = dict(github_app_id=4242, github_app_private_key=tmp_path / "app.pem")
     base, stop_sandbox = run_in_thread(state)
-    settings = BotSettings(
-        webhook_secret=SECRET, db=f"sqlite:///{tmp_path / 'bot.db'}", policies=ROOT / "policies",
-        github_url=base, github_token=seeded.tokens["revert-bisect-bot"], workspace=tmp_path / "clones",
-    )
+    settings = BotSettings(webhook_secret=SECRET, db=f"sqlite:///{tmp_path / 'bot.db'}", policies=policies,
+                           github_url=base, workspace=tmp_path / "clones", **auth)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -53,10 +67,12 @@ def world(tmp_path):
                 break
         except httpx.HTTPError:
             time.sleep(0.1)
-    yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot, tmp=tmp_path)
-    server.should_exit = True
-    thread.join(timeout=10)
-    stop_sandbox()
+    try:
+        yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot, tmp=tmp_path)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        stop_sandbox()
 
 
 def gh(world, method, path, token_of="sandbox-maintainer", **kw):
@@ -363,25 +379,12 @@ def test_no_secret_appears_in_any_output_of_a_whole_run(tmp_path, caplog):
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     caplog.set_level(logging.DEBUG)
-    scenario = build(tmp_path / "scenario", commits=24, seed=3)
-    state = SandboxState(tmp_path / "sandbox")
-    seeded = seed_from_scenario(state, tmp_path / "scenario")
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    state.register_app(4242, public, [seeded.repo])
-    state.set_permission(seeded.repo, state.apps.apps[4242].bot_login, "write")
-    (tmp_path / "app.pem").write_text(private)
-    base, stop_sandbox = run_in_thread(state)
-    settings = BotSettings(webhook_secret=SECRET, db=f"sqlite:///{tmp_path / 'bot.db'}", policies=ROOT / "policies", github_url=base,
-                           github_app_id=4242, github_app_private_key=tmp_path / "app.pem", workspace=tmp_path / "clones")
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    world = dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=f"http://127.0.0.1:{port}", tmp=tmp_path)
+    stack = sandbox_and_bot(tmp_path, app_key=private)
+    world = next(stack)
+    scenario, state, seeded = world["scenario"], world["state"], world["seeded"]
     try:
-        wait_for(lambda: _up(world["bot"]), timeout=30)
         followup = scenario.followup["number"]
         deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
         pulls = wait_for(lambda: _open_reverts(world), timeout=300)
@@ -409,13 +412,34 @@ def test_no_secret_appears_in_any_output_of_a_whole_run(tmp_path, caplog):
         leaks = [(where, secret[:8]) for where, text in outputs.items() for secret in secrets if secret in text]
         assert not leaks
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        stop_sandbox()
+        stack.close()
 
 
-def _up(url: str) -> bool:
+def test_shadow_mode_bisects_and_proves_but_writes_nothing_beyond_the_thread(tmp_path):
+    """`mode: shadow` (the first week): the bisection runs, its culprit and proven revert are on the
+    dashboard, and GitHub gets no branch, PR, issue, label or comment outside the thread that asked."""
+    import shutil
+
+    from bot.sandbox import gitstore
+
+    policies = tmp_path / "policies"
+    shutil.copytree(ROOT / "policies", policies)
+    example = policies / "example.yaml"
+    example.write_text(example.read_text().replace("mode: active", "mode: shadow"))
+    stack = sandbox_and_bot(tmp_path, policies=policies)
+    world = next(stack)
     try:
-        return httpx.get(url + "/healthz", timeout=1).json()["worker"]
-    except httpx.HTTPError:
-        return False
+        scenario, state, repo = world["scenario"], world["state"], world["seeded"].repo
+        followup = scenario.followup["number"]
+        issues_before = set(state.repos[repo.lower()].issues)
+        branches_before = set(gitstore.branches(state.repo(repo).path))
+        deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+        final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=300)
+        assert "Revert PR: not opened (shadow mode)" in final[0]["body"]
+        detail = httpx.get(world["bot"] + "/api/bisections", timeout=10).json()["items"][0]
+        assert detail["culprit"] == scenario.culprit
+        assert set(state.repos[repo.lower()].issues) == issues_before  # no PR, no tracking issue
+        assert set(gitstore.branches(state.repo(repo).path)) == branches_before  # no revert branch pushed
+        assert not _comments(world, scenario.culprit_pr)
+    finally:
+        stack.close()

@@ -26,7 +26,6 @@ class Published:
     pr_number: int | None
     pr_url: str | None
     branch: str
-    shadow: bool = False
     existing_revert: int | None = None
 
 
@@ -50,10 +49,9 @@ def publish(
     culprit_author: str | None,
     followup: int | None,
 ) -> Published:
-    """Every write is looked up first: re-running this after a crash changes nothing twice."""
+    """Every write is looked up first: re-running this after a crash changes nothing twice. (Shadow mode never
+    gets here: LocalBisections._publish stops before the first write.)"""
     branch = branch_name(culprit_pr, revert.culprit)
-    if policy.mode == "shadow":
-        return Published(None, None, branch, shadow=True)
     if culprit_pr and (existing := forge.open_revert_of(culprit_pr)):
         forge.comment_once(existing, f"evidence-{bisection_id}", f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}.")
         return Published(existing, None, branch, existing_revert=existing)
