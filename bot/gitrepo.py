@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,6 +10,29 @@ from pathlib import Path
 import git
 
 from bot.errors import RepoError
+
+
+def git_auth(token: str | None) -> list[str]:
+    """`git -c` options carrying a GitHub token for one command, as actions/checkout sends it (basic auth as
+    x-access-token, which installation tokens and personal tokens both accept): never in .git/config."""
+    if not token:
+        return []
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return ["-c", f"http.extraHeader=Authorization: basic {basic}"]
+
+
+def sync_clone(url: str, target: Path, token: str | None) -> None:
+    """A `--no-checkout` clone of url at target, or, when it exists, its branches fetched again (origin/*).
+    RepoError names what git said, with the token removed."""
+    if (target / ".git").is_dir():
+        verb, args = "fetch", ["-C", str(target), "fetch", "--quiet", "--prune", url, "+refs/heads/*:refs/remotes/origin/*"]
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        verb, args = "clone", ["clone", "--quiet", "--no-checkout", url, str(target)]
+    result = subprocess.run(["git", *git_auth(token), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        lines = (result.stderr.replace(token, "***") if token else result.stderr).strip().splitlines()
+        raise RepoError(f"cannot {verb} {url}: {lines[-1] if lines else 'git failed'}")
 
 
 class GitRepo:

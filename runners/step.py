@@ -23,7 +23,6 @@ whatever the verdict (the verdict is in the file); 2 when the spec is unusable.
 from __future__ import annotations
 
 import argparse
-import base64
 import fcntl
 import hashlib
 import json
@@ -37,7 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bot.gitrepo import GitRepo
+from bot.gitrepo import GitRepo, git_auth, sync_clone
 from bot.revert.git_revert import revert_into
 from runners import result as result_json
 from runners.backends.base import RevertOf, StepResult, StepSpec
@@ -173,32 +172,18 @@ def _git(tree: Path, *args: str, auth: list[str] | None = None) -> str:
 # -- on a runner: a cached clone of the repository, a worktree slot, then run_in_tree --
 
 
-def _auth(token: str | None) -> list[str]:
-    """The token as an HTTP header for one git command (as actions/checkout does): never in .git/config."""
-    if not token:
-        return []
-    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    return ["-c", f"http.extraHeader=Authorization: basic {basic}"]
-
-
 def clone_of(repository: str, cache: Path, sha: str, token: str | None) -> GitRepo:
     """A clone of `repository` under cache, kept between steps and fetched only when it lacks `sha`."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", repository.rstrip("/").rsplit("/", 1)[-1])[:40]
     home = cache / "repos" / f"{name}-{hashlib.sha256(repository.encode()).hexdigest()[:10]}"
     home.mkdir(parents=True, exist_ok=True)
     clone = home / "clone"
-    auth = _auth(token)
     with open(home / "clone.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (clone / ".git").is_dir():
-            proc = subprocess.run(["git", *auth, "clone", "--quiet", "--no-checkout", repository, str(clone)],
-                                  capture_output=True, text=True, stdin=subprocess.DEVNULL)
-            if proc.returncode != 0:
-                raise RuntimeError(f"cannot clone the repository: {proc.stderr.strip()[-300:]}")
+        if not (clone / ".git").is_dir() or not _has_commit(clone, sha):
+            sync_clone(repository, clone, token)
         if not _has_commit(clone, sha):
-            _git(clone, "fetch", "--quiet", "--prune", "origin", "+refs/heads/*:refs/remotes/origin/*", auth=auth)
-        if not _has_commit(clone, sha):
-            _git(clone, "fetch", "--quiet", "origin", sha, auth=auth)
+            _git(clone, "fetch", "--quiet", "origin", sha, auth=git_auth(token))
     return GitRepo(clone)
 
 

@@ -8,7 +8,6 @@ and a proven revert is published through the forge.
 from __future__ import annotations
 
 import logging
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -17,13 +16,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bot.bisect.model import Status
-from bot.errors import RevertBisectError
+from bot.errors import RepoError, RevertBisectError
 from bot.flow.backends import backend_for
 from bot.flow.guards import Culprit, Repository, revert_refusal, start_refusal
 from bot.flow.publish import publish
 from bot.flow.status import render_status
 from bot.forge.github_adapter import ForgeError, GitHubForge
-from bot.gitrepo import GitRepo
+from bot.gitrepo import GitRepo, sync_clone
 from bot.handlers.command_job import StartRequest
 from bot.handlers.nightly import Scoped
 from bot.observability import bind
@@ -84,15 +83,10 @@ class LocalBisections:
 
     def _sync(self, repo: str) -> GitRepo:
         target = self.workspace / repo.replace("/", "__")
-        header = f"http.extraHeader=Authorization: Bearer {self.token(repo)}"
-        if (target / ".git").is_dir():
-            cmd = ["git", "-C", str(target), "-c", header, "fetch", "--quiet", "--prune", self.clone_url(repo), "+refs/heads/*:refs/remotes/origin/*"]
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            cmd = ["git", "-c", header, "clone", "--quiet", "--no-checkout", self.clone_url(repo), str(target)]
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise ForgeError(f"cannot fetch {repo}: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else 'git failed'}")
+        try:
+            sync_clone(self.clone_url(repo), target, self.token(repo))
+        except RepoError as exc:
+            raise ForgeError(str(exc)) from exc
         return GitRepo(target)
 
     # -- Bisections protocol --

@@ -19,6 +19,7 @@ from github.Repository import Repository
 
 from bot.errors import RevertBisectError
 from bot.forge.actions import artifact_files
+from bot.gitrepo import git_auth
 from bot.handlers.nightly import RunInfo
 from bot.observability.github_api import instrument_pygithub
 
@@ -196,9 +197,8 @@ class GitHubForge:
 
 def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: str) -> None:
     """Push `sha` to `branch` with the token in an HTTP header for this one command: never in .git/config."""
-    header = f"http.extraHeader=Authorization: Bearer {token}"
     result = subprocess.run(
-        ["git", "-C", str(repo_dir), "-c", header, "push", "--quiet", remote_url, f"{sha}:refs/heads/{branch}"],
+        ["git", *git_auth(token), "-C", str(repo_dir), "push", "--quiet", remote_url, f"{sha}:refs/heads/{branch}"],
         capture_output=True, text=True,
     )
     if result.returncode != 0:
