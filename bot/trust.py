@@ -15,27 +15,18 @@ the revert whose `git patch-id --stable` equals the culprit's.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bot.flow.guards import GUARDS
+
 CONFIRMED = "found"
 CANCELLED = "cancelled"
 
-# Why a revert was refused, from the guard's message (bot.flow.guards): (key, label, pattern).
-REFUSAL_REASONS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    ("kill_switch", "kill switch on (revert.kill_switch_label)", re.compile(r"kill switch is on")),
-    ("branch", "branch not allowed (branches)", re.compile(r"not one of the branches")),
-    ("culprit_is_revert", "culprit is a revert or re-land", re.compile(r"culprit is itself a revert")),
-    ("never_revert_author", "author never reverted (revert.never_revert_authors)", re.compile(r"never_revert_authors")),
-    ("opt_out_label", "opt-out label (revert.opt_out_label)", re.compile(r"opt_out_label")),
-    ("culprit_too_old", "culprit too old (revert.max_culprit_age_days)", re.compile(r"max_culprit_age_days")),
-    ("daily_cap", "daily cap reached (revert.daily_cap)", re.compile(r"daily_cap")),
-)
-OTHER_REASON = ("other", "other")
-REASON_LABELS = {key: label for key, label, _ in REFUSAL_REASONS} | {OTHER_REASON[0]: OTHER_REASON[1]}
+OTHER_REASON = "other"  # a refusal stored without a guard this version knows
+REASON_LABELS = GUARDS | {OTHER_REASON: "other"}
 
 
 class Bisection(Protocol):
@@ -112,12 +103,10 @@ def revert_opened(outcome: dict) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.lstrip("#").isdigit())
 
 
-def refusal_reason(message: str) -> str:
-    """The reason key of a guard's refusal message ('other' for one this version does not know)."""
-    for key, _, pattern in REFUSAL_REASONS:
-        if pattern.search(message):
-            return key
-    return OTHER_REASON[0]
+def refusal_reason(outcome: dict) -> str:
+    """The guard that refused the revert, as stored with the bisection (bot.flow.guards.Refusal.key)."""
+    key = _str(outcome.get("revert_refused_reason"))
+    return key if key in GUARDS else OTHER_REASON
 
 
 def revert_bases(bisections: Iterable[Bisection]) -> dict[tuple[str, str], str]:
@@ -158,9 +147,8 @@ def report(bisections: Iterable[Bisection], relanded: Callable[[str, str], bool 
                 t.relanded_unknown += 1
             elif answer:
                 t.relanded += 1
-        refused = _str(outcome.get("revert_refused"))
-        if refused:
-            reason = refusal_reason(refused)
+        if _str(outcome.get("revert_refused")):
+            reason = refusal_reason(outcome)
             t.refused[reason] = t.refused.get(reason, 0) + 1
     return [rows[name] for name in sorted(rows)]
 

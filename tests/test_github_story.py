@@ -355,6 +355,8 @@ def test_an_opted_out_culprit_gets_evidence_but_no_revert(world):
     assert len(refusal) == 1 and "opened no revert" in refusal[0] and "`revert.opt_out_label`" in refusal[0]
     assert not _open_reverts(world)
     wait_for(lambda: ("revert-bisect-bot", "confused") in [(r.user, r.content) for r in world["state"].reactions[command["id"]]], timeout=30)
+    refused = httpx.get(world["bot"] + "/api/trust", timeout=10).json()["total"]["refused"]
+    assert [(r["reason"], r["count"]) for r in refused] == [("opt_out_label", 1)]  # counted by the guard that said no
 
 
 def test_the_kill_switch_stops_new_bisections(world):

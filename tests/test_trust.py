@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 from bot import trust
 from bot.app import create_app
 from bot.errors import RepoError
-from bot.flow.guards import Culprit, Repository, revert_refusal, start_refusal
+from bot.flow.guards import GUARDS, Culprit, Repository, revert_refusal, start_refusal
 from bot.gitrepo import GitRepo
 from bot.settings import BotSettings
 from bot.store.db import connect
@@ -37,6 +37,11 @@ TOO_OLD = revert_refusal(POLICY, Culprit("x (#1)", "a", NOW - timedelta(days=8),
 # -- the pure report ------------------------------------------------------------------------------
 
 
+def refused(refusal) -> dict:
+    """What LocalBisections._publish stores for a refused revert."""
+    return dict(revert_refused=str(refusal), revert_refused_reason=refusal.key)
+
+
 def row(status, repo="octo/widgets", head="h" * 40, origin=True, **outcome):
     return SimpleNamespace(repo=f"/srv/clones/{repo}", status=status, outcome=outcome or None, head=head,
                            origin={"repo": repo, "test": "t"} if origin else None)
@@ -47,9 +52,9 @@ def test_report_counts_per_repository():
         row("found", culprit="c1", revert_pr=11, revert_pr_url="https://x/pull/11"),  # re-landed: a false positive
         row("found", culprit="c2", revert_pr=12),  # not re-landed
         row("found", culprit="c3", revert_pr="#13"),  # unknown
-        row("found", culprit="c4", revert_refused=DAILY_CAP),
-        row("found", culprit="c5", revert_refused=DAILY_CAP),
-        row("found", culprit="c6", revert_refused=TOO_OLD),
+        row("found", culprit="c4", **refused(DAILY_CAP)),
+        row("found", culprit="c5", **refused(DAILY_CAP)),
+        row("found", culprit="c6", **refused(TOO_OLD)),
         row("found", culprit="c7"),  # found, A/B failed or dry run: neither opened nor refused
         row("ambiguous", candidates=["a", "b"]),
         row("inconclusive"),
@@ -104,7 +109,7 @@ def test_no_rows_and_all_unknown():
     assert (only.reverts_opened, only.relanded, only.relanded_unknown, only.false_positive_rate) == (1, 0, 1, None)
 
 
-def test_each_guard_message_has_its_reason():
+def test_each_guard_refusal_is_counted_under_its_key():
     messages = {
         "kill_switch": revert_refusal(POLICY, OK_CULPRIT, Repository("main", 12, 0), NOW),
         "branch": start_refusal(POLICY, None, "release/v1"),
@@ -114,13 +119,15 @@ def test_each_guard_message_has_its_reason():
         "culprit_too_old": TOO_OLD,
         "daily_cap": DAILY_CAP,
     }
-    assert {key: trust.refusal_reason(message) for key, message in messages.items()} == {key: key for key in messages}
-    assert trust.refusal_reason("the moon is full") == "other"
+    assert {key: trust.refusal_reason(refused(r)) for key, r in messages.items()} == {key: key for key in messages}
+    assert set(messages) == set(GUARDS)  # every guard is counted under its own key
+    assert trust.refusal_reason({"revert_refused": "the moon is full"}) == "other"
+    assert trust.refusal_reason({"revert_refused": "x", "revert_refused_reason": "moon"}) == "other"
 
 
 def test_revert_bases_are_the_heads_reverts_were_made_on():
     rows = [row("found", culprit="c1", revert_pr=1, head="a" * 40), row("found", culprit="c1", revert_pr=2, head="b" * 40),
-            row("found", culprit="c2", revert_refused=DAILY_CAP), row("found", culprit="c3", revert_pr=3, head=None)]
+            row("found", culprit="c2", **refused(DAILY_CAP)), row("found", culprit="c3", revert_pr=3, head=None)]
     assert trust.revert_bases(rows) == {("octo/widgets", "c1"): "a" * 40}
 
 
@@ -218,10 +225,10 @@ def populate(history, workspace: Path, db: str) -> None:
         s.add_all([
             add("found", head=history.head, culprit=history.culprit, revert_pr=31, revert_pr_url="https://github.example/octo/widgets/pull/31"),
             add("found", head=kept_head, culprit=kept, revert_pr=32),
-            add("found", culprit="c" * 40, revert_refused=DAILY_CAP),
+            add("found", culprit="c" * 40, **refused(DAILY_CAP)),
             add("ambiguous"), add("untestable"), add("cancelled"), add(None),
             add("found", repo="octo/gizmos", head="d" * 40, culprit="e" * 40, revert_pr=7),
-            add("found", repo="octo/gizmos", culprit="f" * 40, revert_refused=TOO_OLD),
+            add("found", repo="octo/gizmos", culprit="f" * 40, **refused(TOO_OLD)),
             add("inconclusive", repo="octo/gizmos"),
         ])
         s.commit()

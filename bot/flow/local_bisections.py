@@ -193,7 +193,7 @@ class LocalBisections:
             now)
         record = dict(culprit_pr=culprit_pr, culprit_subject=subject)  # for the dashboard and the trust report
         if refusal:
-            self._record(row, **record, revert_refused=refusal)
+            self._record(row, **record, revert_refused=str(refusal), revert_refused_reason=refusal.key)
             if culprit_pr:
                 forge.comment_once(culprit_pr, f"culprit-{row.id}", REFUSED_COMMENT.format(test=work.test, evidence=evidence, why=refusal, id=row.id))
             log.warning("bisection #%s: no revert PR for %s: %s", row.id, culprit[:12], refusal)
