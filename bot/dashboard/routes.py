@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, case, func, select
 from sqlalchemy.orm import selectinload, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
@@ -22,6 +22,7 @@ from bot.bisect.model import Phase, Status
 from bot.dashboard import auth
 from bot.dashboard.chart import render_svg
 from bot.dashboard.views import (
+    FINISHED_STEP_STATES,
     BisectionDetail,
     BisectionPage,
     BisectionSummary,
@@ -30,11 +31,11 @@ from bot.dashboard.views import (
     matches,
     summary,
     trust_view,
-    version,
+    version_text,
 )
 from bot.errors import RepoError
 from bot.gitrepo import GitRepo
-from bot.store.models import BisectionRow
+from bot.store.models import BisectionRow, StepRow
 
 PER_PAGE = 50
 SCAN_CHUNK = 500
@@ -66,6 +67,19 @@ class Bisections:
     def get(self, bisection_id: int) -> BisectionRow | None:
         with self._session() as s:
             return s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
+
+    def version(self, bisection_id: int) -> tuple[str, bool] | None:
+        """(version_text, finished) from one aggregate query: what the live update polls every second."""
+        finished = func.sum(case((StepRow.state.in_(FINISHED_STEP_STATES), 1), else_=0))
+        query = (select(BisectionRow.phase, BisectionRow.status, func.count(StepRow.id), finished)
+                 .outerjoin(StepRow, StepRow.bisection_id == BisectionRow.id)
+                 .where(BisectionRow.id == bisection_id).group_by(BisectionRow.id))
+        with self._session() as s:
+            row = s.execute(query).first()
+        if row is None:
+            return None
+        phase, status, steps, done = row
+        return version_text(int(done or 0), steps, phase, status), status is not None
 
     def page(self, now: datetime, repository: str | None, state: str | None, test: str | None, page: int,
              per_page: int = PER_PAGE) -> tuple[list[BisectionSummary], bool]:
@@ -208,24 +222,26 @@ def detail_page(request: Request, bisection_id: int) -> HTMLResponse:
 async def events(request: Request, bisection_id: int) -> StreamingResponse:
     """Server-sent events: `version` every second while the bisection runs, then `done`."""
     store = _store(request)
-    if await run_in_threadpool(store.get, bisection_id) is None:
+    first = await run_in_threadpool(store.version, bisection_id)
+    if first is None:
         raise HTTPException(404, f"no bisection #{bisection_id}")
 
     async def stream():
         yield "retry: 2000\n\n"
         loop = asyncio.get_running_loop()
-        start = loop.time()
+        start, now = loop.time(), first
         while loop.time() - start < EVENT_STREAM_MAX_S:
-            row = await run_in_threadpool(store.get, bisection_id)
-            if row is None:
+            if now is None:
                 return
-            if row.status is not None:
-                yield f"event: done\ndata: {version(row)}\n\n"
+            text, finished = now
+            if finished:
+                yield f"event: done\ndata: {text}\n\n"
                 return
-            yield f"event: version\ndata: {version(row)}\n\n"
+            yield f"event: version\ndata: {text}\n\n"
             await asyncio.sleep(EVENT_INTERVAL_S)
             if await request.is_disconnected():
                 return
+            now = await run_in_threadpool(store.version, bisection_id)
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

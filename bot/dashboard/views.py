@@ -255,8 +255,12 @@ def matches(s: BisectionSummary, repository: str | None, state: str | None, test
 
 
 def version(row: BisectionRow) -> str:
-    finished = sum(s.state in FINISHED_STEP_STATES for s in row.steps)
-    return f"{finished}/{len(row.steps)}:{row.phase}:{row.status or ''}"
+    return version_text(sum(s.state in FINISHED_STEP_STATES for s in row.steps), len(row.steps), row.phase, row.status)
+
+
+def version_text(finished: int, steps: int, phase: str, status: str | None) -> str:
+    """What changes whenever the page would: the live update's signal."""
+    return f"{finished}/{steps}:{phase}:{status or ''}"
 
 
 def step_view(step: StepRow, verdict: str | None = None) -> StepView:
