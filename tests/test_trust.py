@@ -310,3 +310,25 @@ def test_without_a_workspace_setting_the_default_clone_directory_is_used(tmp_pat
     data = TestClient(create_app(settings, handlers={}), client=LOCAL).get("/api/trust").json()
     widgets = next(r for r in data["repositories"] if r["repository"] == "octo/widgets")
     assert (widgets["reverts_opened"], widgets["relanded"], widgets["relanded_unknown"]) == (2, 1, 0)
+
+
+def test_relanded_answers_are_kept_until_the_branch_moves(tmp_path, history, monkeypatch):
+    """The trust page runs git once per (culprit, branch head): a page load on an unchanged clone asks nothing."""
+    from bot.dashboard.routes import relanded_in_clones
+
+    git(history.path, "cherry-pick", history.culprit)
+    workspace = tmp_path / "ws"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(history.path), str(workspace / "octo__widgets")], check=True)
+    calls = []
+    real = GitRepo.relanded
+    monkeypatch.setattr(GitRepo, "relanded", lambda self, *a: calls.append(a) or real(self, *a))
+    known: dict = {}
+    bases = {("octo/widgets", history.culprit): history.head}
+    for _ in range(3):
+        assert relanded_in_clones(workspace, bases, known)("octo/widgets", history.culprit) is True
+    assert len(calls) == 1
+    commit_file(history.path, "later.txt", "x\n", "Later (#30)")
+    git(workspace / "octo__widgets", "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*")
+    assert relanded_in_clones(workspace, bases, known)("octo/widgets", history.culprit) is True
+    assert len(calls) == 2  # the branch moved: asked again
+    assert relanded_in_clones(workspace, {}, known)("octo/widgets", history.culprit) is None  # no base: not asked

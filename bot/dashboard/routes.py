@@ -123,33 +123,37 @@ def clone_of(workspace: Path, repo: str) -> Path | None:
     return path if (path / ".git").is_dir() else None
 
 
-def relanded_in_clones(workspace: Path, bases: dict[tuple[str, str], str]) -> Callable[[str, str], bool | None]:
+def relanded_in_clones(workspace: Path, bases: dict[tuple[str, str], str],
+                       known: dict[tuple, bool] | None = None) -> Callable[[str, str], bool | None]:
     """bot.trust's `relanded`, answered from the clones under workspace: since = the head the revert was made on
-    (trust.revert_bases), ref = the clone's default branch. None when there is no clone or git cannot tell."""
-    repos: dict[str, GitRepo | None] = {}
-    answers: dict[tuple[str, str], bool | None] = {}
+    (trust.revert_bases), ref = the clone's default branch. None when there is no clone or git cannot tell.
+    `known` keeps answers across calls, keyed by the branch's sha: git runs again only once the branch moved."""
+    known = {} if known is None else known
+    branches: dict[str, tuple[GitRepo, str] | None] = {}
+
+    def branch_of(repo: str) -> tuple[GitRepo, str] | None:
+        if repo not in branches:
+            path = clone_of(workspace, repo)
+            try:
+                clone = GitRepo(path) if path else None
+                branches[repo] = (clone, clone.resolve(clone.default_branch())) if clone else None
+            except RepoError:
+                branches[repo] = None
+        return branches[repo]
 
     def relanded(repo: str, culprit: str) -> bool | None:
-        key = (repo, culprit)
-        if key in answers:
-            return answers[key]
-        answer = None
-        since = bases.get(key)
-        if since is not None:
-            if repo not in repos:
-                path = clone_of(workspace, repo)
-                try:
-                    repos[repo] = GitRepo(path) if path else None
-                except RepoError:
-                    repos[repo] = None
-            clone = repos[repo]
-            if clone is not None:
-                try:
-                    answer = clone.relanded(culprit, since, clone.default_branch())
-                except (RepoError, OSError):  # the culprit or the head is not in the clone (yet)
-                    answer = None
-        answers[key] = answer
-        return answer
+        since = bases.get((repo, culprit))
+        found = branch_of(repo) if since is not None else None
+        if found is None:
+            return None
+        clone, head = found
+        key = (str(clone.path), culprit, since, head)
+        if key not in known:
+            try:
+                known[key] = clone.relanded(culprit, since, head)
+            except (RepoError, OSError):  # the culprit or the head is not in the clone (yet): ask again next time
+                return None
+        return known[key]
 
     return relanded
 
@@ -168,7 +172,7 @@ def trust_report(request: Request) -> trust.TrustReport:
     workspace = _workspace(request)
     if workspace is None:
         return trust.build(rows, lambda repo, culprit: None)
-    return trust.build(rows, relanded_in_clones(workspace, trust.revert_bases(rows)))
+    return trust.build(rows, relanded_in_clones(workspace, trust.revert_bases(rows), request.app.state.trust_relanded))
 
 
 def _store(request: Request) -> Bisections:
@@ -301,6 +305,7 @@ def api_trust(request: Request) -> TrustReportView:
 def install(app: FastAPI, engine: Engine) -> None:
     """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API (/api/bisections, /api/trust) on the app."""
     app.state.dashboard = Bisections(engine)
+    app.state.trust_relanded = {}  # relanded_in_clones' answers, kept until a branch moves
     app.include_router(login)
     app.include_router(pages)
     app.include_router(api)
