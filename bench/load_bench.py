@@ -28,7 +28,6 @@ import platform
 import random
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,7 @@ import tables  # noqa: E402  (bench/tables.py, beside this script)
 
 from bot.store.db import connect  # noqa: E402
 from bot.webhooks.signature import sign  # noqa: E402
+from runners.probes.server import free_port  # noqa: E402
 
 COMMAND = "python " + shlex.join(["bench/load_bench.py", *sys.argv[1:]])
 HOOKS = ROOT / "tests" / "fixtures" / "github" / "webhooks"
@@ -127,11 +127,6 @@ def make_plan(n: int, replicas: int, dup: float, payloads: list[Payload], seed: 
 
 # -- the servers ---------------------------------------------------------------------------------
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from rich.syntax import Syntax
 from sqlalchemy import create_engine, text
 
 from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
+from runners.probes.server import free_port
 
 NIGHTLY = ".github/workflows/nightly-test.yml"
 POLICIES = Path(__file__).resolve().parent.parent / "policies"
@@ -36,12 +36,6 @@ POLICIES = Path(__file__).resolve().parent.parent / "policies"
 class GithubDemoResult:
     exit_code: int
     pr_url: str | None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _progress(db: str) -> str:
@@ -66,7 +60,7 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
     seeded = seed_from_scenario(state, workdir / "scenario")
     scenario = seeded.scenario
     base, stop_sandbox = run_in_thread(state)
-    secret, port = secrets.token_hex(16), _free_port()
+    secret, port = secrets.token_hex(16), free_port()
     db = f"sqlite:///{workdir / 'bot.db'}"
     env = {**os.environ, "REVERT_BISECT_WEBHOOK_SECRET": secret, "REVERT_BISECT_GITHUB_URL": base,
            "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"], "REVERT_BISECT_POLICIES": str(POLICIES),
