@@ -17,6 +17,7 @@ class BotSettings(BaseSettings):
     db: str | None = None  # SQLAlchemy URL; None: SQLite in the user data directory
     policies: Path = Path("policies")
     max_body_bytes: int = 10 * 1024 * 1024
+    github_timeout_s: int = 15  # seconds per GitHub request (PyGithub takes whole seconds); a slower answer is a timeout, retried
     job_lease_s: float = 60.0  # a job whose worker stops renewing (a killed replica) is retried after this
     local: bool = False  # development on loopback: a missing secret is tolerated (every delivery is refused)
     github_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3; the sandbox: its base URL

@@ -35,10 +35,11 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     public = api == "https://api.github.com"
     forges: dict[str, GitHubForge] = {}
     if settings.github_app_id:
-        app = AppCredentials.from_file(settings.github_app_id, settings.github_app_private_key, api, throttle=public)
+        app = AppCredentials.from_file(settings.github_app_id, settings.github_app_private_key, api, throttle=public,
+                                       timeout=settings.github_timeout_s)
         client_for, token_for = app.client, app.token  # an installation token per repository, refreshed by PyGithub
     else:
-        gh = connect(api, token, throttle=public)
+        gh = connect(api, token, throttle=public, timeout=settings.github_timeout_s)
         client_for, token_for = (lambda repo: gh), (lambda repo: token)
 
     def forge_for(repo: str) -> GitHubForge:

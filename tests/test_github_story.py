@@ -37,7 +37,7 @@ def world(tmp_path):
     yield from sandbox_and_bot(tmp_path)
 
 
-def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str | None = None):
+def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str | None = None, **settings_extra):
     """The scenario in the sandbox and the bot (in this process) on loopback; with `app_key`, the bot
     authenticates as GitHub App 4242 (that key's public half registered), else with its token."""
     scenario = build(tmp_path / "scenario", commits=24, seed=3)
@@ -55,7 +55,7 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
         auth = dict(github_app_id=4242, github_app_private_key=tmp_path / "app.pem")
     base, stop_sandbox = run_in_thread(state)
     settings = BotSettings(webhook_secret=SECRET, db=f"sqlite:///{tmp_path / 'bot.db'}", policies=policies,
-                           github_url=base, workspace=tmp_path / "clones", **auth)
+                           github_url=base, workspace=tmp_path / "clones", **auth, **settings_extra)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -186,19 +186,27 @@ def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
     assert not [p for p in gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "open"}).json() if p["title"].startswith("Revert ")]
 
 
-def test_the_story_survives_a_fifth_of_github_responses_failing(world):
-    """5xx, secondary rate limits and 429s on 20% of REST responses: still one PR, no duplicated comment."""
+@pytest.fixture
+def impatient_world(tmp_path):
+    """The bot gives GitHub 1 s per request, so a `slow` fault (2 s) is a client timeout, retried."""
+    yield from sandbox_and_bot(tmp_path, github_timeout_s=1)
+
+
+def test_the_story_survives_a_fifth_of_github_responses_failing(impatient_world):
+    """5xx, secondary rate limits and 429s with Retry-After, and timeouts, on 20% of REST responses: still one
+    PR, no duplicated comment."""
+    world = impatient_world
     scenario, state = world["scenario"], world["state"]
     followup = scenario.followup["number"]
     command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-    state.faults.set(0.2, kinds=("5xx", "403-ratelimit", "429"), seed=7)
+    state.faults.set(0.2, kinds=("5xx", "403-ratelimit", "429", "slow"), seed=7, slow_seconds=2.0)
     try:
         pulls = wait_for(lambda: _open_reverts(world), timeout=420)
         status = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "Revert PR" in c["body"]], timeout=60)
     finally:
         injected = len(state.faults.injected)
         state.faults.set(0.0)
-    assert injected > 5  # the faults really happened
+    assert injected > 5 and {kind for kind, *_ in state.faults.injected} == {"5xx", "403-ratelimit", "429", "slow"}  # the faults really happened
     assert len(_open_reverts(world)) == 1 and len(pulls) == 1
     culprit_pr = scenario.culprit_pr
     for number in (culprit_pr, followup):

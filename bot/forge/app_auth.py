@@ -17,16 +17,17 @@ class AppCredentials:
     private_key: str  # PEM
     base_url: str = "https://api.github.com"
     throttle: bool = True
+    timeout: int = 15  # seconds per request; an answer later than this is retried
     _auth: dict[str, Auth.AppInstallationAuth] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_file(cls, app_id: int, key_path: Path, base_url: str, throttle: bool = True) -> AppCredentials:
-        return cls(app_id, key_path.read_text(), base_url.rstrip("/"), throttle)
+    def from_file(cls, app_id: int, key_path: Path, base_url: str, throttle: bool = True, timeout: int = 15) -> AppCredentials:
+        return cls(app_id, key_path.read_text(), base_url.rstrip("/"), throttle, timeout)
 
     def _installation(self, repo: str) -> Auth.AppInstallationAuth:
         if repo not in self._auth:
             app = Auth.AppAuth(self.app_id, self.private_key)
-            integration = GithubIntegration(auth=app, base_url=self.base_url, retry=retry_policy(patient=self.throttle))
+            integration = GithubIntegration(auth=app, base_url=self.base_url, retry=retry_policy(patient=self.throttle), timeout=self.timeout)
             owner, name = repo.split("/", 1)
             installation = integration.get_repo_installation(owner, name)
             self._auth[repo] = app.get_installation_auth(installation.id)
@@ -34,7 +35,8 @@ class AppCredentials:
 
     def client(self, repo: str) -> Github:
         pauses = {} if self.throttle else dict(seconds_between_requests=0, seconds_between_writes=0)
-        return Github(base_url=self.base_url, auth=self._installation(repo), retry=retry_policy(patient=self.throttle), **pauses)
+        return Github(base_url=self.base_url, auth=self._installation(repo), retry=retry_policy(patient=self.throttle),
+                      timeout=self.timeout, **pauses)
 
     def token(self, repo: str) -> str:
         """The current installation token (valid for git over HTTP as `Authorization: Bearer`)."""

@@ -54,12 +54,12 @@ def retry_policy(*, patient: bool) -> GithubRetry:
     )
 
 
-def connect(base_url: str, token: str, *, throttle: bool = True) -> Github:
+def connect(base_url: str, token: str, *, throttle: bool = True, timeout: int = 15) -> Github:
     """A PyGithub client on any host that builds its URLs from `base_url` (GitHub, GHE, the sandbox).
 
     `throttle=False` (a local sandbox) drops PyGithub's pauses between requests and retries fast."""
     pauses = {} if throttle else dict(seconds_between_requests=0, seconds_between_writes=0)
-    return Github(base_url=base_url.rstrip("/"), auth=Auth.Token(token), retry=retry_policy(patient=throttle), **pauses)
+    return Github(base_url=base_url.rstrip("/"), auth=Auth.Token(token), retry=retry_policy(patient=throttle), timeout=timeout, **pauses)
 
 
 def marker(key: str) -> str:
