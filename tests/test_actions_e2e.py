@@ -204,3 +204,45 @@ def test_a_restarted_driver_adopts_runs_still_going_instead_of_losing_them(world
     runs = [r for r in world["state"].actions.runs.values() if "[rb-adopt-me]" in r.display_title]
     assert len(runs) == 1
     assert sum(1 for s in row.steps if s.sha == good and s.kind == "calibrate") == 1  # GOOD was not dispatched again
+
+
+def test_an_infra_ending_is_retried_and_its_reason_is_in_the_status_comment(world, tmp_path):
+    """A run cancelled on GitHub mid-bisection: the commit is dispatched again, the culprit is still found,
+    and the status comment names what happened to the lost run."""
+    import threading
+
+    from bot.flow.status import render_status
+    from bot.gitrepo import GitRepo
+    from bot.orchestrator import setup
+    from bot.orchestrator.config import BisectConfig
+    from bot.orchestrator.driver import Driver
+    from bot.store.db import connect
+    from bot.store.store import Store
+
+    marker = tmp_path / "first-run-started"
+    slow_first = (f"import pathlib, sys, time; m = pathlib.Path({str(marker)!r})\n"
+                  "if not m.exists(): m.write_text('x'); time.sleep(60)\n" + TEST)
+    store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
+    good, bad = world["shas"][0], world["shas"][2]
+    config = BisectConfig(command=(RUNNER_PYTHON, "-c", slow_first), workers=1, metric_regex=r"metric=(?P<value>[0-9.]+)",
+                          threshold=0.5, calibration_runs=1)
+    loaded = setup.create(store, GitRepo(world["src"]), good, bad, config)
+
+    def cancel_the_first_run():
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        run = next(r for r in world["state"].actions.runs.values() if r.status == "in_progress" and "revert-bisect step" in r.display_title)
+        world["state"].actions.cancel(run)
+
+    canceller = threading.Thread(target=cancel_the_first_run)
+    canceller.start()
+    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, backend(world)).run()
+    canceller.join()
+    assert outcome.culprit == bad
+    row = store.get(loaded.id)
+    lost = [s for s in row.steps if s.verdict == "infra"]
+    assert len(lost) == 1 and "was cancelled on GitHub" in lost[0].infra_reason
+    assert any(s.sha == lost[0].sha and s.verdict in ("good", "bad") for s in row.steps)  # dispatched again
+    comment = render_status("t", loaded.problem, None, row)
+    assert "1 of them infrastructure failures" in comment and "was cancelled on GitHub" in comment
