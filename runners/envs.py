@@ -6,6 +6,10 @@ environment's contents -- the interpreter, the project's dependency lists (runti
 requested extras) -- and nothing else, so a version bump or an edited comment in pyproject.toml
 does not cost a rebuild. The code under test is never installed into the environment: it runs
 from the worktree through PYTHONPATH, so one environment serves every worktree.
+
+An environment is layered on the runner's interpreter (the base): it sees every package the base
+sees -- a GPU image's CUDA torch in a venv or conda env, say -- and installs only what the commit
+pins and the base does not satisfy.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 READY = ".revert-bisect-ready"
+MAX_ROUNDS = 25  # dependency depth an environment may need installing
 KEEP = 8  # environments kept per cache; the least recently used beyond this are removed
 
 
@@ -83,7 +88,8 @@ def pins(worktree: Path, spec: EnvSpec) -> list[str]:
 
 
 def env_key(requirements: list[str], base_python: str) -> str:
-    facts = {"schema": 1, "python": platform.python_version(), "implementation": platform.python_implementation(),
+    facts = {"schema": 2,  # 2: layered on the base by a .pth, not --system-site-packages
+              "python": platform.python_version(), "implementation": platform.python_implementation(),
              "base": base_python, "requirements": requirements}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:20]
 
@@ -99,35 +105,46 @@ def uv_binary() -> str:
     return find_uv_bin()
 
 
-# Run inside the new environment: which requirements does it (with the base's site-packages) not meet?
-_UNSATISFIED = """
-import json, sys
-from importlib import metadata
-try:
-    from packaging.requirements import Requirement
-except ImportError:
-    print(json.dumps(sys.argv[1:])); raise SystemExit
-out = []
-for text in sys.argv[1:]:
-    req = Requirement(text)
-    if req.marker is not None and not req.marker.evaluate():
-        continue
-    try:
-        ok = req.specifier.contains(metadata.version(req.name), prereleases=True)
-    except metadata.PackageNotFoundError:
-        ok = False
-    if not ok:
-        out.append(text)
-print(json.dumps(out))
+# Run by the base interpreter: the directories its packages come from, as `site` makes them (a venv's
+# own site-packages, a conda env's, the system's when the venv includes them, the user site when on).
+_BASE_SITES = """
+import json, os, site
+dirs = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+print(json.dumps([d for d in dict.fromkeys(dirs) if os.path.isdir(d)]))
 """
+LAYER = "_revert_bisect_base.pth"
+
+
+def base_sites(base_python: str) -> list[str]:
+    """The site-packages directories the base interpreter sees (read from the base itself)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    proc = subprocess.run([base_python, "-c", _BASE_SITES], capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
+    if proc.returncode != 0:
+        raise EnvError(f"cannot ask the base interpreter {base_python} for its packages: {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout)
+
+
+def layer_on(home: Path, sites: list[str]) -> None:
+    """Make the environment at home see every package its base sees, after its own: a `.pth` whose lines
+    run `site.addsitedir`, so the base's own .pth files (editable installs, say) are honoured too.
+    (`uv venv --system-site-packages` is not enough: for a venv base it exposes the venv's *base*
+    interpreter's packages, not the venv's -- a runner image's CUDA torch in a venv would be gone.)"""
+    own = sorted(home.glob("lib/python*/site-packages")) or sorted(home.glob("Lib/site-packages"))
+    if not own:
+        raise EnvError(f"the new environment {home} has no site-packages directory")
+    lines = [f"import site; site.addsitedir({d!r})" for d in sites]
+    (own[0] / LAYER).write_text("\n".join(lines) + "\n")
 
 
 def unsatisfied(python: str, requirements: list[str]) -> list[str]:
-    """The requirements the environment does not meet yet. An environment layers on its base (a runner
-    image's CUDA torch, say): what the base already satisfies is never reinstalled from an index."""
+    """The requirements (and, through the distributions that meet them, their dependencies) that the
+    environment does not meet yet. What the base already satisfies is never reinstalled from an index."""
     if not requirements:
         return []
-    proc = subprocess.run([python, "-c", _UNSATISFIED, *requirements], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    import packaging
+
+    argv = [python, str(Path(__file__).with_name("unmet.py")), "--packaging-dir", str(Path(packaging.__file__).parent.parent)]
+    proc = subprocess.run([*argv, *requirements], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise EnvError(f"cannot check the requirements {requirements}: {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout)
@@ -160,14 +177,23 @@ class EnvCache:
     def _build(self, home: Path, requirements: list[str], offline: bool, log) -> None:
         shutil.rmtree(home, ignore_errors=True)  # a half-built one from a killed step
         uv = uv_binary()
-        log(f"revert-bisect: building environment {home.name} ({len(requirements)} requirements)")
-        self._uv(log, uv, "venv", "--quiet", "--system-site-packages", "--python", self.base_python, str(home))
+        log(f"revert-bisect: building environment {home.name} ({len(requirements)} requirements) on {self.base_python}")
+        self._uv(log, uv, "venv", "--quiet", "--python", self.base_python, str(home))
+        layer_on(home, base_sites(self.base_python))
         python = str(home / "bin" / "python")
         missing = unsatisfied(python, requirements)
         log(f"revert-bisect: {len(requirements) - len(missing)} requirements met by the base interpreter, installing {len(missing)}")
-        if missing:
-            extra = ["--offline"] if offline else []
-            self._uv(log, uv, "pip", "install", "--quiet", "--python", python, *extra, *missing)
+        # uv does not see the base's packages (it reads only the environment's own site-packages), so it
+        # installs without dependencies, and each round installs only what is still unmet.
+        extra = ["--offline"] if offline else []
+        for _ in range(MAX_ROUNDS):
+            if not missing:
+                return
+            self._uv(log, uv, "pip", "install", "--quiet", "--no-deps", "--python", python, *extra, *missing)
+            before, missing = missing, unsatisfied(python, requirements)
+            if set(missing) & set(before):
+                raise EnvError(f"installed {sorted(set(missing) & set(before))} but they are still unmet: conflicting pins?")
+        raise EnvError(f"the requirements still need {missing} after {MAX_ROUNDS} install rounds")
 
     @staticmethod
     def _uv(log, *argv: str) -> None:
