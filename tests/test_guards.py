@@ -69,3 +69,47 @@ def test_only_commits_on_the_watched_branch_are_bisected(tmp_path):
     assert off_branch(repo, first, fork, "main") == f"bad={fork} is not on main: only commits merged there are bisected"
     with pytest.raises(RepoError):
         off_branch(repo, "f" * 40, head, "main")
+
+
+def test_a_range_longer_than_bisect_max_commits_is_refused_saying_how_to_narrow_it(tmp_path):
+    """Counted over what the search may blame: the first-parent chain, or every commit with `first_parent: false`."""
+    import subprocess
+
+    from bot.flow.local_bisections import too_long
+    from bot.gitrepo import GitRepo
+
+    def git(*a):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=a", "-c", "user.email=a@b", *a],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("commit", "-q", "--allow-empty", "-m", "base")
+    good = git("rev-parse", "HEAD")
+    git("checkout", "-q", "-b", "side")
+    for i in range(3):
+        git("commit", "-q", "--allow-empty", "-m", f"side {i}")
+    git("checkout", "-q", "main")
+    git("commit", "-q", "--allow-empty", "-m", "main 1")
+    git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    repo, bad = GitRepo(tmp_path), git("rev-parse", "HEAD")  # first parent: main 1, the merge (2); all: 5
+
+    def policy(**bisect):
+        return POLICY.model_copy(update={"bisect": POLICY.bisect.model_copy(update=bisect)})
+
+    assert too_long(repo, good, bad, policy(max_commits=2), "t") is None
+    refusal = too_long(repo, good, bad, policy(max_commits=1), "t")
+    assert refusal == ("the range has 2 commits, more than `bisect.max_commits` (1): ask for a narrower range with "
+                       "`/revert-bisect t good=<sha>` (a later good commit) or raise the key")
+    assert too_long(repo, good, bad, policy(max_commits=4, first_parent=False), "t").startswith("the range has 5 commits")
+    assert too_long(repo, good, bad, policy(max_commits=5, first_parent=False), "t") is None
+
+
+def test_first_parent_false_searches_every_commit_as_all_commits_does():
+    from bot.flow.local_bisections import bisect_config
+
+    test = POLICY.tests[0]
+    assert not bisect_config(POLICY, test, "origin/main", False).settings().descend_merges
+    every = POLICY.model_copy(update={"bisect": POLICY.bisect.model_copy(update={"first_parent": False})})
+    config = bisect_config(every, test, "origin/main", False)
+    assert config.settings().descend_merges and config.descend_merges  # the CLI's --all-commits (bot/cli.py)
+    assert bisect_config(POLICY, test, "origin/main", True).verify_revert is False  # dry-run: no revert to prove

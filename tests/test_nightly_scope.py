@@ -69,3 +69,29 @@ def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
     # a malformed metrics artifact falls back to the log
     [failure] = failed_tests(POLICY, Results(LOG, metrics={"metric": "broken"}))
     assert failure.metric == 0.0065
+
+
+def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
+    """`results.log.summary`: run_suite prints its summary once the suite ran; a red run without it died first
+    (runner lost, OOM, a setup step), even when a FAILED line was printed before the end."""
+    from bot.handlers.nightly import Results
+
+    red, green = run(40, "b" * 40, "failure"), run(38, "a" * 40, "success")
+    died = LOG.split("=" * 60)[0] + "\n✗ FAILED:\n  test_qwen3_next_decode_cache_hit.py (exit code 1)\nError: The runner has received a shutdown signal\n"
+    result = scope(POLICY, red, died, [red, green])
+    assert isinstance(result, Unscoped) and "failed before its test summary" in result.reason and "the job died" in result.reason
+    # the same log with the summary is a test failure, scoped
+    assert scope(POLICY, red, LOG, [red, green])[0].test.test.id == "qwen3-next-decode-cache-hit"
+    # JUnit results are read instead of the log: no summary line needed
+    assert isinstance(scope(POLICY, red, Results(died, junit=(JUNIT,)), [red, green]), list)
+    # a policy without the key scopes the FAILED lines as before
+    from bot.policy.schema import LogPatterns
+
+    no_summary = POLICY.model_copy(update={"results": POLICY.results.model_copy(update={"log": LogPatterns(failed=POLICY.results.log.failed)})})
+    assert isinstance(scope(no_summary, red, died, [red, green]), list)
+
+
+def test_a_suite_that_ran_says_how_many_failed():
+    red = run(40, "b" * 40, "failure")
+    reason = scope(POLICY, red, "Test Summary: 9/12 passed\n✗ FAILED:\n  test_x.py (exit code 1)\n", [red]).reason
+    assert "the suite ran: 3 of 12 tests failed" in reason and "names none of the watched tests" in reason

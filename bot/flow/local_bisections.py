@@ -30,7 +30,7 @@ from bot.orchestrator import setup
 from bot.orchestrator.config import BisectConfig
 from bot.orchestrator.driver import Driver, Snapshot
 from bot.policy.probe import probe_argv
-from bot.policy.schema import Direction, Policy
+from bot.policy.schema import Direction, Policy, Test
 from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert, reverter_for
 from bot.revert.pr_body import FailingTest, pr_number
@@ -68,6 +68,32 @@ def off_branch(repo: GitRepo, good: str, bad: str, branch_ref: str) -> str | Non
         if not repo.is_ancestor(sha, branch_ref):
             return f"{name}={rev} is not on {branch_ref.removeprefix('origin/')}: only commits merged there are bisected"
     return None
+
+
+def too_long(repo: GitRepo, good: str, bad: str, policy: Policy, test_id: str) -> str | None:
+    """`bisect.max_commits`, counted over the commits the search may blame: the first-parent chain, or every
+    commit of the range with `bisect.first_parent: false` (a wrong GOOD years back must not start a huge search)."""
+    limit = policy.bisect.max_commits
+    count = int(repo.repo.git.rev_list("--count", *(["--first-parent"] if policy.bisect.first_parent else []), f"{good}..{bad}"))
+    if count <= limit:
+        return None
+    return (f"the range has {count:,} commits, more than `bisect.max_commits` ({limit}): ask for a narrower range with "
+            f"`/revert-bisect {test_id} good=<sha>` (a later good commit) or raise the key")
+
+
+def bisect_config(policy: Policy, test: Test, bad: str, dry_run: bool) -> BisectConfig:
+    """The bisection the policy asks for on this test."""
+    return BisectConfig(
+        command=tuple(probe_argv(test)), workers=test.runner.parallelism, timeout_s=test.runner.timeout_minutes * 60,
+        metric_file=test.metric is not None, threshold=test.metric.threshold if test.metric else None,
+        higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
+        confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
+        # `first_parent: false` is the CLI's --all-commits: any commit may be the culprit, so merges are descended into.
+        descend_merges=policy.bisect.descend_merges or not policy.bisect.first_parent,
+        max_infra_per_commit=policy.bisect.max_infra_per_commit,
+        verify_revert=not dry_run, onto=bad,
+        env=None if test.runner.env is None else test.runner.env.model_dump(),  # runners.envs.EnvSpec's JSON
+    )
 
 
 class LocalBisections:
@@ -113,19 +139,12 @@ class LocalBisections:
         with self._lock:  # one clone/fetch at a time per workspace
             repo = self._sync(work.repo)
         bad = work.bad or f"origin/{policy.default_branch}"
-        config = BisectConfig(
-            command=tuple(probe_argv(test)), workers=test.runner.parallelism, timeout_s=test.runner.timeout_minutes * 60,
-            metric_file=test.metric is not None, threshold=test.metric.threshold if test.metric else None,
-            higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
-            confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
-            descend_merges=policy.bisect.descend_merges, max_infra_per_commit=policy.bisect.max_infra_per_commit,
-            verify_revert=not work.dry_run, onto=bad,
-            env=None if test.runner.env is None else test.runner.env.model_dump(),  # runners.envs.EnvSpec's JSON
-        )
+        config = bisect_config(policy, test, bad, work.dry_run)
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
             existing = self.store.by_origin_key(work.key)
-            if existing is None and (refusal := self._start_refusal(forge, policy) or off_branch(repo, work.good, bad, f"origin/{policy.default_branch}")):
+            if existing is None and (refusal := self._start_refusal(forge, policy) or off_branch(repo, work.good, bad, f"origin/{policy.default_branch}")
+                                     or too_long(repo, work.good, bad, policy, work.test)):
                 raise RevertBisectError(refusal)
             loaded = setup.load(self.store, existing.id) if existing else setup.create(self.store, repo, work.good, bad, config, work.origin, work.key)
         except RevertBisectError as exc:

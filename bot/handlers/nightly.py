@@ -113,6 +113,30 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
     return out
 
 
+def _summary(policy: Policy, results: Results | str) -> re.Match | None:
+    log = results.log if isinstance(results, Results) else results
+    matches = list(re.finditer(policy.results.log.summary, log)) if policy.results.log.summary else []
+    return matches[-1] if matches else None
+
+
+def died_before_summary(policy: Policy, run: RunInfo, results: Results | str) -> str | None:
+    """A red run whose log (JUnit aside) lacks the `results.log.summary` line never finished its suite: the job
+    died (runner lost, OOM, setup step, timeout), which is reported as such, not scoped as a test failure."""
+    if not policy.results.log.summary or (isinstance(results, Results) and results.junit) or _summary(policy, results):
+        return None
+    return (f"run {run.id} failed before its test summary (no line matches `results.log.summary`): the job died, "
+            "it did not report a test failure; nothing to bisect")
+
+
+def suite_tally(policy: Policy, results: Results | str) -> str:
+    """` (the suite ran: N of M tests failed)`, from the summary line's `passed` and `total`, when it has them."""
+    found = _summary(policy, results)
+    groups = found.groupdict() if found else {}
+    if not (groups.get("passed") or "").isdigit() or not (groups.get("total") or "").isdigit():
+        return ""
+    return f" (the suite ran: {int(groups['total']) - int(groups['passed'])} of {groups['total']} tests failed)"
+
+
 def last_green(history: Sequence[RunInfo], failing: RunInfo) -> RunInfo | None:
     """The newest earlier run of the same workflow and branch that succeeded (history newest first)."""
     for run in history:
@@ -126,9 +150,12 @@ def scope(policy: Policy, run: RunInfo, results: Results | str, history: Sequenc
         return Unscoped(f"run {run.id} concluded {run.conclusion}: nothing to bisect")
     if watched(policy, run) is None:
         return Unscoped(f"run {run.id} ({run.workflow_name or run.workflow_path} on {run.head_branch}, {run.event}) is not watched by the policy")
+    if died := died_before_summary(policy, run, results):
+        return Unscoped(died)
     failures = failed_tests(policy, results)
     if not failures:
-        return Unscoped(f"run {run.id} failed, but its log names none of the watched tests ({', '.join(t.id for t in policy.tests)})")
+        return Unscoped(f"run {run.id} failed{suite_tally(policy, results)}, but its log names none of the watched tests "
+                        f"({', '.join(t.id for t in policy.tests)})")
     green = last_green(history, run)
     if green is None:
         return Unscoped(f"run {run.id} failed, but no earlier green run of this workflow on {run.head_branch} is known: start one by hand with `/revert-bisect <test> good=<sha>`")
