@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from bot.forge import markdown
+
 PR_IN_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
 
 
@@ -89,7 +91,9 @@ class RevertEvidence:
     followups: list[int] = field(default_factory=list)
 
 
+# Markdown, not HTML: no autoescaping; every value from elsewhere goes through a bot.forge.markdown filter.
 _env = Environment(loader=PackageLoader("bot.revert", "templates"), undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_env.filters.update(md=markdown.text, code=markdown.code, fence=markdown.fence)
 
 
 def _fmt(values: list[float]) -> str:
@@ -99,7 +103,7 @@ def _fmt(values: list[float]) -> str:
 def render(evidence: RevertEvidence, head_branch: str) -> PullRequestDraft:
     c = evidence.culprit
     title = f'Revert "{c.title}"'
-    culprit_ref = f"#{c.pr}" if c.pr else f"`{c.sha[:12]}`"
+    culprit_ref = f"#{c.pr}" if c.pr else markdown.code(c.sha[:12])
     body = _env.get_template("pr_body.md.j2").render(
         **evidence.__dict__, culprit_ref=culprit_ref, fmt=_fmt,
     )
