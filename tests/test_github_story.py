@@ -453,3 +453,36 @@ def test_shadow_mode_bisects_and_proves_but_writes_nothing_beyond_the_thread(tmp
         assert not _comments(world, scenario.culprit_pr)
     finally:
         stack.close()
+
+
+def test_comment_only_puts_the_evidence_on_the_culprit_pr_and_pushes_nothing(tmp_path):
+    """`revert.action: comment_only`: the bisection runs and proves the revert; no branch is pushed, no PR (nor
+    tracking issue) opened; the evidence is one comment on the culprit PR, and the status comment points there."""
+    import shutil
+
+    from bot.sandbox import gitstore
+
+    policies = tmp_path / "policies"
+    shutil.copytree(ROOT / "policies", policies)
+    example = policies / "example.yaml"
+    example.write_text(example.read_text().replace("revert:\n", "revert:\n  action: comment_only\n", 1))
+    stack = sandbox_and_bot(tmp_path, policies=policies)
+    world = next(stack)
+    try:
+        scenario, state, repo = world["scenario"], world["state"], world["seeded"].repo
+        culprit_pr, followup = scenario.culprit_pr, scenario.followup["number"]
+        issues_before = set(state.repos[repo.lower()].issues)
+        branches_before = set(gitstore.branches(state.repo(repo).path))
+        deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+        final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=300)
+        assert f"Revert PR: not opened (`revert.action: comment_only`): the evidence is on #{culprit_pr}" in final[0]["body"]
+        evidence = [c["body"] for c in _comments(world, culprit_pr)]
+        assert len(evidence) == 1 and "`comment_only`, so no revert PR was opened" in evidence[0]
+        for section in ("## Bisect", "## A/B verification", "git bisect start"):
+            assert section in evidence[0]
+        assert set(gitstore.branches(state.repo(repo).path)) == branches_before  # no revert branch pushed
+        assert set(state.repos[repo.lower()].issues) == issues_before  # no PR, no tracking issue
+        pulls = gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "all"})
+        assert pulls.status_code == 200 and not [p for p in pulls.json() if p["title"].startswith("Revert ")]
+    finally:
+        stack.close()

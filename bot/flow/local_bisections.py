@@ -30,7 +30,7 @@ from bot.orchestrator import setup
 from bot.orchestrator.config import BisectConfig
 from bot.orchestrator.driver import Driver, Snapshot
 from bot.policy.probe import probe_argv
-from bot.policy.schema import Direction, Policy, Test
+from bot.policy.schema import Direction, Policy, RevertAction, Test
 from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert, reverter_for
 from bot.revert.pr_body import FailingTest, pr_number
@@ -217,8 +217,9 @@ class LocalBisections:
                 forge.comment_once(culprit_pr, f"culprit-{row.id}", REFUSED_COMMENT.format(test=work.test, evidence=evidence, why=refusal, id=row.id))
             log.warning("bisection #%s: no revert PR for %s: %s", row.id, culprit[:12], refusal)
             return f"not opened: {refusal}"
+        comment_only = policy.revert.action is RevertAction.COMMENT_ONLY
         followup = work.followup or policy.followups.get(culprit_pr or -1) or (forge.followup_for(culprit_pr) if culprit_pr else None)
-        if followup is None and culprit_pr:  # nowhere to track the proper fix yet: open the place
+        if followup is None and culprit_pr and not comment_only:  # nowhere to track the proper fix yet: open the place
             followup, _ = forge.ensure_issue(
                 f"tracking-{culprit_pr}", f"Fix the regression from #{culprit_pr} so it can be re-landed",
                 f"revert-bisect bisected `{work.test}` to #{culprit_pr} and reverted it. This issue tracks the proper fix.")
@@ -233,6 +234,9 @@ class LocalBisections:
                             culprit_author=author, followup=followup)
         self._record(row, **record, pr_body=pr.body, branch=published.branch, revert_pr=published.pr_number,
                      revert_pr_url=published.pr_url, followup=followup)
+        if comment_only and not published.existing_revert:
+            where = f"#{published.evidence_on}" if published.evidence_on else f"bisection #{row.id} on the dashboard (the culprit has no PR)"
+            return f"not opened (`revert.action: comment_only`): the evidence is on {where}"
         return f"#{published.pr_number}"
 
     def _record(self, row, **extra) -> None:

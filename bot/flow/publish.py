@@ -15,6 +15,12 @@ CULPRIT_COMMENT = (
     "The evidence (bisect table, A/B of HEAD vs HEAD + revert, a replayable bisect log) is in that PR. "
     "Once the proper fix is ready{followup_note}, the change can be re-landed with it."
 )
+EVIDENCE_COMMENT = (
+    "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}). The policy's `revert.action` is "
+    "`comment_only`, so no revert PR was opened: the revert below was proven on `{base}`, and a maintainer can "
+    "open it by hand.\n\n<details>\n<summary>The evidence: bisect table, A/B of HEAD vs HEAD + revert, a replayable "
+    "bisect log</summary>\n\n{body}\n\n</details>"
+)
 FOLLOWUP_COMMENT = (
     "The regression this issue tracks was bisected to #{culprit_pr}, which {revert_ref} reverts on `{base}` "
     "to bring the nightly back to green while the proper fix is worked on here."
@@ -25,8 +31,9 @@ FOLLOWUP_COMMENT = (
 class Published:
     pr_number: int | None
     pr_url: str | None
-    branch: str
+    branch: str | None  # None: nothing pushed (`revert.action: comment_only`)
     existing_revert: int | None = None
+    evidence_on: int | None = None  # the PR the evidence was commented on instead of opening one
 
 
 def branch_name(culprit_pr: int | None, culprit: str) -> str:
@@ -55,6 +62,11 @@ def publish(
     if culprit_pr and (existing := forge.open_revert_of(culprit_pr)):
         forge.comment_once(existing, f"evidence-{bisection_id}", f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}.")
         return Published(existing, None, branch, existing_revert=existing)
+    if policy.revert.action is RevertAction.COMMENT_ONLY:  # no branch, no PR: the evidence where the culprit's author looks
+        if culprit_pr:
+            forge.comment_once(culprit_pr, f"culprit-{bisection_id}", EVIDENCE_COMMENT.format(
+                test=test_id, base=draft.base_branch, evidence=evidence, body=draft.body))
+        return Published(None, None, None, evidence_on=culprit_pr)
     push_branch(repo_dir, remote_url, branch, revert.sha, token)
     pr = forge.open_pr(draft.title, draft.body, branch, draft.base_branch, draft=policy.revert.action is RevertAction.DRAFT_PR)
     forge.add_labels(pr.number, policy.revert.labels)
