@@ -23,6 +23,7 @@ TITLES = [
     "Escaped \\* and \\| and &gt; and &#39; already",
     "[link](https://example.com) ![img](x.png) <https://auto.link>",
     "multi\nline\r\ntitle",
+    "see https://github.com/o/r/actions/runs/77?job_id=1&x=a_b (cancelled) and www.example.com/@alice",
 ]
 
 
@@ -85,6 +86,7 @@ def test_mentions_are_code_spans_and_nothing_else_is_escaped_needlessly():
     assert text("mail me@example.com") == "mail me@example.com"  # an address is not a mention
     assert text("torch>=2.5 (scheduler's)") == r"torch\>=2.5 (scheduler's)"
     assert "&" not in text("a > b").replace("\\", "")
+    assert text("log at https://x.io/a_b*c (run 7)") == "log at https://x.io/a_b\\*c (run 7)"  # linked as GitHub links it
 
 
 def test_fence_is_longer_than_any_backtick_run_inside():

@@ -20,3 +20,20 @@ def test_waiting_steps_and_infra_reasons_are_shown():
     assert f"- `{bad[:12]}`: run 77 timed out on gpu-h100-07" in text and "never counted as evidence" in text
     quiet = render_status("kl", Problem(graph, good, bad), Snapshot(1, Phase.SEARCHING, 8), None)
     assert "Waiting" not in quiet and "infrastructure" not in quiet
+
+
+def test_runner_errors_and_test_names_are_markdown_escaped():
+    """Error text from runners and git goes into the comment as text: no HTML, no emphasis, no ping, one line."""
+    from markdown_it import MarkdownIt
+
+    graph, good, bad = linear_graph(8)
+    why = "env failed: <frozen runpy> *boom* (ask @alice)\nsecond line"
+    snap = Snapshot(1, Phase.SEARCHING, 8, runs=[(good, "calibrate", Verdict.GOOD, 0.0)], in_flight=[], infra=[(bad, why)])
+    comment = render_status("test_`kl`", Problem(graph, good, bad), snap, None)
+    inlines = [t for t in MarkdownIt("commonmark").enable("table").parse(comment) if t.type == "inline"]
+    children = [c for t in inlines for c in t.children]
+    item = next(t for t in inlines if "env failed" in t.content)
+    assert not [c.type for c in item.children if c.type in ("html_inline", "em_open", "strong_open", "softbreak")]
+    assert "".join(c.content for c in item.children if c.type in ("text", "code_inline")) == f"{bad[:12]}: {' '.join(why.split())}"
+    assert not any("@alice" in c.content for c in item.children if c.type == "text")  # in a code span: no ping
+    assert any(c.type == "code_inline" and c.content == "test_`kl`" for c in children)

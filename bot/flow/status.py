@@ -5,21 +5,22 @@ from __future__ import annotations
 from collections import Counter
 
 from bot.bisect.model import Problem
+from bot.forge.markdown import code, text
 from bot.orchestrator.driver import Snapshot
 from bot.store.models import BisectionRow
 
 
 def render_status(test: str, problem: Problem, snap: Snapshot | None, row: BisectionRow | None, link: str | None = None) -> str:
-    head = f"**revert-bisect** `{test}`: {len(problem.graph)} commits in `{problem.good[:12]}..{problem.bad[:12]}`"
+    head = f"**revert-bisect** {code(test)}: {len(problem.graph)} commits in `{problem.good[:12]}..{problem.bad[:12]}`"
     if row is not None and row.status:
         outcome = row.outcome or {}
-        lines = [head, "", f"**{row.status}**: {outcome.get('message', '')}"]
+        lines = [head, "", f"**{row.status}**: {text(str(outcome.get('message') or ''))}"]
         if link:
             lines.append(f"\nRevert PR: {link}")
         ran = [s for s in row.steps if s.state in ("done", "lost")]
         infra = [s for s in ran if s.infra_reason]
         lines.append(f"\n{len(ran)} runs" + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else "."))
-        lines += [f"- `{s.sha[:12]}`: {s.infra_reason}" for s in infra[-3:]]
+        lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
         return "\n".join(lines)
     if snap is None:
         return f"{head}\n\nStarting: calibrating the endpoints."
@@ -32,8 +33,8 @@ def render_status(test: str, problem: Problem, snap: Snapshot | None, row: Bisec
     infra = snap.infra[-3:]
     lines = [table]
     if snap.waiting:
-        lines.append(f"\nWaiting for a runner ({len(snap.waiting)} steps):\n" + "\n".join(f"- `{w}`" for w in snap.waiting))
+        lines.append(f"\nWaiting for a runner ({len(snap.waiting)} steps):\n" + "\n".join(f"- {code(w)}" for w in snap.waiting))
     if infra:
         lines.append("\nRecent infrastructure failures (retried, never counted as evidence):\n"
-                     + "\n".join(f"- `{sha[:12]}`: {why}" for sha, why in infra))
+                     + "\n".join(f"- `{sha[:12]}`: {text(why)}" for sha, why in infra))
     return "\n".join(lines)

@@ -15,6 +15,9 @@ import re
 SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
 # GitHub's @mention: not after a letter or digit (an e-mail address), a login (alphanumerics and single hyphens), maybe /team.
 MENTION = re.compile(r"(?<![A-Za-z0-9])@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?")
+# A bare URL stays as it is, so GitHub still links it (a backslash inside would become part of the link).
+URL = re.compile(r"https?://[^\s<>()\[\]|`*]+")
+VERBATIM = re.compile(f"(?P<mention>{MENTION.pattern})|(?P<url>{URL.pattern})")
 WHITESPACE = re.compile(r"\s+")
 
 
@@ -25,12 +28,12 @@ def _one_line(value: str) -> str:
 
 def text(value: str) -> str:
     """Inline text that reads back as itself: markup characters escaped, on one line (so it is also a valid
-    table cell: `|` is escaped too), and every @mention in a code span so it shows but pings no one."""
+    table cell: `|` is escaped too), every @mention in a code span so it shows but pings no one, URLs as they are."""
     value = _one_line(value)
     out, pos = [], 0
-    for match in MENTION.finditer(value):
+    for match in VERBATIM.finditer(value):
         out.append(SPECIAL.sub(r"\\\1", value[pos:match.start()]))
-        out.append(code(match.group()))
+        out.append(code(match.group()) if match.group("mention") else match.group())
         pos = match.end()
     out.append(SPECIAL.sub(r"\\\1", value[pos:]))
     return "".join(out)
