@@ -13,7 +13,9 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,13 +25,15 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.syntax import Syntax
-from sqlalchemy import create_engine, text
 
+from bot.demo_watch import Ended, StoryWatch
 from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
+from runners.proc import stop_group
 from runners.probes.server import free_port
 
 NIGHTLY = ".github/workflows/nightly-test.yml"
 POLICIES = Path(__file__).resolve().parent.parent / "policies"
+DEMO_TIMEOUT_S = 900.0  # the whole story, scenario build to revert PR; measured here: about 35 s
 
 
 @dataclass(frozen=True)
@@ -38,20 +42,8 @@ class GithubDemoResult:
     pr_url: str | None
 
 
-def _progress(db: str) -> str:
-    try:
-        with create_engine(db).connect() as conn:
-            row = conn.execute(text("SELECT id, phase, status, guess, guess_probability FROM bisections ORDER BY id DESC LIMIT 1")).first()
-            if row is None:
-                return "waiting for the bot to start a bisection"
-            runs = conn.execute(text("SELECT count(*) FROM steps WHERE bisection_id = :b AND state IN ('done', 'lost')"), {"b": row.id}).scalar()
-    except Exception:  # the bot has not created its store yet
-        return "waiting for the bot"
-    guess = f", best guess {row.guess[:12]} (P={row.guess_probability:.2f})" if row.guess and row.guess_probability else ""
-    return f"bisection #{row.id}: {row.status or row.phase}, {runs} runs{guess}"
-
-
-def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildable: int, keep: bool, err: Console, out: Console) -> GithubDemoResult:
+def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildable: int, keep: bool, err: Console, out: Console,
+        timeout_s: float = DEMO_TIMEOUT_S, policies: Path = POLICIES) -> GithubDemoResult:
     from examples.mamba_track_boundary import build
 
     t0 = time.monotonic()
@@ -63,35 +55,43 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
     secret, port = secrets.token_hex(16), free_port()
     db = f"sqlite:///{workdir / 'bot.db'}"
     env = {**os.environ, "REVERT_BISECT_WEBHOOK_SECRET": secret, "REVERT_BISECT_GITHUB_URL": base,
-           "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"], "REVERT_BISECT_POLICIES": str(POLICIES),
+           "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"], "REVERT_BISECT_POLICIES": str(policies),
            "REVERT_BISECT_WORKSPACE": str(workdir / "bot-clones")}
     bot_log = open(workdir / "bot.log", "w")
-    bot = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port), "--db", db], env=env, stdout=bot_log, stderr=subprocess.STDOUT)
+    # A process group of its own: whatever the bot starts goes with it when the demo ends, however it ends.
+    bot = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port), "--db", db], env=env,
+                           stdout=bot_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     bot_url = f"http://127.0.0.1:{port}"
+    logs = f"the bot's log {workdir / 'bot.log'}; the runs' logs under {workdir / 'sandbox'}"
     err.print(Panel.fit(f"GitHub sandbox {base}  (repository {seeded.repo}, maintainer token {seeded.tokens[seeded.maintainer]})\n"
                         f"revert-bisect bot {bot_url}  (log {workdir / 'bot.log'})", title="revert-bisect demo, through GitHub"))
+    restore = _sigterm_interrupts()
     try:
+        deadline = t0 + timeout_s
         _wait_up(bot_url + "/healthz", bot)
         state.add_hook(bot_url + "/webhooks/github", secret)
         green = state.start_run(seeded.repo, NIGHTLY, scenario["good"], event="schedule", branch_of_sha=scenario["default_branch"])
-        err.print(f"last night's run at {scenario['good'][:12]}: {state.actions.wait(green, 300).conclusion}")
+        err.print(f"last night's run at {scenario['good'][:12]}: {state.actions.wait(green, _left(deadline)).conclusion}")
         red = state.start_run(seeded.repo, NIGHTLY, scenario["default_branch"], event="schedule")
-        red_run = state.actions.wait(red, 300)
+        red_run = state.actions.wait(red, _left(deadline))
         err.print(f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/] -> the workflow_run webhook goes to the bot")
-        pr = None
+        watch = StoryWatch(db, lambda: bot.poll() is None, clock=time.monotonic)
+        pr, ended = None, None
         with Live(console=err, refresh_per_second=4, transient=True) as live:
-            deadline = time.monotonic() + 600
-            while pr is None and time.monotonic() < deadline and bot.poll() is None:
-                live.update(_progress(db))
+            while pr is None and ended is None:
+                live.update(f"{watch.progress()}  ({time.monotonic() - t0:.0f}s)")
                 pr = _revert_pr(base, seeded)
-                time.sleep(0.5)
+                if pr is None:
+                    ended = watch.ended() or (Ended(f"gave up after {timeout_s:.0f}s") if time.monotonic() > deadline else None)
+                    time.sleep(0.5)
         if pr is None:
-            err.print(f"[red]no revert PR[/]: {_progress(db)}; see {workdir / 'bot.log'}")
+            _explain(err, ended, logs, time.monotonic() - t0)
             return GithubDemoResult(1, None)
         _show(err, base, seeded, scenario, pr, state)
         _show_trust(err, bot_url)
         correct = scenario["culprit_pr"] == _reverted_pr(pr, seeded.repo)
-        err.print(f"expected culprit #{scenario['culprit_pr']}: {'[green]correct[/]' if correct else '[red]wrong[/]'}; {time.monotonic() - t0:.0f}s")
+        err.print(f"expected culprit #{scenario['culprit_pr']}: {'[green]correct[/]' if correct else '[red]wrong[/]'}; "
+                  f"{time.monotonic() - t0:.0f}s in all")
         out.print(pr["html_url"])
         if keep:
             err.print(f"Both servers stay up for you to browse (e.g. curl -H 'Authorization: token {seeded.tokens[seeded.maintainer]}' "
@@ -101,15 +101,38 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
             except KeyboardInterrupt:
                 pass
         return GithubDemoResult(0 if correct else 1, pr["html_url"])
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted after {time.monotonic() - t0:.0f}s[/]; stopping the bot and the sandbox ({logs})")
+        return GithubDemoResult(130, None)
     finally:
-        bot.terminate()
-        try:
-            bot.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            bot.kill()
+        stop_group(bot)
         bot_log.close()
         state.actions.shutdown()
         stop_sandbox()
+        restore()
+
+
+def _left(deadline: float) -> float:
+    return max(1.0, deadline - time.monotonic())
+
+
+def _explain(err: Console, ended: Ended | None, logs: str, elapsed: float) -> None:
+    err.print(f"[red]no revert PR[/]: {ended.why if ended else 'the story ended'} ({elapsed:.0f}s)")
+    for line in ended.failing_steps if ended else ():
+        err.print(f"  {line}", highlight=False)
+    err.print(f"see {logs}", highlight=False)
+
+
+def _sigterm_interrupts() -> Callable[[], None]:
+    """SIGTERM (a CI runner, systemd, `timeout`) unwinds like Ctrl-C, so the bot and the runs are stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def _wait_up(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
