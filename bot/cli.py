@@ -21,6 +21,13 @@ from bot.session import run_bisection
 from bot.store.db import connect
 from bot.store.store import Store
 
+ALREADY_REVERTED = 10  # `revert`: CULPRIT is reverted on ONTO already (not a code of EXIT_CODES)
+REVERT_EXIT_HELP = """
+Exit codes: 0 the revert is on the new branch; 10 CULPRIT is already reverted on ONTO (a
+`This reverts commit` line, a `Revert "<subject>"` subject, or its inverse patch, not
+re-landed since): nothing was changed; 2 bad input, or a conflict.
+"""
+
 EXIT_HELP = """
 Exit codes: 0 culprit found; 3 ambiguous (untestable commits border the answer); 4 not
 reproducible (BAD passes); 5 GOOD fails too; 6 no culprit (BAD's failures were flakes);
@@ -138,7 +145,7 @@ def status(
         raise typer.Exit(2) from None
 
 
-@app.command()
+@app.command(epilog=REVERT_EXIT_HELP)
 def revert(
     repo: Annotated[Path, typer.Option(help="The git repository.")],
     culprit: Annotated[str, typer.Option(help="The commit to revert.")],
@@ -146,13 +153,16 @@ def revert(
     branch: Annotated[Optional[str], typer.Option(help="The new branch (default: revert-bisect/revert-<sha>).")] = None,
     reason: Annotated[Optional[str], typer.Option(help="Why, appended to the commit message.")] = None,
 ) -> None:
-    """Revert CULPRIT on top of ONTO on a new branch; a conflict changes nothing."""
+    """Revert CULPRIT on top of ONTO on a new branch; a conflict, or a revert already on ONTO, changes nothing."""
     from bot.gitrepo import GitRepo
-    from bot.revert.git_revert import create_revert
+    from bot.revert.git_revert import AlreadyReverted, create_revert
 
     try:
         git_repo = GitRepo(repo)
         result = create_revert(git_repo, culprit, onto or git_repo.default_branch(), branch, reason)
+    except AlreadyReverted as exc:  # an answer, not an error: its own exit code for scripts
+        out.print(str(exc), highlight=False, soft_wrap=True)
+        raise typer.Exit(ALREADY_REVERTED) from None
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

@@ -86,12 +86,14 @@ class GitRepo:
     # -- re-lands --
 
     # Options shared by both sides of a patch-id comparison, so user configuration (external diff
-    # drivers, colour, rename detection) cannot make the same change hash differently.
-    _PATCH_LOG = ("log", "--patch", "--first-parent", "--no-color", "--no-ext-diff", "--no-renames", "--format=commit %H")
+    # drivers, colour, rename detection, diff.noprefix) cannot make the same change hash differently.
+    _PATCH_OPTS = ("--no-color", "--no-ext-diff", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/")
+    _PATCH_LOG = ("log", "--patch", "--first-parent", *_PATCH_OPTS, "--format=commit %H")
 
-    def _patch_ids(self, *log_args: str) -> dict[str, str]:
-        """`git log -p ... | git patch-id --stable`: commit -> patch-id (commits with an empty diff have none)."""
-        log_cmd = ["git", "-C", str(self.path), *self._PATCH_LOG, *log_args]
+    def patch_ids(self, *log_args: str, command: tuple[str, ...] = _PATCH_LOG) -> dict[str, str]:
+        """`git log -p ... | git patch-id --stable`: commit -> patch-id (commits with an empty diff have none).
+        `command` replaces `git log -p`, e.g. a `git diff` (whose one patch-id is keyed by forty zeros)."""
+        log_cmd = ["git", "-C", str(self.path), *command, *log_args]
         patch_id = ["git", "-C", str(self.path), "patch-id", "--stable"]
         with subprocess.Popen(log_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as log:
             ids = subprocess.run(patch_id, stdin=log.stdout, capture_output=True, text=True, check=False)
@@ -99,7 +101,7 @@ class GitRepo:
             err = log.stderr.read().decode("utf-8", "replace").strip()
             log.wait()
         if log.returncode != 0:
-            raise RepoError(f"git log {' '.join(log_args)} failed in {self.path}: {err.splitlines()[-1] if err else 'git failed'}")
+            raise RepoError(f"git {command[0]} {' '.join(log_args)} failed in {self.path}: {err.splitlines()[-1] if err else 'git failed'}")
         if ids.returncode != 0:
             raise RepoError(f"git patch-id failed in {self.path}: {ids.stderr.strip() or 'git failed'}")
         out = {}
@@ -107,6 +109,13 @@ class GitRepo:
             pid, _, commit = line.partition(" ")
             out[commit] = pid
         return out
+
+    def inverse_patch_id(self, sha: str) -> str | None:
+        """The patch-id of what a clean revert of `sha` commits (`git diff sha sha^1`: a merge against its first
+        parent); None for a root commit or an empty change."""
+        if not self.repo.commit(sha).parents:
+            return None
+        return next(iter(self.patch_ids(sha, f"{sha}^1", command=("diff", *self._PATCH_OPTS)).values()), None)
 
     def relanded(self, culprit: str, since: str, branch_ref: str) -> bool:
         """Whether the culprit's change landed again, unchanged, on branch_ref after `since` (where its revert was
@@ -118,10 +127,10 @@ class GitRepo:
         culprit = self.resolve(culprit, "culprit")
         since = self.resolve(since, "revert base")
         branch_ref = self.resolve(branch_ref, "branch")
-        wanted = self._patch_ids("-1", culprit).get(culprit)
+        wanted = self.patch_ids("-1", culprit).get(culprit)
         if wanted is None:
             return False
-        return any(pid == wanted and commit != culprit for commit, pid in self._patch_ids(f"{since}..{branch_ref}").items())
+        return any(pid == wanted and commit != culprit for commit, pid in self.patch_ids(f"{since}..{branch_ref}").items())
 
     # -- worktrees --
 

@@ -10,6 +10,7 @@ from bot.bisect.model import BISECT_KINDS, Problem, Status
 from bot.bisect.replay import render
 from bot.gitrepo import GitRepo
 from bot.orchestrator.driver import finished_runs
+from bot.revert.already import find_revert
 from bot.store.models import BisectionRow
 
 EXIT_CODES = {
@@ -66,7 +67,12 @@ def _revert_info(row: BisectionRow, repo: GitRepo) -> dict | None:
     if row.revert:
         branches = repo.repo.git.branch("--points-at", row.revert, "--format=%(refname:short)").split()
         branch = branches[0] if branches else None
-    return dict(onto=row.head, sha=row.revert, branch=branch, error=row.revert_error)
+    culprit = (row.outcome or {}).get("culprit")
+    # The driver kept only the reverter's words; the typed answer is asked of git again (ONTO is a sha: same answer).
+    found = find_revert(repo, culprit, row.head) if culprit and not row.revert and row.revert_error else None
+    status = "made" if row.revert else "already_reverted" if found else "not_made" if row.revert_error else None
+    return dict(onto=row.head, sha=row.revert, branch=branch, error=row.revert_error, status=status,
+                reverted_by=found.as_json() if found else None)
 
 
 def replay_log(row: BisectionRow, problem: Problem, repo: GitRepo) -> str:

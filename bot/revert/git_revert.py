@@ -12,6 +12,7 @@ import git
 
 from bot.errors import RevertBisectError
 from bot.gitrepo import GitRepo
+from bot.revert.already import RevertFound, find_revert
 
 BRANCH_PART = re.compile(r"[^A-Za-z0-9._]+")
 BOT_IDENTITY = {
@@ -33,9 +34,12 @@ class RevertConflict(RevertBisectError):
 
 
 class AlreadyReverted(RevertBisectError):
-    def __init__(self, culprit: str, by: str):
-        self.by = by
-        super().__init__(f"{culprit[:12]} is already reverted on that branch by {by[:12]}: nothing to do")
+    """The culprit is reverted on ONTO already (`found` says by what); nothing was changed."""
+
+    def __init__(self, found: RevertFound):
+        self.found = found
+        self.by = found.sha
+        super().__init__(str(found))
 
 
 @dataclass(frozen=True)
@@ -69,15 +73,6 @@ def safe_branch(name: str) -> str:
     return cleaned
 
 
-def reverted_by(repo: GitRepo, culprit: str, onto: str) -> str | None:
-    """The commit on `onto` that reverts `culprit` (and was not itself reverted), if any."""
-    log = repo.repo.git.log(onto, "--format=%H", "-F", f"--grep=This reverts commit {culprit}")
-    for sha in log.split():
-        if not repo.repo.git.log(onto, "--format=%H", "-F", f"--grep=This reverts commit {sha}"):
-            return sha
-    return None
-
-
 def revert_into(tree: Path, culprit: str, onto: str) -> None:
     """Apply the revert of `culprit` to the worktree (checked out at `onto`), uncommitted; a merge is reverted
     against its first parent. The one recipe both the bot (which then commits it) and a runner (which tests
@@ -98,9 +93,9 @@ def create_revert(repo: GitRepo, culprit: str, onto: str, branch: str | None = N
     is thrown away and RevertConflict names the files.
     """
     culprit = repo.resolve(culprit, "culprit")
-    onto = repo.resolve(onto, "--onto")
-    if by := reverted_by(repo, culprit, onto):
-        raise AlreadyReverted(culprit, by)
+    ref, onto = onto, repo.resolve(onto, "--onto")
+    if found := find_revert(repo, culprit, onto, ref):
+        raise AlreadyReverted(found)
     branch = safe_branch(branch or default_branch_name(culprit))
     if repo.repo.git.branch("--list", branch):
         existing = repo.resolve(f"refs/heads/{branch}")
@@ -116,6 +111,8 @@ def create_revert(repo: GitRepo, culprit: str, onto: str, branch: str | None = N
         wt = git.Git(tree)
         wt.update_environment(**BOT_IDENTITY)
         revert_into(tree, culprit, onto)
+        if not wt.diff("--cached", "--name-only"):  # its changes are gone from ONTO already: never an empty commit
+            raise AlreadyReverted(RevertFound(culprit, None, None, ref, "empty"))
         message = revert_message(subject, culprit, reason)
         wt.commit("--quiet", "--no-verify", "-m", message)
         sha = wt.rev_parse("HEAD")

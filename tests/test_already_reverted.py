@@ -1,0 +1,175 @@
+"""A culprit already reverted on ONTO, against real git: by a squash-merged revert PR (`Revert "<subject>" (#N)`,
+no body), by `git revert` (the `This reverts commit` line), by a commit whose patch is the inverse and whose
+message says nothing, and reverted then re-landed. Each gives the typed answer, the CLI its own exit code."""
+
+import subprocess
+
+import pytest
+
+from bot.gitrepo import GitRepo
+from bot.orchestrator.report import EXIT_CODES
+from bot.revert.already import find_revert
+from bot.revert.git_revert import AlreadyReverted, create_revert, reverter_for
+from tests.test_cli_e2e import bisect_args
+
+ALREADY_REVERTED_EXIT = 10
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo, message, *files):
+    if files:
+        git(repo, "add", *files)
+    git(repo, "commit", "-q", "--allow-empty-message", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def squash_revert(repo, culprit, message, extra=None):
+    """What a squash-merged revert PR leaves: the inverse change (plus `extra`, a changelog line), one bare subject."""
+    git(repo, "revert", "--no-commit", culprit)
+    if extra:
+        (repo / "CHANGELOG.md").write_text(extra)
+        git(repo, "add", "CHANGELOG.md")
+    return commit(repo, message)
+
+
+def later_config_edit(repo):
+    """A later commit on the culprit's line: reverting on top of it conflicts, which hid the earlier revert."""
+    (repo / "service" / "config.py").write_text("BROKEN = False  # tuned\n")
+    return commit(repo, "Tune config (#3000)", "service/config.py")
+
+
+@pytest.fixture
+def repo(synth):
+    return synth(6, 3)  # the culprit is `Change 3 (#1003)`
+
+
+def test_squash_merged_revert_is_found_by_its_subject(repo):
+    by = squash_revert(repo.path, repo.culprit, 'Revert "Change 3 (#1003)" (#2001)', extra="- reverted #1003\n")
+    head = later_config_edit(repo.path)
+    found = find_revert(GitRepo(repo.path), repo.culprit, head, "main")
+    assert (found.sha, found.pr, found.how) == (by, 2001, "subject")  # its patch is not the bare inverse
+    assert str(found) == f"{repo.culprit[:12]} is already reverted by {by[:12]} (#2001) on main: nothing to do"
+
+
+def test_revert_button_subject_without_the_culprits_pr_number(repo):
+    by = squash_revert(repo.path, repo.culprit, 'Revert "Change 3" (#2001)', extra="- reverted\n")
+    assert find_revert(GitRepo(repo.path), repo.culprit, "HEAD").sha == by
+
+
+def test_git_revert_commit_is_found_by_its_message(repo):
+    git(repo.path, "revert", "--no-edit", repo.culprit)
+    by = git(repo.path, "rev-parse", "HEAD")
+    later_config_edit(repo.path)
+    found = find_revert(GitRepo(repo.path), repo.culprit, "HEAD")
+    assert (found.sha, found.pr, found.how) == (by, None, "message")
+
+
+def test_silent_inverse_patch_is_found_by_patch_id(repo):
+    by = squash_revert(repo.path, repo.culprit, "Tidy the service config")
+    later_config_edit(repo.path)
+    found = find_revert(GitRepo(repo.path), repo.culprit, "HEAD")
+    assert (found.sha, found.how) == (by, "patch")
+
+
+def test_revert_naming_another_commit_is_not_this_one(repo):
+    """Same title, but its `This reverts commit` line names another commit (and it leaves the culprit's change)."""
+    (repo.path / "CHANGELOG.md").write_text("- reverted change 1\n")
+    commit(repo.path, f'Revert "Change 3 (#1003)"\n\nThis reverts commit {repo.shas[0]}.', "CHANGELOG.md")
+    assert find_revert(GitRepo(repo.path), repo.culprit, "HEAD") is None
+
+
+@pytest.mark.parametrize("reland", ["cherry-pick", "reapply-subject", "revert-of-revert-subject", "revert-of-revert-message"])
+def test_reverted_then_relanded_is_reverted_again(repo, reland):
+    path = repo.path
+    revert = squash_revert(path, repo.culprit, 'Revert "Change 3 (#1003)" (#2001)', extra="- reverted\n")
+    if reland == "cherry-pick":  # the same patch again, under a new title
+        git(path, "cherry-pick", "-n", repo.culprit)
+        commit(path, "Land change 3 again (#2002)")
+    else:  # the patch differs (a fix rides along): only the wording tells
+        git(path, "cherry-pick", "-n", repo.culprit)
+        (path / "FIX.md").write_text("the proper fix\n")
+        git(path, "add", "FIX.md")
+        message = {"reapply-subject": 'Reapply "Change 3 (#1003)" (#2002)',
+                   "revert-of-revert-subject": 'Revert "Revert "Change 3 (#1003)"" (#2002)',
+                   "revert-of-revert-message": f"Bring change 3 back\n\nThis reverts commit {revert}."}[reland]
+        commit(path, message)
+    assert find_revert(GitRepo(path), repo.culprit, "HEAD") is None
+    r = create_revert(GitRepo(path), repo.culprit, "HEAD")
+    assert git(path, "show", f"{r.sha}:service/config.py") == "BROKEN = False"
+
+
+def test_reverted_relanded_and_reverted_again_names_the_last_revert(repo):
+    path = repo.path
+    squash_revert(path, repo.culprit, 'Revert "Change 3 (#1003)" (#2001)')
+    git(path, "cherry-pick", repo.culprit)
+    again = squash_revert(path, repo.culprit, 'Revert "Change 3 (#1003)" (#2003)', extra="- again\n")
+    found = find_revert(GitRepo(path), repo.culprit, "HEAD")
+    assert (found.sha, found.pr) == (again, 2003)
+
+
+def test_changes_undone_by_several_commits_count_as_reverted(repo):
+    path = repo.path
+    (path / "service" / "config.py").write_text("BROKEN = False\n")
+    commit(path, "Turn it off", "service/config.py")
+    git(path, "rm", "-q", "notes/change_3.txt")
+    commit(path, "Drop a note")
+    found = find_revert(GitRepo(path), repo.culprit, "HEAD", "main")
+    assert (found.sha, found.how) == (None, "tree")
+    assert "already reverted on main: its changes are gone there" in str(found)
+
+
+def test_an_empty_revert_never_reaches_git_commit(tmp_path):
+    """The culprit's line is undone by a commit that also changes another line of the file: no commit reverts
+    it, the files differ, yet `git revert --no-commit` changes nothing."""
+    path = tmp_path / "r"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    lines = [f"line {i}" for i in range(12)]
+    (path / "f.txt").write_text("\n".join(lines) + "\n")
+    commit(path, "base", "f.txt")
+    (path / "f.txt").write_text("\n".join(["line 0", "BROKEN", *lines[2:]]) + "\n")
+    culprit = commit(path, "Break it (#1)", "f.txt")
+    (path / "f.txt").write_text("\n".join([*lines[:10], "tuned", "line 11"]) + "\n")
+    commit(path, "Tune line 10 (#2)", "f.txt")
+    before = git(path, "branch", "--list")
+    assert find_revert(GitRepo(path), culprit, "HEAD") is None
+    with pytest.raises(AlreadyReverted) as exc:
+        create_revert(GitRepo(path), culprit, "main")
+    assert exc.value.found.how == "empty" and "already reverted on main" in str(exc.value)
+    assert git(path, "branch", "--list") == before and git(path, "status", "--porcelain") == ""
+
+
+def test_the_bisections_reverter_reports_it_instead_of_failing(repo):
+    by = squash_revert(repo.path, repo.culprit, 'Revert "Change 3 (#1003)" (#2001)')
+    sha, error = reverter_for(GitRepo(repo.path))(repo.culprit, git(repo.path, "rev-parse", "HEAD"))
+    assert sha is None and f"already reverted by {by[:12]} (#2001)" in error
+
+
+def test_cli_revert_onto_the_revert_and_onto_a_later_commit(repo, cli):
+    assert ALREADY_REVERTED_EXIT not in EXIT_CODES.values() and ALREADY_REVERTED_EXIT not in (2, 130)
+    by = squash_revert(repo.path, repo.culprit, 'Revert "Change 3 (#1003)" (#2001)')
+    on_it = cli("revert", "--repo", str(repo.path), "--culprit", repo.culprit[:8], "--onto", by)
+    later_config_edit(repo.path)
+    later = cli("revert", "--repo", str(repo.path), "--culprit", repo.culprit[:8], "--onto", "main")
+    for r, ref in ((on_it, by[:12]), (later, "main")):
+        assert r.code == ALREADY_REVERTED_EXIT, r.stderr
+        assert f"already reverted by {by[:12]} (#2001) on {ref}" in r.stdout
+        assert "Traceback" not in r.stderr + r.stdout and "conflicts" not in r.stdout + r.stderr
+    assert git(repo.path, "branch", "--list", "revert-bisect/*") == ""  # nothing was made
+    assert "10 CULPRIT is already reverted on ONTO" in " ".join(cli("revert", "--help").stdout.split())
+
+
+def test_bisect_verify_revert_onto_a_branch_that_reverted_it(synth, cli):
+    repo = synth(10, 4)
+    git(repo.path, "checkout", "-q", "-b", "release")
+    by = squash_revert(repo.path, repo.culprit, 'Revert "Change 4 (#1004)" (#2001)')
+    r = cli(*bisect_args(repo, "--workers", "2", "--verify-revert", "--onto", "release"))
+    assert r.code == 0, r.stderr
+    assert "Traceback" not in r.stderr and f"already reverted by {by[:12]} (#2001)" in r.stderr
+    assert r.json["culprit"] == repo.culprit and r.json["ab"] is None
+    revert = r.json["revert"]
+    assert revert["status"] == "already_reverted" and revert["sha"] is None
+    assert revert["reverted_by"] == dict(sha=by, pr=2001, subject='Revert "Change 4 (#1004)" (#2001)', ref=revert["onto"], how="patch")
