@@ -115,3 +115,21 @@ class JobRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     owner: Mapped[str | None] = mapped_column(String(128), nullable=True)  # the worker holding it while running
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class HoldRow(Base):
+    """Something the kill switch held back (a red run not bisected, a bisection not started, a revert not opened),
+    kept so the dashboard lists it; `key` is unique, so a retried job records it once."""
+
+    __tablename__ = "holds"
+    __table_args__ = (UniqueConstraint("key", name="uq_holds_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(512))
+    repository: Mapped[str] = mapped_column(String(255), index=True)
+    guard: Mapped[str] = mapped_column(String(32))  # bot.flow.guards.GUARDS key
+    what: Mapped[str] = mapped_column(Text)  # the sentence posted on the kill-switch issue
+    link: Mapped[str | None] = mapped_column(Text, nullable=True)  # the red run, the thread, or the culprit PR
+    issue: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the kill-switch issue
+    culprit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
