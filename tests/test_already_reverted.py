@@ -3,6 +3,7 @@ no body), by `git revert` (the `This reverts commit` line), by a commit whose pa
 message says nothing, and reverted then re-landed. Each gives the typed answer, the CLI its own exit code."""
 
 import subprocess
+import time
 
 import pytest
 
@@ -173,3 +174,84 @@ def test_bisect_verify_revert_onto_a_branch_that_reverted_it(synth, cli):
     revert = r.json["revert"]
     assert revert["status"] == "already_reverted" and revert["sha"] is None
     assert revert["reverted_by"] == dict(sha=by, pr=2001, subject='Revert "Change 4 (#1004)" (#2001)', ref=revert["onto"], how="patch")
+
+
+def test_the_bot_comments_on_the_merged_revert_pr_instead_of_opening_another(tmp_path):
+    """A maintainer squash-merged a revert PR (`Revert "<subject>" (#N)`, no body) after the red nightly; a
+    bisection of that nightly's range finds the culprit and proves its revert on the red head, then sees the
+    revert on main: no branch, no PR, no tracking issue; the evidence is one comment on #N, and the outcome says so."""
+    from bot.sandbox import gitstore
+    from bot.store.db import connect
+    from bot.store.store import Store
+    from tests.test_github_story import _comments, _open_reverts, deliver_comment, sandbox_and_bot
+
+    stack = sandbox_and_bot(tmp_path)
+    world = next(stack)
+    try:
+        scenario, state, slug = world["scenario"], world["state"], world["seeded"].repo
+        bare = state.repo(slug).path
+        clone = tmp_path / "maintainer"
+        git(tmp_path, "clone", "-q", str(bare), str(clone))
+        subject = git(clone, "log", "-1", "--format=%s", scenario.culprit)
+        number = max(p["number"] for p in scenario.prs) + 50
+        by = squash_revert(clone, scenario.culprit, f'Revert "{subject}" (#{number})')
+        git(clone, "push", "-q", "origin", "HEAD:main")
+        state.add_pull(slug, number=number, title=f'Revert "{subject}"', user="sandbox-maintainer", head="sandbox-maintainer/revert",
+                       base="main", merged=True, merge_commit_sha=by, head_sha=by, base_sha=scenario.bad)
+        issues_before = set(state.repos[slug.lower()].issues)
+        branches_before = set(gitstore.branches(bare))
+        followup = scenario.followup["number"]
+        deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]} bad={scenario.bad[:12]}", followup)
+
+        store, deadline = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}")), time.monotonic() + 300
+        while True:  # until the status comment shows how the bisection ended (fails at once if it ended otherwise)
+            rows = store.recent(5)
+            ended = rows[0].status if rows and rows[0].status else None
+            final = [c["body"] for c in _comments(world, followup) if ended and f"**{ended}**" in c["body"]]
+            if final or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert ended == "found", f"bisection ended {ended!r}"
+        assert final and f"Revert PR: none opened: {scenario.culprit[:12]} is already reverted by {by[:12]} (#{number}) on main" in final[0]
+        evidence = [c["body"] for c in _comments(world, number)]
+        assert len(evidence) == 1 and f"already reverts on `main`" in evidence[0] and f"#{scenario.culprit_pr}" in evidence[0]
+        assert "HEAD fails, HEAD + revert passes" in evidence[0]  # proven on the red head, before the revert landed
+        assert not _open_reverts(world) and not _comments(world, scenario.culprit_pr)
+        assert set(gitstore.branches(bare)) == branches_before and set(state.repos[slug.lower()].issues) == issues_before
+        outcome = store.get(rows[0].id).outcome
+        assert outcome["already_reverted"]["sha"] == by and outcome["already_reverted"]["pr"] == number
+        assert outcome["evidence_on"] == number and "revert_pr" not in outcome
+    finally:
+        stack.close()
+
+
+def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_path):
+    """publish's existing-revert path with a revert pushed straight to the branch (its subject names no PR)."""
+    from pathlib import Path
+
+    from bot.flow.publish import Published, publish
+    from bot.forge.github_adapter import GitHubForge, connect
+    from bot.policy.load import load
+    from bot.revert.already import RevertFound
+    from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
+    from examples.mamba_track_boundary import build
+
+    scenario = build(tmp_path / "scenario", commits=10, seed=2)
+    state = SandboxState(tmp_path / "sandbox")
+    seeded = seed_from_scenario(state, tmp_path / "scenario")
+    base, stop = run_in_thread(state)
+    try:
+        token = seeded.tokens["revert-bisect-bot"]
+        forge = GitHubForge(connect(base, token, throttle=False), seeded.repo)
+        policy = load(Path(__file__).resolve().parent.parent / "policies" / "example.yaml")
+        found = RevertFound(scenario.culprit, "ab" * 20, "Tidy the config", "main", "patch")
+        pulls_before = [p.number for p in forge.repo.get_pulls(state="all")]
+        for _ in range(2):  # a retry comments once
+            result = publish(forge, policy, tmp_path, f"{base}/{seeded.repo}.git", token, None, None, bisection_id=5, test_id="kl",
+                             evidence="P=0.999", culprit_pr=scenario.culprit_pr, culprit_author=None, followup=None, already=found)
+            assert result == Published(None, None, None, existing_revert=None, evidence_on=scenario.culprit_pr)
+        comments = [c.body for c in forge.repo.get_issue(scenario.culprit_pr).get_comments()]
+        assert len(comments) == 1 and "which `abababababab` already reverts on `main`" in comments[0] and "bisection #5" in comments[0]
+        assert [p.number for p in forge.repo.get_pulls(state="all")] == pulls_before
+    finally:
+        stop()

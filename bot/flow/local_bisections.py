@@ -31,6 +31,7 @@ from bot.orchestrator.config import BisectConfig
 from bot.orchestrator.driver import Driver, Snapshot
 from bot.policy.probe import probe_argv
 from bot.policy.schema import Direction, Policy, RevertAction, Test
+from bot.revert.already import RevertFound, find_revert
 from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert, reverter_for
 from bot.revert.pr_body import FailingTest, pr_number
@@ -178,8 +179,9 @@ class LocalBisections:
         row = self.store.get(loaded.id)
         outcome = row.outcome or {}
         link = None
-        if row.status == Status.FOUND.value and (outcome.get("ab") or {}).get("passed") and not work.dry_run:
-            link = self._publish(forge, policy, repo, loaded, row, work)
+        found = self._reverted_on_branch(work, policy, outcome["culprit"]) if row.status == Status.FOUND.value and not work.dry_run else None
+        if found or (row.status == Status.FOUND.value and (outcome.get("ab") or {}).get("passed") and not work.dry_run):
+            link = self._publish(forge, policy, repo, loaded, row, work, found)
         say(render_status(work.test, loaded.problem, None, row, link))
         log.info("bisection #%s of %s: %s %s", row.id, work.repo, row.status, link or "")
         # rocket: the revert PR is open; confused: the bisection ended without one (the status comment says why).
@@ -191,7 +193,13 @@ class LocalBisections:
         kill = forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users)
         return start_refusal(policy, kill, policy.default_branch)
 
-    def _publish(self, forge, policy, repo, loaded, row, work: _Work) -> str | None:
+    def _reverted_on_branch(self, work: _Work, policy: Policy, culprit: str) -> RevertFound | None:
+        """The culprit's revert on the branch, merged before the bisection or while it ran (so fetched again)."""
+        with self._lock:
+            repo = self._sync(work.repo)
+        return find_revert(repo, culprit, f"origin/{policy.default_branch}", policy.default_branch)
+
+    def _publish(self, forge, policy, repo, loaded, row, work: _Work, found: RevertFound | None = None) -> str | None:
         if policy.mode == "shadow":  # everything but writes to GitHub: no branch, PR, issue or comment elsewhere
             return "not opened (shadow mode)"
         culprit = row.outcome["culprit"]
@@ -202,6 +210,15 @@ class LocalBisections:
         author = pr_obj.user.login if pr_obj else None
         ab = row.outcome.get("ab") or {}
         evidence = f"HEAD fails, HEAD + revert passes ({len(ab.get('head_verdicts', []))} runs each); P={row.outcome.get('confidence', 0):.3f}"
+        record = dict(culprit_pr=culprit_pr, culprit_subject=subject)  # for the dashboard and the trust report
+        if found:  # nothing to open, so nothing to refuse: that revert's PR gets the evidence instead
+            proof = evidence if ab.get("passed") else f"P={row.outcome.get('confidence', 0):.3f}"  # no A/B: HEAD had it
+            published = publish(forge, policy, repo.path, self.clone_url(work.repo), self.token(work.repo), None, None,
+                                bisection_id=row.id, test_id=work.test, evidence=proof, culprit_pr=culprit_pr,
+                                culprit_author=author, followup=None, already=found)
+            self._record(row, **record, already_reverted=found.as_json(), evidence_on=published.evidence_on)
+            log.info("bisection #%s: %s", row.id, found)
+            return f"none opened: {found}"
         now = datetime.now(timezone.utc)
         refusal = revert_refusal(
             policy,
@@ -210,7 +227,6 @@ class LocalBisections:
                        forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users),
                        forge.reverts_opened_since(now.replace(hour=0, minute=0, second=0, microsecond=0))),
             now)
-        record = dict(culprit_pr=culprit_pr, culprit_subject=subject)  # for the dashboard and the trust report
         if refusal:
             self._record(row, **record, revert_refused=str(refusal), revert_refused_reason=refusal.key)
             if culprit_pr:

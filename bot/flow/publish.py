@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bot.forge.github_adapter import GitHubForge, push_branch
 from bot.policy.schema import Policy, RevertAction
+from bot.revert.already import RevertFound
 from bot.revert.git_revert import Revert
 from bot.revert.pr_body import PullRequestDraft
 
@@ -20,6 +21,10 @@ EVIDENCE_COMMENT = (
     "`comment_only`, so no revert PR was opened: the revert below was proven on `{base}`, and a maintainer can "
     "open it by hand.\n\n<details>\n<summary>The evidence: bisect table, A/B of HEAD vs HEAD + revert, a replayable "
     "bisect log</summary>\n\n{body}\n\n</details>"
+)
+ALREADY_COMMENT = (
+    "revert-bisect bisected `{test}` to {culprit} ({evidence}), which {by} already reverts on `{base}`: this confirms "
+    "that revert, and no other was opened. The runs are in bisection #{id}."
 )
 FOLLOWUP_COMMENT = (
     "The regression this issue tracks was bisected to #{culprit_pr}, which {revert_ref} reverts on `{base}` "
@@ -46,8 +51,8 @@ def publish(
     repo_dir: Path,
     remote_url: str,
     token: str,
-    revert: Revert,
-    draft: PullRequestDraft,
+    revert: Revert | None,
+    draft: PullRequestDraft | None,
     *,
     bisection_id: int,
     test_id: str,
@@ -55,13 +60,26 @@ def publish(
     culprit_pr: int | None,
     culprit_author: str | None,
     followup: int | None,
+    already: RevertFound | None = None,
 ) -> Published:
     """Every write is looked up first: re-running this after a crash changes nothing twice. (Shadow mode never
-    gets here: LocalBisections._publish stops before the first write.)"""
-    branch = branch_name(culprit_pr, revert.culprit)
-    if culprit_pr and (existing := forge.open_revert_of(culprit_pr)):
-        forge.comment_once(existing, f"evidence-{bisection_id}", f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}.")
-        return Published(existing, None, branch, existing_revert=existing)
+    gets here: LocalBisections._publish stops before the first write.) `already`: the culprit is reverted on the
+    branch (no `revert` or `draft` then); like an open revert PR, that revert's PR gets the evidence, else the
+    culprit PR does, and nothing is pushed or opened."""
+    branch = branch_name(culprit_pr, (already or revert).culprit)
+    existing = already.pr if already else None
+    if existing is None and culprit_pr:
+        existing = forge.open_revert_of(culprit_pr)
+    if existing or already:
+        if already:
+            by = f"`{already.sha[:12]}`" + (f" (#{already.pr})" if already.pr else "") if already.sha else "a later change"
+            text = ALREADY_COMMENT.format(test=test_id, culprit=f"#{culprit_pr}" if culprit_pr else f"`{already.culprit[:12]}`",
+                                          evidence=evidence, by=by, base=already.ref, id=bisection_id)
+        else:
+            text = f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}."
+        if on := existing or culprit_pr:
+            forge.comment_once(on, f"evidence-{bisection_id}", text)
+        return Published(existing, None, None if already else branch, existing_revert=existing, evidence_on=on)
     if policy.revert.action is RevertAction.COMMENT_ONLY:  # no branch, no PR: the evidence where the culprit's author looks
         if culprit_pr:
             forge.comment_once(culprit_pr, f"culprit-{bisection_id}", EVIDENCE_COMMENT.format(
