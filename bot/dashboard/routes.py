@@ -27,6 +27,7 @@ from bot.dashboard.views import (
     BisectionPage,
     BisectionSummary,
     TrustReportView,
+    collapse_untested,
     detail,
     matches,
     summary,
@@ -35,6 +36,7 @@ from bot.dashboard.views import (
 )
 from bot.errors import RepoError
 from bot.gitrepo import GitRepo
+from bot.store.holds import Holds
 from bot.store.models import BisectionRow, StepRow
 
 PER_PAGE = 50
@@ -209,7 +211,7 @@ def list_page(request: Request, repository: str | None = None, state: str | None
 
 @pages.get("/trust", response_class=HTMLResponse)
 def trust_page(request: Request) -> HTMLResponse:
-    return _html("trust.html.j2", t=trust_view(trust_report(request)))
+    return _html("trust.html.j2", t=trust_view(trust_report(request), request.app.state.holds.recent()))
 
 
 @pages.get("/bisections/{bisection_id}", response_class=HTMLResponse)
@@ -219,7 +221,8 @@ def detail_page(request: Request, bisection_id: int) -> HTMLResponse:
         return _html("not_found.html.j2", status_code=404, bisection_id=bisection_id)
     view = detail(row, _now())
     labels = {e.position: f"#{e.position} {e.sha[:12]}" for e in view.timeline}
-    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels))
+    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels),
+                 timeline_rows=collapse_untested(view.timeline))
 
 
 @pages.get("/bisections/{bisection_id}/events")
@@ -298,13 +301,14 @@ def api_detail(request: Request, bisection_id: int) -> BisectionDetail:
 @api.get("/trust", response_model=TrustReportView)
 def api_trust(request: Request) -> TrustReportView:
     """Per repository: reverts opened and how many were re-landed unchanged (false positives), culprits confirmed
-    against inconclusive bisections, and reverts the guards refused, by reason."""
-    return trust_view(trust_report(request))
+    against inconclusive bisections, reverts the guards refused, by reason, and what the kill switch held back."""
+    return trust_view(trust_report(request), request.app.state.holds.recent())
 
 
 def install(app: FastAPI, engine: Engine) -> None:
     """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API (/api/bisections, /api/trust) on the app."""
     app.state.dashboard = Bisections(engine)
+    app.state.holds = Holds(engine)
     app.state.trust_relanded = {}  # relanded_in_clones' answers, kept until a branch moves
     app.include_router(login)
     app.include_router(pages)

@@ -22,7 +22,7 @@ from bot.bisect.model import Kind, Problem, Run, Settings
 from bot.bisect.posterior import Contradiction, Posterior, Tally
 from bot.bisect.verdict import MetricRule, RawResult, Verdict
 from bot.revert.pr_body import pr_number
-from bot.store.models import BisectionRow, StepRow
+from bot.store.models import BisectionRow, HoldRow, StepRow
 from bot.trust import REASON_LABELS, TrustReport, TrustRow, repository_of
 
 FINISHED_STEP_STATES = ("done", "lost", "cancelled")
@@ -482,10 +482,21 @@ class TrustRowView(BaseModel):
     refused: list[RefusalCount] = Field(description="refused reverts by reason, most frequent first")
 
 
+class HoldView(BaseModel):
+    repository: str
+    guard: str = Field(description="the guard that held it back: kill_switch")
+    what: str = Field(description="what was held back (a red run, a bisection not started, a revert not opened), as said on the issue")
+    link: str | None = Field(None, description="the red run, the thread that asked, or the culprit PR")
+    issue: int | None = Field(None, description="the kill-switch issue the hold was commented on")
+    culprit: str | None = None
+    at: datetime
+
+
 class TrustReportView(BaseModel):
     repositories: list[TrustRowView]
     total: TrustRowView
     note: str
+    holds: list[HoldView] = Field(default_factory=list, description="what the kill switch held back, newest first")
 
 
 TRUST_NOTE = ("A revert counts as a false positive when a commit with the culprit's git patch-id --stable (the same change, "
@@ -506,6 +517,8 @@ def trust_row_view(row: TrustRow) -> TrustRowView:
     )
 
 
-def trust_view(report: TrustReport) -> TrustReportView:
-    """A bot.trust.TrustReport as the API gives it."""
-    return TrustReportView(repositories=[trust_row_view(r) for r in report.rows], total=trust_row_view(report.total), note=TRUST_NOTE)
+def trust_view(report: TrustReport, holds: Iterable[HoldRow] = ()) -> TrustReportView:
+    """A bot.trust.TrustReport as the API gives it, with the kill switch's holds (bot.store.holds)."""
+    return TrustReportView(repositories=[trust_row_view(r) for r in report.rows], total=trust_row_view(report.total), note=TRUST_NOTE,
+                           holds=[HoldView(repository=h.repository, guard=h.guard, what=h.what, link=h.link, issue=h.issue,
+                                           culprit=h.culprit, at=h.created_at) for h in holds])

@@ -19,6 +19,7 @@ from bot.bisect.model import Status
 from bot.errors import RepoError, RevertBisectError
 from bot.flow.backends import backend_for
 from bot.flow.guards import Culprit, Repository, revert_refusal, start_refusal
+from bot.flow.holds import held_revert, held_start, hold
 from bot.flow.publish import publish
 from bot.flow.status import render_status
 from bot.forge.github_adapter import ForgeError, GitHubForge
@@ -35,6 +36,7 @@ from bot.revert.already import RevertFound, find_revert
 from bot.revert.draft import PrRecord, draft
 from bot.revert.git_revert import create_revert, reverter_for
 from bot.revert.pr_body import FailingTest, pr_number
+from bot.store.holds import Holds
 from bot.store.store import Store
 
 STATUS_EVERY_S = 5.0
@@ -100,6 +102,7 @@ def bisect_config(policy: Policy, test: Test, bad: str, dry_run: bool) -> Bisect
 class LocalBisections:
     def __init__(self, store: Store, workspace: Path, policies: Mapping[str, Policy], clone_url: Callable[[str], str], token: Callable[[str], str]):
         self.store = store
+        self.holds = Holds(store.engine)
         self.workspace = workspace
         self.policies = policies
         self.clone_url = clone_url
@@ -144,7 +147,7 @@ class LocalBisections:
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
             existing = self.store.by_origin_key(work.key)
-            if existing is None and (refusal := self._start_refusal(forge, policy) or off_branch(repo, work.good, bad, f"origin/{policy.default_branch}")
+            if existing is None and (refusal := self._start_refusal(forge, policy, work) or off_branch(repo, work.good, bad, f"origin/{policy.default_branch}")
                                      or too_long(repo, work.good, bad, policy, work.test)):
                 raise RevertBisectError(refusal)
             loaded = setup.load(self.store, existing.id) if existing else setup.create(self.store, repo, work.good, bad, config, work.origin, work.key)
@@ -188,9 +191,13 @@ class LocalBisections:
         if work.comment_id and not work.dry_run:
             forge.react(work.thread, work.comment_id, "rocket" if link and link.startswith("#") else "confused")
 
-    @staticmethod
-    def _start_refusal(forge: GitHubForge, policy: Policy) -> str | None:
-        kill = forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users)
+    def _kill_switch(self, forge: GitHubForge, policy: Policy) -> int | None:
+        return forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users)
+
+    def _start_refusal(self, forge: GitHubForge, policy: Policy, work: _Work) -> str | None:
+        kill = self._kill_switch(forge, policy)
+        if kill is not None:  # said on the kill-switch issue too: a nightly's refusal has no thread to answer in
+            hold(forge, self.holds, policy, kill, held_start(forge, work.origin, work.key, kill))
         return start_refusal(policy, kill, policy.default_branch)
 
     def _reverted_on_branch(self, work: _Work, policy: Policy, culprit: str) -> RevertFound | None:
@@ -220,15 +227,18 @@ class LocalBisections:
             log.info("bisection #%s: %s", row.id, found)
             return f"none opened: {found}"
         now = datetime.now(timezone.utc)
+        kill = self._kill_switch(forge, policy)
         refusal = revert_refusal(
             policy,
             Culprit(subject, author, repo.repo.commit(culprit).committed_datetime, tuple(label.name for label in pr_obj.labels) if pr_obj else ()),
             Repository(policy.default_branch,
-                       forge.kill_switch(policy.revert.kill_switch_label, ["admin", "maintain"], policy.commands.allow_users),
+                       kill,
                        forge.reverts_opened_since(now.replace(hour=0, minute=0, second=0, microsecond=0))),
             now)
         if refusal:
             self._record(row, **record, revert_refused=str(refusal), revert_refused_reason=refusal.key)
+            if refusal.key == "kill_switch":
+                hold(forge, self.holds, policy, kill, held_revert(forge, work.repo, row.id, culprit, culprit_pr, kill))
             if culprit_pr:
                 forge.comment_once(culprit_pr, f"culprit-{row.id}", REFUSED_COMMENT.format(test=work.test, evidence=evidence, why=refusal, id=row.id))
             log.warning("bisection #%s: no revert PR for %s: %s", row.id, culprit[:12], refusal)
