@@ -8,11 +8,12 @@ group stopped before it is handed out again.
 
 from __future__ import annotations
 
-import fcntl
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from bot import locks
 from bot.gitrepo import GitRepo
 from runners.proc import kill_orphan
 
@@ -35,11 +36,8 @@ def acquire(repo: GitRepo, root: Path, limit: int = 64) -> Slot:
     root.mkdir(parents=True, exist_ok=True)
     for n in range(limit):
         tree = root / f"wt-{n}"
-        lock = open(tree.with_name(tree.name + ".lock"), "w")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.close()
+        lock = locks.take(_lockfile(tree), wait=False)
+        if lock is None:
             continue
         slot = Slot(tree, lock)
         try:
@@ -50,3 +48,24 @@ def acquire(repo: GitRepo, root: Path, limit: int = 64) -> Slot:
             raise
         return slot
     raise RuntimeError(f"all {limit} worktree slots under {root} are in use")
+
+
+def remove(repo: GitRepo, tree: Path) -> bool:
+    """Take the worktree out of the repository (`git worktree list`) and off the disk, with its lock and
+    pid files; False, leaving it alone, while another process holds it."""
+    lock = locks.take(_lockfile(tree), wait=False)
+    if lock is None:
+        return False
+    pidfile = Slot(tree, lock).pidfile
+    try:
+        kill_orphan(pidfile)
+        shutil.rmtree(tree, ignore_errors=True)
+        repo.repo.git.worktree("prune")  # drops the registration of every worktree whose directory is gone
+        pidfile.unlink(missing_ok=True)
+    finally:
+        locks.release_and_remove(lock, _lockfile(tree))
+    return True
+
+
+def _lockfile(tree: Path) -> Path:
+    return tree.with_name(tree.name + ".lock")

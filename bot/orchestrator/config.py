@@ -26,6 +26,7 @@ class BisectConfig:
     verify_revert: bool = False  # revert the culprit on --onto (default BAD) and prove it with an A/B
     onto: str | None = None
     env: dict | None = None  # runners.envs.EnvSpec as JSON: environments keyed by the commit's pins
+    workdir: str | None = None  # the CLI's --workdir: where the local pool's worktrees go (None: the user cache)
 
     def env_spec(self) -> EnvSpec | None:
         return None if self.env is None else EnvSpec.from_json(self.env)

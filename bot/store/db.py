@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from sqlalchemy.exc import (
     OperationalError,
 )
 
+from bot import locks
 from bot.errors import StoreUnavailable
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -69,14 +69,19 @@ MIGRATION_LOCK_KEY = 0x72625F6D6967  # "rb_mig": the advisory lock replicas take
 @contextmanager
 def _migration_lock(engine: Engine):
     """SQLite: an exclusive file lock beside the database while it is checked and migrated (PostgreSQL
-    uses an advisory lock inside the migration's transaction instead)."""
+    uses an advisory lock inside the migration's transaction instead). The lock file is deleted
+    afterwards. Not a lock on the database file itself: closing any descriptor of it would drop the
+    POSIX locks SQLite holds on it in this process."""
     path = engine.url.database
     if engine.dialect.name != "sqlite" or not path or path == ":memory:":
         yield
         return
-    with open(f"{path}.migrate-lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    lock_path = Path(f"{path}.migrate-lock")
+    lock = locks.take(lock_path)
+    try:
         yield
+    finally:
+        locks.release_and_remove(lock, lock_path)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -18,13 +18,14 @@ from runners.backends.base import StepResult, StepSpec
 from runners.envs import EnvCache
 from runners.proc import kill_group
 from runners.step import run_in_tree
-from runners.worktrees import Slot, acquire
+from runners.worktrees import Slot, acquire, remove
 
 
-def worktree_root(repo: Path) -> Path:
-    """One cache of worktrees per repository, reused by every bisection of it."""
+def worktree_root(repo: Path, base: Path | None = None) -> Path:
+    """One cache of worktrees per repository, reused by every bisection of it, under `base` (default:
+    the user cache directory); one directory per repository, so two never share step logs or slots."""
     tag = hashlib.sha1(str(repo).encode()).hexdigest()[:12]
-    return Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees" / f"{repo.name}-{tag}"
+    return (base or Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees") / f"{repo.name}-{tag}"
 
 
 def _now() -> datetime:
@@ -32,9 +33,10 @@ def _now() -> datetime:
 
 
 class LocalPool:
-    """Worktrees live under `root` (one root per repository) and outlive the pool, so the next
-    bisection of the same repository starts without creating them; each is held with an
-    exclusive lock while in use, so two pools on one repository never share a worktree.
+    """Worktrees live under `root` (one root per repository) and outlive the pool, so a resumed or
+    the next bisection of the same repository starts without creating them, until
+    `remove_worktrees` (the CLI's, when a bisection ends: a user's clone keeps no stray worktrees);
+    each is held with an exclusive lock while in use, so two pools on one repository never share one.
     Environments (for steps that ask for one) are kept under `root/envs`, keyed by pins."""
 
     def __init__(self, repo: GitRepo, workers: int, root: Path):
@@ -47,6 +49,7 @@ class LocalPool:
             slot = acquire(repo, root, limit=workers + 64)
             self._held.append(slot)
             self._slots.put(slot)
+        self._trees = [slot.tree for slot in self._held]
         self.envs = EnvCache(root / "envs")
         self._workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="revert-bisect-step")
@@ -97,6 +100,14 @@ class LocalPool:
         for slot in self._held:
             slot.release()
         self._held.clear()
+
+    def remove_worktrees(self) -> None:
+        """Close, and take this pool's worktrees out of the repository's `git worktree list` (its work is
+        over: nothing to resume); one another pool took meanwhile is left to it. Environments and step
+        logs under root stay."""
+        self.close()
+        for tree in self._trees:
+            remove(self.repo, tree)
 
     # -- one step, on a worker thread --
 
