@@ -27,7 +27,6 @@ from bot.dashboard.views import (
     BisectionPage,
     BisectionSummary,
     TrustReportView,
-    collapse_untested,
     detail,
     matches,
     summary,
@@ -221,8 +220,7 @@ def detail_page(request: Request, bisection_id: int) -> HTMLResponse:
         return _html("not_found.html.j2", status_code=404, bisection_id=bisection_id)
     view = detail(row, _now())
     labels = {e.position: f"#{e.position} {e.sha[:12]}" for e in view.timeline}
-    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels),
-                 timeline_rows=collapse_untested(view.timeline))
+    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels))
 
 
 @pages.get("/bisections/{bisection_id}/events")
