@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import sys
 import tempfile
@@ -11,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from bot.bisect.model import Status
 from bot.errors import RevertBisectError
@@ -35,11 +37,67 @@ reproducible (BAD passes); 5 GOOD fails too; 6 no culprit (BAD's failures were f
 --resume ID).
 """
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Find the commit that broke a test: parallel, flake-aware `git bisect run`.")
+_NB_HYPHEN = "\u2011"  # a hyphen textwrap does not break at, swapped back once the help is wrapped
+
+
+class _HelpFormatter(typer.Context.formatter_class):
+    """Click's help formatter, except that it never breaks a word at its hyphens (`--descend-merges`
+    must not come out as `--descend-` / `merges`)."""
+
+    def write_text(self, text: str) -> None:
+        start = len(self.buffer)
+        super().write_text(text.replace("-", _NB_HYPHEN))
+        self._restore(start)
+
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        start = len(self.buffer)
+        super().write_dl([(term, text.replace("-", _NB_HYPHEN)) for term, text in rows], col_max, col_spacing)
+        self._restore(start)
+
+    def _restore(self, start: int) -> None:
+        self.buffer[start:] = [chunk.replace(_NB_HYPHEN, "-") for chunk in self.buffer[start:]]
+
+
+class _Context(typer.Context):
+    formatter_class = _HelpFormatter
+
+
+class _Group(TyperGroup):
+    """The app, whose help and its commands' is laid out by _HelpFormatter."""
+
+    context_class = _Context
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        for command in self.commands.values():
+            command.context_class = _Context
+            if command.help and not command.short_help:  # listed whole, not cut off at 45 characters
+                command.short_help = " ".join(command.help.split("\n\n")[0].split())
+
+
+# rich_markup_mode=None: Click's plain help, which wraps every line to the terminal; rich's panels cut
+# option help off mid-word ("--descend-merges…") at 80 columns.
+app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Find the commit that broke a test: parallel, flake-aware `git bisect run`.")
 err = Console(stderr=True, soft_wrap=True)
 out = Console()
 if not out.is_terminal:  # piped or captured: keep table rows on one line each
     out = Console(width=200)
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            version = importlib.metadata.version("revert-bisect")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown (not installed: pip install -e .)"
+        typer.echo(f"revert-bisect {version}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False) -> None:
+    pass
 
 
 def _flake(value: str) -> float | None:
@@ -56,10 +114,10 @@ def _flake(value: str) -> float | None:
 
 @app.command(epilog=EXIT_HELP)
 def bisect(
-    command: Annotated[Optional[list[str]], typer.Argument(help="The test command, after `--`. Exit 0 good, 125 skip, 1-127 bad, >=128 infra.")] = None,
-    repo: Annotated[Optional[Path], typer.Option(help="The git repository (a working clone).")] = None,
-    good: Annotated[Optional[str], typer.Option(help="A revision where the test passes.")] = None,
-    bad: Annotated[Optional[str], typer.Option(help="A revision where it fails (a descendant of GOOD).")] = None,
+    command: Annotated[Optional[list[str]], typer.Argument(metavar="COMMAND", help="The test command, after `--`. Exit 0 good, 125 skip, 1-127 bad, >=128 infra.")] = None,
+    repo: Annotated[Optional[Path], typer.Option(metavar="PATH", help="The git repository (a working clone). [required unless --resume]")] = None,
+    good: Annotated[Optional[str], typer.Option(metavar="REV", help="A revision where the test passes. [required unless --resume]")] = None,
+    bad: Annotated[Optional[str], typer.Option(metavar="REV", help="A revision where it fails (a descendant of GOOD). [required unless --resume]")] = None,
     workers: Annotated[int, typer.Option(min=1, max=256, help="Tests to run at once, each in its own worktree.")] = 1,
     all_commits: Annotated[bool, typer.Option("--all-commits", help="Any commit may be the culprit, including those merges brought in (implies --descend-merges).")] = False,
     descend_merges: Annotated[bool, typer.Option("--descend-merges", help="When the culprit is a merge, search the commits it brought in.")] = False,
@@ -71,11 +129,12 @@ def bisect(
     higher_is_worse: Annotated[bool, typer.Option("--higher-is-worse/--lower-is-worse", help="Which way the metric gets worse.")] = True,
     timeout: Annotated[Optional[float], typer.Option(min=0.001, help="Seconds before a run is killed (an infra result, retried).")] = None,
     verify_revert: Annotated[bool, typer.Option("--verify-revert", help="Revert the culprit on --onto (a new branch) and prove it: HEAD vs HEAD+revert, alongside the confirmation.")] = False,
-    onto: Annotated[Optional[str], typer.Option(help="The branch head the revert goes on (default: BAD).")] = None,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the outcome as JSON here.")] = None,
-    log_out: Annotated[Optional[Path], typer.Option("--log", help="Write a log `git bisect replay` accepts here.")] = None,
-    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: SQLite in the user data directory).")] = None,
-    resume: Annotated[Optional[int], typer.Option(help="Continue bisection ID after a crash or Ctrl-C; finished runs are kept.")] = None,
+    onto: Annotated[Optional[str], typer.Option(metavar="REV", help="The branch head the revert goes on (default: BAD).")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the outcome as JSON here.")] = None,
+    log_out: Annotated[Optional[Path], typer.Option("--log", metavar="FILE", help="Write a log `git bisect replay` accepts here.")] = None,
+    db: Annotated[Optional[str], typer.Option(metavar="URL", help="SQLAlchemy URL of the store (default: SQLite in the user data directory).")] = None,
+    workdir: Annotated[Optional[Path], typer.Option(metavar="DIR", help="Where the worktrees go, one directory per repository (default: the user cache directory). Removed from the clone when the bisection ends; kept for --resume until then.")] = None,
+    resume: Annotated[Optional[int], typer.Option(metavar="ID", help="Continue bisection ID after a crash or Ctrl-C; finished runs are kept.")] = None,
 ) -> None:
     """Bisect GOOD..BAD with COMMAND, several commits at once, robust to flaky results."""
     try:
@@ -99,6 +158,7 @@ def bisect(
                 command=tuple(command or ()), workers=workers, timeout_s=timeout, metric_regex=metric_regex, metric_file=metric_file,
                 threshold=threshold, higher_is_worse=higher_is_worse, confidence=confidence, flake_rate=_flake(flake_rate),
                 descend_merges=descend_merges or all_commits, verify_revert=verify_revert, onto=onto,
+                workdir=str(workdir.resolve()) if workdir else None,
             )
             if onto and not verify_revert:
                 raise RevertBisectError("--onto goes with --verify-revert")

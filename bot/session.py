@@ -9,7 +9,7 @@ from rich.console import Console
 
 from bot.bisect.model import Status
 from bot.orchestrator.driver import Driver
-from bot.orchestrator.report import EXIT_CODES, replay_log, to_json
+from bot.orchestrator.report import EXIT_CODES, replay_log, summary, to_json
 from bot.orchestrator.setup import Loaded
 from bot.progress import LiveProgress
 from bot.revert.git_revert import reverter_for
@@ -25,13 +25,14 @@ def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json
     shas = list(problem.graph) + [problem.good]
     subjects = loaded.repo.subjects(shas) if len(shas) <= 5000 else {}
     err.print(f"revert-bisect #{loaded.id}: {len(problem.graph)} commits in {problem.good[:12]}..{problem.bad[:12]}, {config.workers} worker(s)")
-    pool = LocalPool(loaded.repo, config.workers, worktree_root(loaded.repo.path))
+    pool = LocalPool(loaded.repo, config.workers, worktree_root(loaded.repo.path, Path(config.workdir) if config.workdir else None))
     try:
         with LiveProgress(err, subjects) as progress:
             outcome = Driver(store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo)).run()
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
-        return INTERRUPTED, None
+        return INTERRUPTED, None  # the worktrees stay registered, for the resumed run
+    pool.remove_worktrees()  # finished: nothing will resume it, so the user's clone keeps no worktrees of ours
     row = store.get(loaded.id)
     report = to_json(row, problem, loaded.repo)
     if json_out:
@@ -46,5 +47,5 @@ def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json
         out.print(f"  candidate {sha}")
     if report.get("revert") and report["revert"]["sha"]:
         out.print(f"revert {report['revert']['sha']} on branch {report['revert']['branch']}")
-    err.print(f"{report['runs']} runs in {report['rounds']} rounds {report['rounds_by_kind']}")
+    err.print(summary(report), highlight=False)
     return EXIT_CODES[outcome.status], report
