@@ -178,7 +178,7 @@ def bisect(
 def status(
     bisection_id: Annotated[Optional[int], typer.Argument(metavar="ID", help="Show one bisection in detail.")] = None,
     db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store.")] = None,
-    limit: Annotated[int, typer.Option(min=1)] = 20,
+    limit: Annotated[int, typer.Option(min=1, help="How many recent bisections to list.")] = 20,
 ) -> None:
     """List recent bisections, or show one with its runs."""
     try:
@@ -233,7 +233,7 @@ def revert(
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535)] = 8080,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
     db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: $REVERT_BISECT_DB, else SQLite in the user data directory).")] = None,
     log_format: Annotated[str, typer.Option("--log-format", envvar="REVERT_BISECT_LOG_FORMAT", help="Log lines on stderr: json (one object per line) or text.")] = "json",
 ) -> None:
