@@ -301,6 +301,7 @@ def demo(
     db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (with --local; default: SQLite in the scenario directory).")] = None,
     local: Annotated[bool, typer.Option("--local", help="Skip GitHub: bisect, revert and draft the PR on this machine only.")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Leave the GitHub sandbox and the bot up afterwards, to browse.")] = False,
+    timeout: Annotated[float, typer.Option(min=30, help="Seconds the whole story may take before the demo gives up.")] = 900,
 ) -> None:
     """The miniature SGLang incident end to end: a red scheduled run on a local GitHub (the sandbox), the bot
     bisects through webhooks and opens the revert PR. --local: the same job without GitHub."""
@@ -317,9 +318,11 @@ def demo(
         if not local:
             from bot import demo_github
 
-            result = demo_github.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, keep=keep, err=err, out=out)
+            result = demo_github.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, keep=keep,
+                                     err=err, out=out, timeout_s=timeout)
         else:
-            result = demo_flow.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, workers=workers, db=db, err=err, out=out)
+            result = demo_flow.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, workers=workers, db=db,
+                                   err=err, out=out, timeout_s=timeout)
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False)
         raise typer.Exit(2) from None

@@ -13,6 +13,7 @@ from rich.syntax import Syntax
 
 from bot.bisect.model import Status
 from bot.bisect.verdict import MetricRule, RawResult, classify
+from bot.demo_watch import failing_steps
 from bot.gitrepo import GitRepo
 from bot.orchestrator import setup
 from bot.orchestrator.config import BisectConfig
@@ -48,7 +49,8 @@ def scheduled_run(repo: GitRepo, sha: str, command: list[str], err: Console) -> 
     return result.metric
 
 
-def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildable: int, workers: int, db: str | None, err: Console, out: Console) -> DemoResult:
+def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildable: int, workers: int, db: str | None, err: Console, out: Console,
+        timeout_s: float = 900.0) -> DemoResult:
     from examples.mamba_track_boundary import build
 
     t0 = time.monotonic()
@@ -68,9 +70,16 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
     store = Store(connect(db or f"sqlite:///{workdir / 'revert-bisect.db'}"))
     config = BisectConfig(command=tuple(scenario.test_command), workers=workers, metric_file=True, threshold=scenario.threshold, verify_revert=True)
     loaded = setup.create(store, repo, scenario.good, scenario.bad, config)
-    code, report = run_bisection(store, loaded, err, out, workdir / "result.json", workdir / "bisect.log")
+    deadline = t0 + timeout_s  # the whole story is bounded: past it the bisection is cancelled and says so
+    code, report = run_bisection(store, loaded, err, out, workdir / "result.json", workdir / "bisect.log", cancelled=lambda: time.monotonic() > deadline)
     culprit = report["culprit"] if report else None
     if code != 0 or not report or report["status"] != Status.FOUND.value:
+        if time.monotonic() > deadline:
+            err.print(f"[red]gave up after {timeout_s:.0f}s[/] (--timeout)")
+        if report:  # the status and its message are printed already: say which runs could not test and why
+            for line in failing_steps(store.get(loaded.id).steps):
+                err.print(f"  {line}", highlight=False)
+            err.print(f"no revert PR would be opened; {time.monotonic() - t0:.0f}s; logs in {workdir} (bisect.log, result.json)")
         return DemoResult(code or 1, culprit, scenario.culprit)
     if not (report["ab"] or {}).get("passed"):
         why = (report["revert"] or {}).get("error") or "HEAD + revert did not pass every A/B run"

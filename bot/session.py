@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -19,7 +20,8 @@ from runners.backends.local import LocalPool, worktree_root
 INTERRUPTED = 130
 
 
-def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json_out: Path | None = None, log_out: Path | None = None) -> tuple[int, dict | None]:
+def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json_out: Path | None = None, log_out: Path | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> tuple[int, dict | None]:
     """Drive the bisection to its end; (exit code, JSON report), or (130, None) on Ctrl-C."""
     config, problem = loaded.config, loaded.problem
     shas = list(problem.graph) + [problem.good]
@@ -28,7 +30,7 @@ def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json
     pool = LocalPool(loaded.repo, config.workers, worktree_root(loaded.repo.path, Path(config.workdir) if config.workdir else None))
     try:
         with LiveProgress(err, subjects) as progress:
-            outcome = Driver(store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo)).run()
+            outcome = Driver(store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo), cancelled=cancelled).run()
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
         return INTERRUPTED, None  # the worktrees stay registered, for the resumed run

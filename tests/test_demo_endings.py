@@ -92,3 +92,16 @@ def _steps_started(db: Path) -> bool:
             return conn.execute(text("SELECT count(*) FROM steps")).scalar_one() > 0
     except Exception:
         return False
+
+
+def test_the_local_demo_is_bounded_by_its_timeout(tmp_path):
+    workdir = tmp_path / "demo"
+    cli = shutil.which("revert-bisect", path=str(Path(sys.executable).parent)) or "revert-bisect"
+    t0 = time.monotonic()
+    proc = subprocess.run([cli, "demo", "--local", "--dir", str(workdir), "--workers", "1", "--timeout", "30"],
+                          capture_output=True, text=True, timeout=240)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode not in (0, 1), proc.stderr[-3000:]  # the bisection's own exit code: cancelled
+    assert "gave up after 30s" in proc.stderr and "no revert PR would be opened" in proc.stderr
+    assert elapsed < 30 + 60  # the run in flight when time ran out is allowed to finish being stopped
+    assert _processes_mentioning(str(workdir)) == []
