@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from bot.bisect.verdict import (
@@ -54,3 +56,14 @@ def test_lower_is_worse():
     assert rule.boundary([0.95, 0.97], [0.5, 0.6]) == pytest.approx(0.775)
     assert classify(RawResult(0, 0.7), rule, 0.775) is Verdict.BAD
     assert classify(RawResult(0, 0.8), rule, 0.775) is Verdict.GOOD
+
+
+def test_one_reading_per_endpoint_cuts_at_their_geometric_mean():
+    rule = MetricRule(threshold=0.002)
+    cut = rule.boundary([0.0003], [0.0065])
+    assert cut == pytest.approx(math.sqrt(0.0003 * 0.0065))
+    assert classify(RawResult(0, 0.0065 / 2), rule, cut) is Verdict.BAD  # half BAD's reading is still far from GOOD's
+    assert classify(RawResult(0, 0.0003 * 3), rule, cut) is Verdict.GOOD
+    assert MetricRule(higher_is_worse=False).boundary([0.95], [0.5]) == pytest.approx(math.sqrt(0.95 * 0.5))
+    assert MetricRule().boundary([-1.0], [3.0]) == pytest.approx(1.0)  # not both positive: the plain midpoint
+    assert MetricRule().boundary([0.5], [0.1]) is None  # BAD is not worse

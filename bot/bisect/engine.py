@@ -7,6 +7,12 @@ calls again when results arrive. Phases (the state machine the README draws):
                        ^  |  (merge culprit, descend)   |
                        |  +-> SEARCHING (nested scope) |
                        +------ confirmation disagreed --+
+
+A test taken as deterministic (`evidence.trusted`: --flake-rate 0, or auto until a result
+contradicts that) costs about what `git bisect run` spends: one calibration run per endpoint, the
+search already running on the runners calibration leaves free (the endpoints presumed right; a
+surprising one cancels those runs), and one confirmation re-run of the culprit under auto, none
+under 0. A flaky one gets `calibration_runs` per endpoint and x re-runs of culprit and parent.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import zip_longest
 
-from bot.bisect.candidates import is_merge
-from bot.bisect.evidence import Evidence, effective_flake
+from bot.bisect.candidates import Scope, is_merge
+from bot.bisect.evidence import Evidence, effective_flake, trusted
 from bot.bisect.model import (
     CONFIRMATION_KINDS,
     ABResult,
@@ -64,29 +70,66 @@ def _calibrate(problem: Problem, state: State, ev: Evidence, in_flight: Sequence
         if sha in untestable:
             why = "exited 125 (cannot be tested)" if Verdict.SKIP in ev.of_sha(sha) else f"failed on infrastructure {s.max_infra_per_commit} times"
             return _done(state, Outcome(Status.UNTESTABLE, f"the {name} endpoint {sha[:12]} {why}; pick a {name} revision the test can run on"), ev)
-    need = {}
-    for sha in (problem.good, problem.bad):
-        have = sum(v.is_evidence for v in ev.of_sha(sha)) + sum(p.sha == sha for p in in_flight)
-        need[sha] = max(0, s.calibration_runs - have)
-    if any(need.values()) or any(p.kind is Kind.CALIBRATE for p in in_flight):
-        probes = []
-        while len(probes) < free and any(need.values()):
-            for sha in (problem.good, problem.bad):
-                if need[sha] and len(probes) < free:
-                    need[sha] -= 1
-                    probes.append(Probe(sha, Kind.CALIBRATE, rnd))
-        return Decision(state, tuple(probes), boundary=ev.boundary)
-    good, bad = ev.of_sha(problem.good), ev.of_sha(problem.bad)
     rule = s.metric
-    if rule is not None:
-        verdict = _metric_calibration(problem, ev, rule)
-        if verdict is not None:
-            return _done(state, verdict, ev)
+    metric_verdict = _metric_calibration(problem, ev, rule) if rule is not None else None
+    # An endpoint saying the unexpected (GOOD fails, BAD passes, or one reading each that leaves nothing to
+    # bisect) is a surprise: auto then calibrates as for a flaky test before believing it.
+    doubt = ev.surprised(problem) or (metric_verdict is not None and metric_verdict.status in (Status.NOT_REPRODUCIBLE, Status.GOOD_FAILS))
+    trust = trusted(problem, ev) and not (doubt and s.flake_rate is None)
+    needs = _calibration_needs(problem, ev, in_flight, 1 if trust else s.calibration_runs)
+    if needs or any(p.kind is Kind.CALIBRATE for p in in_flight):
+        return _calibration_round(problem, state, ev, in_flight, free, rnd, needs, presume=trust and not doubt)
+    if metric_verdict is not None:
+        return _done(state, metric_verdict, ev)
+    good, bad = ev.of_sha(problem.good), ev.of_sha(problem.bad)
     if all(v is Verdict.GOOD for v in bad if v.is_evidence):
         return _done(state, Outcome(Status.NOT_REPRODUCIBLE, f"the test passes on BAD {problem.bad[:12]} every time ({len(bad)} runs): nothing to bisect; check the command and the BAD revision"), ev)
     if all(v is Verdict.BAD for v in good if v.is_evidence):
         return _done(state, Outcome(Status.GOOD_FAILS, f"the test also fails on GOOD {problem.good[:12]} ({len(good)} runs): the breakage is older; pass an older --good"), ev)
     return _search(problem, replace(state, phase=Phase.SEARCHING), ev, in_flight, free, rnd)
+
+
+def _calibration_round(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int,
+                       needs: list[str], presume: bool) -> Decision:
+    """Endpoint runs, and search runs on the runners they leave free while the endpoints are presumed
+    right; once an endpoint surprised, the search runs under way were planned on a false premise."""
+    obsolete = () if presume else tuple(p for p in in_flight if p.kind is Kind.SEARCH)
+    free += len(obsolete)
+    probes = [Probe(sha, Kind.CALIBRATE, rnd) for sha in needs[:free]]
+    if presume:
+        probes += _presumed_search(problem, ev, in_flight, free - len(probes), rnd)
+    return Decision(state, tuple(probes), obsolete, boundary=ev.boundary)
+
+
+def _calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], each: int) -> list[str]:
+    """The endpoint runs still missing for `each` results per testable endpoint, GOOD and BAD interleaved."""
+    untestable = ev.untestable(problem.settings)
+    need = {}
+    for sha in (problem.good, problem.bad):
+        have = sum(v.is_evidence for v in ev.of_sha(sha)) + sum(p.sha == sha for p in in_flight)
+        need[sha] = 0 if sha in untestable else max(0, each - have)
+    return [sha for batch in zip_longest(*([sha] * k for sha, k in need.items())) for sha in batch if sha is not None]
+
+
+def _presumed_search(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> list[Probe]:
+    """Search probes for the runners calibration leaves free, planned as if GOOD passes and BAD fails
+    (what a deterministic test's endpoints do), so the search does not wait a round for them."""
+    if free <= 0 or (problem.settings.metric is not None and any(r.kind is Kind.SEARCH for r, _ in ev.verdicts)):
+        return []  # a metric reading cannot be judged before the endpoints set the boundary
+    scope = problem.scope(())
+    n = len(scope.candidates)
+    tallies = ev.tallies(scope)
+    tallies[n] = tallies.get(n, Tally()).add(False)  # BAD presumed to fail; position 0 is GOOD by construction
+    try:
+        post = Posterior.compute(n, tallies, 0.0)
+    except Contradiction:  # --flake-rate 0 with contradicting results: the search says so once calibrated
+        return []
+    busy = [p for p in (scope.position(pr.sha) for pr in in_flight) if p is not None]
+    return [Probe(scope.sha(p), Kind.SEARCH, rnd) for p in choose_probes(post, free, busy, _untestable_positions(problem, scope, ev))]
+
+
+def _untestable_positions(problem: Problem, scope: Scope, ev: Evidence) -> set[int]:
+    return {p for p in (scope.position(sha) for sha in ev.untestable(problem.settings)) if p}
 
 
 def _metric_calibration(problem: Problem, ev: Evidence, rule: MetricRule) -> Outcome | None:
@@ -143,7 +186,8 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         post = Posterior.compute(n, tallies, flake)
     except Contradiction:  # only reachable with a positive flake rate on impossible data
         return _done(state, Outcome(Status.INCONCLUSIVE, "no single culprit explains the results"), ev, flake)
-    untestable_pos = {p for p in (scope.position(sha) for sha in ev.untestable(s)) if p}
+    untestable_pos = _untestable_positions(problem, scope, ev)
+    trust = trusted(problem, ev, state.merges)
     block = _top_block(post, untestable_pos)
     guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
     fails_at = lambda p: tallies.get(p, Tally()).fails > 0  # noqa: E731
@@ -172,7 +216,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             inner = replace(state, phase=Phase.SEARCHING, merges=state.merges + (culprit,), confirming=None)
             return _search(problem, inner, ev, in_flight, free, rnd)
         if state.phase is Phase.CONFIRMING and state.confirming == culprit:
-            return _confirm(problem, state, ev, in_flight, free, rnd, culprit, scope.sha(block.parent), flake, block.mass, guess)
+            return _confirm(problem, state, ev, in_flight, free, rnd, culprit, scope.sha(block.parent), flake, block.mass, guess, trust)
         if state.phase is not Phase.CONFIRMING or state.confirming != culprit:
             confirm = replace(state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None)
             return _search(problem, confirm, ev, in_flight, free, rnd)
@@ -186,35 +230,44 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         state = replace(state, phase=Phase.SEARCHING, confirming=None, confirmations=retries, revert=None, revert_error=None)
     if ev.evidence_count() >= s.run_budget(n):
         return finish(Outcome(Status.INCONCLUSIVE, f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
+    # Once results contradict a deterministic test, the endpoints get their full calibration after all.
+    recalibrate = [] if trust else [Probe(sha, Kind.CALIBRATE, rnd) for sha in _calibration_needs(problem, ev, in_flight, s.calibration_runs)[:free]]
+    free -= len(recalibrate)
     if confident and block.last <= n:
         # The mass is settled but the culprit lacks its FAIL or its parent its PASS: test those.
         wanted = [p for p, ok in ((block.last, fails_at(block.last)), (block.parent, passes_at(block.parent))) if not ok]
         positions = [p for p in wanted if p not in busy][:free]
     else:
         positions = choose_probes(post, free, busy, untestable_pos)
-    if not positions and len(in_flight) == len(obsolete):
+    if not positions and not recalibrate and len(in_flight) == len(obsolete):
         return finish(Outcome(Status.INCONCLUSIVE, f"no commit left whose result would change the answer (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
-    probes = tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
+    probes = tuple(recalibrate) + tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
     return Decision(state, probes, obsolete, guess=guess, flake_rate=flake, boundary=ev.boundary)
 
 
 def _confirm(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int,
-             culprit: str, parent: str, flake: float, mass: float, guess: Guess) -> Decision:
-    """The confirmation round: culprit and parent x times each, and, in the same round, the
-    branch head and head + revert x times each (the A/B proof), once the revert exists."""
-    x = problem.settings.confirm_runs(flake)
+             culprit: str, parent: str, flake: float, mass: float, guess: Guess, trust: bool) -> Decision:
+    """The confirmation round: culprit and parent re-run (x times each for a flaky test, fewer for a
+    trusted one) and, in the same round, the branch head and head + revert x times each (the A/B
+    proof), once the revert exists."""
+    s = problem.settings
+    x = s.confirm_runs(flake)
+    # A trusted test: --flake-rate 0 believes the search's FAIL and PASS as `git bisect run` does; auto
+    # re-runs the culprit once, since a flake (a good commit failing) can only mislead through a FAIL:
+    # in the model a pass is proof, so re-running the parent could not change the answer.
+    culprit_x, parent_x = ((0 if s.flake_rate == 0 else 1), 0) if trust else (x, x)
     extras = dict(guess=guess, flake_rate=flake, boundary=ev.boundary)
     if problem.head and state.revert is None and state.revert_error is None:
         return Decision(state, (), wants_revert=culprit, **extras)
-    targets = [(culprit, Kind.CONFIRM), (parent, Kind.CONFIRM)]
+    targets = [(culprit, Kind.CONFIRM, culprit_x), (parent, Kind.CONFIRM, parent_x)]
     if state.revert:
-        untestable = ev.untestable(problem.settings)
-        targets += [(sha, kind) for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT)) if sha not in untestable]
+        untestable = ev.untestable(s)
+        targets += [(sha, kind, x) for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT)) if sha not in untestable]
     needs = []
-    for sha, kind in targets:
+    for sha, kind, want in targets:
         done = sum(1 for r, v in ev.verdicts if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence)
         flying = sum(1 for p in in_flight if p.sha == sha and p.kind is kind)
-        needs.append([Probe(sha, kind, rnd)] * max(0, x - done - flying))
+        needs.append([Probe(sha, kind, rnd)] * max(0, want - done - flying))
     pending = [p for batch in zip_longest(*needs) for p in batch if p is not None]  # interleaved
     if pending:
         return Decision(state, tuple(pending[:free]), **extras)
@@ -225,14 +278,20 @@ def _confirm(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[P
         # HEAD failed every time and HEAD + revert passed at least once: one flaky run, not a revert that does
         # not work. The whole round (confirmation and A/B) runs again; only a round that agrees proves it.
         again = replace(state, confirm_round=rnd, confirmations=state.confirmations + 1)
-        return _confirm(problem, again, ev, in_flight, free, rnd, culprit, parent, flake, mass, guess)
-    message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; confirmed by {x} re-runs of it and its parent)"
+        return _confirm(problem, again, ev, in_flight, free, rnd, culprit, parent, flake, mass, guess, trust)
+    message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; {_confirmed_by(culprit_x, parent_x)})"
     if state.revert_error:
         message += f"; no revert to verify: {state.revert_error}"
     elif ab is not None:
         message += "; the revert is proven: HEAD fails, HEAD + revert passes" if ab.passed else "; the revert is NOT proven by the A/B runs"
     outcome = Outcome(Status.FOUND, message, culprit=culprit, first_parent_culprit=_outermost(state, culprit), confidence=mass, ab=ab, revert_error=state.revert_error)
     return replace(_done(state, outcome, ev, flake), guess=guess)
+
+
+def _confirmed_by(culprit_x: int, parent_x: int) -> str:
+    if culprit_x == parent_x:
+        return f"confirmed by {culprit_x} re-runs of it and its parent" if culprit_x else "its FAIL and its parent's PASS taken as final: --flake-rate 0"
+    return f"confirmed by {culprit_x} re-run{'s' if culprit_x > 1 else ''} of it; its parent's PASS stands"
 
 
 def _ab_result(problem: Problem, state: State, ev: Evidence) -> ABResult | None:

@@ -51,6 +51,10 @@ class Evidence:
     def evidence_count(self) -> int:
         return sum(v.is_evidence for _, v in self.verdicts)
 
+    def surprised(self, problem: Problem) -> bool:
+        """An endpoint said the unexpected: GOOD failed or BAD passed."""
+        return Verdict.BAD in self.of_sha(problem.good) or Verdict.GOOD in self.of_sha(problem.bad)
+
 
 def fewest_errors(tallies: dict[int, Tally]) -> tuple[int, int]:
     """(fewest results that disagree with any single first-bad position, total results)."""
@@ -61,6 +65,18 @@ def fewest_errors(tallies: dict[int, Tally]) -> tuple[int, int]:
         errors = sum(t.fails if p <= cut else t.passes for p, t in tallies.items())
         best = min(best, errors)
     return best, total
+
+
+def trusted(problem: Problem, ev: Evidence, merges: tuple[str, ...] = ()) -> bool:
+    """Whether the test is taken as deterministic, as `git bisect run` takes it: with --flake-rate 0,
+    or with auto while nothing contradicts a monotone history (no endpoint surprise, no result that
+    disagrees with every single first-bad position). Then one run per endpoint and the search's own
+    FAIL and PASS are believed; the first contradiction brings back calibration and confirmation."""
+    s = problem.settings
+    if s.flake_rate is not None:
+        return s.flake_rate == 0
+    # Inside a merge the first-parent results are out of scope, yet a contradiction there still counts.
+    return not ev.surprised(problem) and all(fewest_errors(ev.tallies(problem.scope(m)))[0] == 0 for m in {(), merges})
 
 
 def effective_flake(settings: Settings, tallies: dict[int, Tally]) -> float | None:

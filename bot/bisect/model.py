@@ -46,7 +46,7 @@ class Settings:
     confidence: float = 0.99
     flake_rate: float | None = None  # None: estimate it ("auto")
     flake_floor: float = 0.02
-    calibration_runs: int = 2
+    calibration_runs: int = 2  # per endpoint for a flaky test; a trusted deterministic one gets 1 (engine docstring)
     metric: MetricRule | None = None
     descend_merges: bool = False
     max_infra_per_commit: int = 3

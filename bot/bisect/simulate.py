@@ -33,8 +33,10 @@ class FlakyTest:
 @dataclass(frozen=True)
 class SimResult:
     outcome: Outcome
-    rounds: dict[Kind, int]
+    rounds: dict[Kind, int]  # rounds holding at least one run of that kind (calibration and search can share one)
     runs: int
+    total_rounds: int = 0
+    runs_by_kind: dict[Kind, int] = field(default_factory=dict)
 
     def culprit_index(self) -> int | None:
         return int(self.outcome.culprit[1:]) if self.outcome.culprit else None
@@ -46,14 +48,17 @@ def simulate(n: int, test: FlakyTest, workers: int, settings: Settings = Setting
     problem = Problem(graph, good, bad, settings)
     state, runs = State(), []
     rounds = {kind: 0 for kind in Kind}
+    total = 0
     while True:
         decision = decide(problem, state, runs, (), workers)
         state = decision.state
         if decision.outcome is not None:
-            return SimResult(decision.outcome, rounds, len(runs))
+            return SimResult(decision.outcome, rounds, len(runs), total, {kind: sum(r.kind is kind for r in runs) for kind in Kind})
         if not decision.probes:
             raise RuntimeError("engine neither probed nor finished with nothing in flight")
-        rounds[decision.probes[0].kind] += 1
+        total += 1
+        for kind in {p.kind for p in decision.probes}:
+            rounds[kind] += 1
         runs += [Run(p.sha, p.kind, test.run(p.sha), p.round) for p in decision.probes]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -59,13 +60,19 @@ class MetricRule:
 
         When the endpoint readings separate, the midpoint of the gap is used rather than the CI
         threshold, so a commit is classed with the endpoint it resembles; otherwise the CI
-        threshold, otherwise the midpoint of the means.
+        threshold, otherwise the midpoint of the means. With one positive reading per endpoint
+        (a trusted deterministic test calibrates once) the gap holds no spread at all, so the cut
+        is their geometric mean: metrics such as a KL divergence vary by factors, and the cut is
+        then the same factor from both readings (the plain midpoint of 0.0003 and 0.0065 is 11
+        times GOOD's reading but half BAD's, so half a BAD reading would pass for good).
         """
         if not good or not bad:
             return self.threshold
         sign = 1.0 if self.higher_is_worse else -1.0
         g, b = self._oriented(good), self._oriented(bad)
         if max(g) < min(b):
+            if len(good) == len(bad) == 1 and good[0] > 0 and bad[0] > 0:
+                return math.sqrt(good[0] * bad[0])
             return sign * (max(g) + min(b)) / 2
         if self.threshold is not None:
             return self.threshold
