@@ -484,5 +484,7 @@ def test_comment_only_puts_the_evidence_on_the_culprit_pr_and_pushes_nothing(tmp
         assert set(state.repos[repo.lower()].issues) == issues_before  # no PR, no tracking issue
         pulls = gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "all"})
         assert pulls.status_code == 200 and not [p for p in pulls.json() if p["title"].startswith("Revert ")]
+        outcome = httpx.get(world["bot"] + "/api/bisections/1", timeout=10).json()["outcome"]
+        assert outcome["evidence_on"] == culprit_pr and outcome["revert_pr"] is None and outcome["branch"] is None
     finally:
         stack.close()

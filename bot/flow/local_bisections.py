@@ -259,7 +259,7 @@ class LocalBisections:
                             bisection_id=row.id, test_id=work.test, evidence=evidence, culprit_pr=culprit_pr,
                             culprit_author=author, followup=followup)
         self._record(row, **record, pr_body=pr.body, branch=published.branch, revert_pr=published.pr_number,
-                     revert_pr_url=published.pr_url, followup=followup)
+                     revert_pr_url=published.pr_url, followup=followup, evidence_on=published.evidence_on)
         if comment_only and not published.existing_revert:
             where = f"#{published.evidence_on}" if published.evidence_on else f"bisection #{row.id} on the dashboard (the culprit has no PR)"
             return f"not opened (`revert.action: comment_only`): the evidence is on {where}"
