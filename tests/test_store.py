@@ -62,7 +62,7 @@ def test_unreachable_store_is_a_clear_error(url, words):
         connect(url)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_migrations_match_the_models(backend, tmp_path, request):
     """Autogenerate finds nothing to add: every model change came with its migration."""
     from alembic.autogenerate import compare_metadata
@@ -76,7 +76,7 @@ def test_migrations_match_the_models(backend, tmp_path, request):
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_replicas_starting_together_migrate_one_at_a_time(backend, tmp_path, request):
     """Several `serve` processes on one fresh database: one migrates, the others find it done."""
     import subprocess

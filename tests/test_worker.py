@@ -10,7 +10,7 @@ from bot.store.deliveries import Deliveries, Incoming, Jobs
 from bot.worker import Worker
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def engine(request, tmp_path):
     url = f"sqlite:///{tmp_path / 'q.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
     return connect(url)
