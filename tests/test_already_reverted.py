@@ -120,6 +120,7 @@ def test_changes_undone_by_several_commits_count_as_reverted(repo):
     found = find_revert(GitRepo(path), repo.culprit, "HEAD", "main")
     assert (found.sha, found.how) == (None, "tree")
     assert "already reverted on main: its changes are gone there" in str(found)
+    assert find_revert(GitRepo(path), repo.culprit, f"{repo.culprit}^") is None  # never on it: not "reverted"
 
 
 def test_an_empty_revert_never_reaches_git_commit(tmp_path):
@@ -139,7 +140,7 @@ def test_an_empty_revert_never_reaches_git_commit(tmp_path):
     assert find_revert(GitRepo(path), culprit, "HEAD") is None
     with pytest.raises(AlreadyReverted) as exc:
         create_revert(GitRepo(path), culprit, "main")
-    assert exc.value.found.how == "empty" and "already reverted on main" in str(exc.value)
+    assert exc.value.found.how == "empty" and "reverting" in str(exc.value) and "on main changes nothing" in str(exc.value)
     assert git(path, "branch", "--list") == before and git(path, "status", "--porcelain") == ""
 
 

@@ -38,6 +38,8 @@ class RevertFound:
 
     def __str__(self) -> str:
         ref = self.ref[:12] if FULL_SHA.fullmatch(self.ref) else self.ref
+        if self.how == "empty":
+            return f"reverting {self.culprit[:12]} on {ref} changes nothing: its changes are already gone there; nothing to do"
         if self.sha is None:
             return f"{self.culprit[:12]} is already reverted on {ref}: its changes are gone there (no one commit reverts it); nothing to do"
         pr = f" (#{self.pr})" if self.pr else ""
@@ -87,7 +89,7 @@ def find_revert(repo: GitRepo, culprit: str, onto: str, ref: str | None = None) 
             by = None  # re-landed: the culprit is back
     if by:
         return RevertFound(culprit, by[0], by[1], ref or onto, by[2])
-    if _undone(repo, culprit, head):
+    if repo.is_ancestor(culprit, head) and _undone(repo, culprit, head):  # else the culprit never was on it
         return RevertFound(culprit, None, None, ref or onto, "tree")
     return None
 
