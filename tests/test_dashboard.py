@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
@@ -21,7 +22,7 @@ from bot.app import create_app
 from bot.bisect.engine import decide
 from bot.bisect.model import Problem, Run, Settings, State
 from bot.bisect.simulate import FlakyTest, linear_graph
-from bot.dashboard import views
+from bot.dashboard import routes, views
 from bot.dashboard.auth import is_loopback
 from bot.dashboard.chart import render_svg
 from bot.gitrepo import GitRepo
@@ -282,10 +283,37 @@ def test_unknown_bisection_is_404(client, openapi):
     assert client.get("/bisections/999999/events").status_code == 404
 
 
-def test_events_of_a_finished_bisection_end_with_done(world, client):
+def test_events_of_a_finished_bisection_end_with_done(world, client, monkeypatch):
+    monkeypatch.setattr(routes, "EVENT_SETTLE_S", 0.0)
     r = client.get(f"/bisections/{world.ids['found']}/events")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-    assert "event: done\ndata: " in r.text
+    assert "event: done\ndata: " in r.text and "event: version" not in r.text
+
+
+def test_events_follow_what_is_recorded_after_the_end(world, client, monkeypatch):
+    """The bot records the revert PR after the bisection has ended: an open page still gets that version,
+    and `done` comes once the row has been quiet for EVENT_SETTLE_S."""
+    monkeypatch.setattr(routes, "EVENT_SETTLE_S", 1.5)
+    monkeypatch.setattr(routes, "EVENT_INTERVAL_S", 0.1)
+    bid = world.ids["ambiguous"]
+    outcome = world.store.get(bid).outcome
+    world.store.save_progress(bid, outcome={**outcome, "note": "written after the end"})
+    before = client.get(f"/api/bisections/{bid}").json()["version"]
+    events, started = [], time.monotonic()
+    with client.stream("GET", f"/bisections/{bid}/events") as r:
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                events.append(line[7:])
+            elif line.startswith("data: "):
+                events[-1] = (events[-1], line[6:])
+                if events[-1][0] == "version" and len(events) == 3:
+                    world.store.save_progress(bid, outcome={**outcome, "revert_pr": 5})  # the publication, later
+    elapsed = time.monotonic() - started
+    kinds = [kind for kind, _ in events]
+    assert kinds[-1] == "done" and set(kinds[:-1]) == {"version"}, kinds
+    versions = list(dict.fromkeys(data for _, data in events))
+    assert versions[0] == before and len(versions) == 2 and versions[1] == client.get(f"/api/bisections/{bid}").json()["version"]
+    assert elapsed >= 1.5
 
 
 def test_openapi_describes_the_api(app):
@@ -412,3 +440,48 @@ def test_age_and_run_urls():
     assert views.run_urls("gpu-3 (https://github.com/o/r/actions/runs/5) (http://x/y)") == ["https://github.com/o/r/actions/runs/5", "http://x/y"]
     assert views.runner_label("gpu-3 (https://github.com/o/r/actions/runs/5)") == "gpu-3"
     assert views.run_urls(None) == [] and views.run_urls("local/wt-0") == []
+
+
+def test_the_page_leads_with_the_answer(world, client, openapi):
+    """The culprit (PR number linked, title, author), the A/B verdict and the chart come before the timeline."""
+    bid = world.ids["published"]
+    data = check(openapi, client.get(f"/api/bisections/{bid}"), "/api/bisections/{bisection_id}")
+    assert data["culprit"] == {"sha": world.repo.shas[5], "pr": 1006, "title": "Change 6", "author": "Ada Dev",
+                               "url": "https://github.example/octo/gpu-kernels/pull/1006"}
+    html = client.get(f"/bisections/{bid}").text
+    culprit = html[html.index('id="culprit"'):html.index("</div>", html.index('id="culprit"'))]
+    assert '<a href="https://github.example/octo/gpu-kernels/pull/1006">#1006</a> Change 6' in culprit
+    assert "by Ada Dev" in culprit and world.repo.shas[5][:12] in culprit and "posterior 0.9950" in culprit
+    order = [html.index(marker) for marker in ('id="culprit"', 'id="ab-result"', 'id="chart-h"', 'id="timeline"', 'id="rounds"')]
+    assert order == sorted(order), order
+    assert "proven" in html[order[1]:order[2]]
+    running = client.get(f"/api/bisections/{world.ids['running']}").json()
+    assert running["culprit"] is None  # no answer yet: the page shows the engine's guess instead
+    assert "Best guess so far" in client.get(f"/bisections/{world.ids['running']}").text
+
+
+def test_untested_runs_collapse_into_one_row(world, client):
+    entry = lambda i, role: views.TimelineEntry(position=i, sha=f"{i:040x}", role=role, verdicts=[], metrics=[], runs=0, running=0)  # noqa: E731
+    roles = ["good", "untested", "untested", "untested", "tested", "untested", "culprit", "untested", "untested", "bad"]
+    timeline = [entry(i, r) for i, r in enumerate(roles)]
+    rows = views.collapse_untested(timeline)
+    assert [[e.position for e in r] if isinstance(r, list) else r.position for r in rows] == [0, [1, 2, 3], 4, 5, 6, [7, 8], 9]
+    assert views.collapse_untested(timeline, shortest=1)[3] == [timeline[5]]
+    # on the page: one row per run of untested commits, every commit still there (in the run's <details>)
+    bid = world.ids["running"]
+    data = client.get(f"/api/bisections/{bid}").json()
+    html = client.get(f"/bisections/{bid}").text
+    gaps = re.findall(r"(\d+) commits not tested", html)
+    untested = [e for e in data["timeline"] if e["role"] == "untested"]
+    assert gaps and sum(map(int, gaps)) == len(untested) and len(gaps) < len(untested)
+    assert html.count('<tr class="timeline-gap">') == len(gaps)
+    for e in data["timeline"]:
+        assert html.count(f'data-sha="{e["sha"]}"') == 1
+
+
+def test_chart_marks_the_culprit(world, client):
+    data = client.get(f"/api/bisections/{world.ids['found']}").json()
+    culprit = next(e["position"] for e in data["timeline"] if e["role"] == "culprit")
+    assert data["chart"]["culprit"] == culprit
+    assert 'data-line="culprit"' in client.get(f"/bisections/{world.ids['found']}").text
+    assert 'data-line="culprit"' not in client.get(f"/bisections/{world.ids['running']}").text

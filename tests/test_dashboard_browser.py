@@ -6,12 +6,14 @@ Playwright's own browser downloads are never used (`playwright install` is not r
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import socket
 import struct
 import threading
 import time
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,7 +27,7 @@ from bot.orchestrator import setup
 from bot.orchestrator.config import BisectConfig
 from bot.settings import BotSettings
 from bot.store.db import connect
-from bot.store.store import NewStep, StepReport, Store
+from bot.store.store import NewBisection, NewStep, StepReport, Store
 from bot.synthetic import build
 from tests.test_github_story import (
     _open_reverts,
@@ -55,11 +57,30 @@ def _report(verdict: str, exit_code: int | None, metric: float | None = None, ru
     return StepReport(exit_code, metric, infra, verdict, runner, 2.5, "log", "e" * 64, True)
 
 
+@contextmanager
+def _serving(db: str):
+    """The bot's app on `db`, served by uvicorn on a free loopback port: yields its base URL."""
+    import uvicorn
+
+    app = create_app(BotSettings(webhook_secret="whsec-browser-tests", db=db), handlers={})
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """A store with a finished bisection (metric test) and a running one, served by uvicorn on loopback."""
-    import uvicorn
-
     home = tmp_path_factory.mktemp("browser")
     db = f"sqlite:///{home / 'store.db'}"
     store = Store(connect(db))
@@ -87,18 +108,8 @@ def served(tmp_path_factory):
     probe = store.add_steps(running, [NewStep(repo.shas[5], "search", 2)])[0]
     store.save_progress(running, phase="searching", boundary=0.0034, guess=repo.shas[5], guess_probability=0.3)
 
-    app = create_app(BotSettings(webhook_secret="whsec-browser-tests", db=db), handlers={})
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield SimpleNamespace(base=f"http://127.0.0.1:{port}", store=store, done=done, running=running, probe=probe, plan=plan, repo=repo)
-    server.should_exit = True
-    thread.join(timeout=10)
+    with _serving(db) as base:
+        yield SimpleNamespace(base=base, store=store, done=done, running=running, probe=probe, plan=plan, repo=repo)
 
 
 @pytest.fixture(scope="module")
@@ -191,20 +202,29 @@ def test_list_page_shows_the_rows(served, page, tmp_path):
 def test_bisection_page_timeline_chart_and_threshold(served, page, tmp_path):
     page.goto(f"{served.base}/bisections/{served.done}")
     repo = served.repo
-    assert page.locator("#timeline tbody tr.timeline-row").count() == 1 + len(repo.shas)  # GOOD and every commit of the range
+    assert page.locator("#timeline .timeline-row").count() == 1 + len(repo.shas)  # GOOD and every commit of the range
     assert page.locator("svg.chart circle").count() == len(served.plan)  # every run had a metric
     threshold = page.locator('svg.chart line[data-line="threshold"]')
     assert threshold.count() == 1 and threshold.get_attribute("stroke-dasharray")
     assert page.locator('svg.chart line[data-line="boundary"]').count() == 1
     assert page.locator("svg.chart circle title").first.text_content()  # tooltips
     # the timeline is in range order, the tested ones: GOOD, shas[3], shas[4] (good), culprit shas[5], shas[7], BAD
-    order = page.locator("#timeline tr.timeline-row").evaluate_all("rows => rows.map(r => r.dataset.sha)")
+    order = page.locator("#timeline .timeline-row").evaluate_all("rows => rows.map(r => r.dataset.sha)")
     assert order == [repo.good, *repo.shas]
     tested = page.locator("#timeline tr.timeline-row:not(.role-untested)").evaluate_all("rows => rows.map(r => r.dataset.sha)")
     assert tested == [repo.good, repo.shas[3], repo.shas[4], repo.shas[5], repo.shas[7], repo.bad]
-    assert "not tested" in page.locator(f'#timeline tr[data-sha="{repo.shas[1]}"]').inner_text()
+    # the untested runs (positions 1-3 and 9-11) are one row each, their commits hidden until asked for; a lone one keeps its row
+    gaps = page.locator("#timeline tr.timeline-gap")
+    assert [" ".join(t.split()) for t in gaps.all_inner_texts()] == ["1–3 3 commits not tested", "9–11 3 commits not tested"]
+    assert "not tested" in page.locator(f'#timeline tr.timeline-row[data-sha="{repo.shas[6]}"]').inner_text()
+    hidden = page.locator(f'#timeline [data-sha="{repo.shas[1]}"]')
+    assert not hidden.is_visible()
+    gaps.first.locator("summary").click()
+    assert hidden.is_visible() and "not tested" in hidden.inner_text()
     assert "culprit" in page.locator(f'#timeline tr[data-sha="{repo.shas[5]}"]').inner_text()
-    assert page.locator("#rounds tbody.round").count() == 6
+    assert not page.locator("#rounds").is_visible()  # a finished bisection's rounds are folded away, one click off
+    page.locator("#rounds-section > summary").click()
+    assert page.locator("#rounds").is_visible() and page.locator("#rounds tbody.round").count() == 6
     assert page.locator('#rounds a[href="https://github.example/octo/gpu-kernels/actions/runs/9"]').count() == len(served.plan)
     shot = tmp_path / "detail.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -216,7 +236,10 @@ def test_live_update_without_navigation(served, page, tmp_path):
     page.goto(f"{served.base}/bisections/{served.running}")
     assert page.locator("main").get_attribute("data-live") == "true"
     row = page.locator(f'#rounds tr[data-step="{served.probe}"]')
-    assert "running" in row.inner_text()
+    assert row.is_visible() and "running" in row.inner_text()  # while it runs, the rounds are open
+    gap = page.locator("#timeline details.gap").first
+    gap_id = gap.get_attribute("id")
+    gap.locator("summary").click()  # the reader opens a run of untested commits: the live update keeps it open
     page.evaluate("window.__same_document = true")
     time.sleep(1.2)  # the event stream is open and has sent its first version
     served.store.finish_step(served.probe, _report("bad", 0, 0.0063, "gpu-7 (https://github.example/octo/gpu-kernels/actions/runs/77)"))
@@ -224,6 +247,7 @@ def test_live_update_without_navigation(served, page, tmp_path):
         f"""() => {{ const r = document.querySelector('#rounds tr[data-step="{served.probe}"]');
                     return r && r.querySelector('.verdict.bad') !== null; }}""", timeout=8000)
     assert page.evaluate("window.__same_document") is True  # swapped in place, not reloaded
+    assert page.locator(f"#{gap_id}").evaluate("el => el.open") is True
     assert page.locator('a[href="https://github.example/octo/gpu-kernels/actions/runs/77"]').count() == 1
     assert page.locator("svg.chart circle").count() == 3
     # the bisection finishes: the page says so and stops listening
@@ -282,8 +306,9 @@ def test_a_real_sandbox_bisection_in_the_browser(world, page, tmp_path):  # noqa
     assert page.locator("main").get_attribute("data-live") == "true"
     wait_for(lambda: _open_reverts(world), timeout=300)
     page.wait_for_function("document.querySelector('main').dataset.live === 'false'", timeout=30_000)  # followed live
+    page.wait_for_selector("#pr-section", state="attached", timeout=30_000)  # and the publication recorded after the end
     assert "found" in page.locator("#state").inner_text()
-    assert page.locator("#timeline tbody tr.timeline-row").count() == len(scenario.shas)  # GOOD and every commit of the range
+    assert page.locator("#timeline .timeline-row").count() == len(scenario.shas)  # GOOD and every commit of the range
     culprit = page.locator(f'#timeline tr[data-sha="{scenario.culprit}"]')
     assert "culprit" in culprit.inner_text() and f"#{scenario.culprit_pr}" in culprit.inner_text()
     with sqlalchemy.create_engine(f"sqlite:///{world['tmp'] / 'bot.db'}").connect() as conn:
@@ -299,3 +324,70 @@ def test_a_real_sandbox_bisection_in_the_browser(world, page, tmp_path):  # noqa
     page.goto(world["bot"] + "/")
     assert "mini-sglang/mini-sglang" in page.locator("tr.bisection-row").first.inner_text()
 
+
+
+def _long_range(store: Store, n: int = 240, culprit: int = 170, workers: int = 3) -> tuple[int, int]:
+    """A finished bisection shaped like SGLang's incident: n first-parent commits with PR titles and authors,
+    2 calibration rounds, a k=3 search, 4 confirmations and the A/B: (its id, how many commits were run).
+    (The dashboard never runs git, so the shas need no repository.)"""
+    shas = [hashlib.sha1(f"commit {i}".encode()).hexdigest() for i in range(n + 1)]
+    titles = ["[Deps] Require torch>=2.5", "Refactor the radix cache's eviction", "Speed up FlashInfer decode for small batches"]
+    commits = [[shas[i], "alice" if i == culprit else "bob", f"{titles[i % 3]} (#{31000 + i})"] for i in range(1, n + 1)]
+    commits[culprit - 1][2] = "[Mamba] Fix track boundary seqlen under overlap scheduler (#31369)"
+    bid = store.create(NewBisection("/srv/sglang", "v0.5.5", "main", shas[0], shas[n], ["pytest", "test/srt/test_mamba.py"],
+                                    {"metric_regex": r"kl=(?P<value>\S+)", "threshold": 0.002, "workers": workers},
+                                    origin={"repo": "sgl-project/sglang", "test": "test_decode_cache_hit"}, commits=commits), "calibrating")
+    plan = [(0, "calibrate", 1), (n, "calibrate", 1), (0, "calibrate", 2), (n, "calibrate", 2)]
+    lo, hi, rnd = 0, n, 3
+    while hi - lo > 1:
+        probes = sorted({lo + (hi - lo) * j // (workers + 1) for j in range(1, workers + 1)} - {lo, hi})
+        plan += [(p, "search", rnd) for p in probes]
+        lo = max([lo] + [p for p in probes if p < culprit])
+        hi = min([hi] + [p for p in probes if p >= culprit])
+        rnd += 1
+    plan += [(culprit, "confirm", rnd), (culprit - 1, "confirm", rnd), (culprit, "confirm", rnd + 1), (culprit - 1, "confirm", rnd + 1)]
+    plan += [(n, "ab_head", rnd + 2), (None, "ab_revert", rnd + 2)]
+    ids = store.add_steps(bid, [NewStep(shas[i] if i is not None else "f" * 40, kind, r) for i, kind, r in plan])
+    for step_id, (i, kind, _) in zip(ids, plan):
+        bad = i is not None and i >= culprit
+        store.finish_step(step_id, _report("bad" if bad else "good", int(bad), 0.0065 if bad else 0.0003))
+    store.save_progress(bid, phase="done", status="found", boundary=0.0034, flake_rate=0.0, guess=shas[culprit], guess_probability=0.999,
+                        outcome={"message": f"{shas[culprit][:12]} is the first bad commit", "culprit": shas[culprit], "confidence": 0.999,
+                                 "candidates": [], "culprit_pr": 31369, "revert_pr": 31622,
+                                 "revert_pr_url": "https://github.com/sgl-project/sglang/pull/31622",
+                                 "ab": {"head": shas[n], "revert": "f" * 40, "passed": True, "head_verdicts": ["bad"], "revert_verdicts": ["good"]}})
+    return bid, len({i for i, kind, _ in plan if not kind.startswith("ab_")})
+
+
+def test_a_240_commit_bisection_leads_with_the_answer(browser, tmp_path):
+    """SGLang's range: the culprit (PR, title, author), the A/B verdict and the chart are on the first screen,
+    untested runs are one row each, and the whole page is under two screens."""
+    db = f"sqlite:///{tmp_path / 'long.db'}"
+    bid, tested = _long_range(Store(connect(db)))
+    viewport = {"width": 1280, "height": 900}
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    try:
+        with _serving(db) as base:
+            page.goto(f"{base}/bisections/{bid}")
+            culprit = page.locator("#culprit")
+            assert " ".join(culprit.inner_text().split()).startswith(
+                "Culprit #31369 [Mamba] Fix track boundary seqlen under overlap scheduler by alice")
+            assert culprit.locator('a[href="https://github.com/sgl-project/sglang/pull/31622"]').count() == 0
+            assert culprit.locator('a[href="https://github.com/sgl-project/sglang/pull/31369"]').count() == 1
+            assert "proven" in page.locator("#ab-result").inner_text()
+            for element in (culprit, page.locator("#ab-result"), page.locator("svg.chart")):
+                box = element.bounding_box()
+                assert box and box["y"] + box["height"] <= viewport["height"], box  # above the fold, whole
+            height = page.evaluate("document.documentElement.scrollHeight")
+            assert height <= 2 * viewport["height"], height
+            assert page.locator("#timeline .timeline-row").count() == 241  # every commit is still there
+            assert page.locator("#timeline tr.timeline-row:not(.role-untested)").count() == tested
+            gaps = page.locator("#timeline tr.timeline-gap")
+            assert page.locator("#timeline tbody > tr").count() < 2 * tested  # one row per run of untested commits
+            assert "59 commits not tested" in gaps.first.inner_text()
+            shot = tmp_path / "long-range.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert_not_blank(shot)
+    finally:
+        context.close()

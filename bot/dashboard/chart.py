@@ -6,7 +6,7 @@ from markupsafe import Markup, escape
 
 from bot.dashboard.views import ChartData
 
-WIDTH, HEIGHT = 720, 280
+WIDTH, HEIGHT = 720, 220  # short enough that the answer, the chart and the timeline's start share a screen
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 40
 VERDICT_CLASS = {"good": "v-good", "bad": "v-bad", "skip": "v-skip", "infra": "v-infra"}
 
@@ -44,7 +44,7 @@ def render_svg(chart: ChartData, labels: dict[int, str] | None = None) -> Markup
     out.append(f'<line class="axis" x1="{LEFT}" y1="{TOP + plot_h}" x2="{LEFT + plot_w}" y2="{TOP + plot_h}"/>')
     for i in range(5):
         v = lo + (hi - lo) * i / 4
-        out.append(f'<text class="tick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
+        out.append(f'<text class="tick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.3g}</text>')  # fits LEFT
     out.append(f'<text class="tick" x="{LEFT}" y="{HEIGHT - 8}" text-anchor="start">GOOD</text>')
     out.append(f'<text class="tick" x="{LEFT + plot_w}" y="{HEIGHT - 8}" text-anchor="end">BAD</text>')
     for name, value, cls in (("threshold", chart.threshold, "threshold"), ("calibrated boundary", chart.boundary, "boundary")):
@@ -54,6 +54,10 @@ def render_svg(chart: ChartData, labels: dict[int, str] | None = None) -> Markup
         out.append(f'<line class="{cls}" data-line="{cls}" x1="{LEFT}" y1="{yy:.1f}" x2="{LEFT + plot_w}" y2="{yy:.1f}" '
                    f'stroke-dasharray="6 4" aria-label="{name} {_fmt(value)}"><title>{name}: {_fmt(value)}</title></line>')
         out.append(f'<text class="line-label {cls}-label" x="{LEFT + plot_w - 4}" y="{yy - 4:.1f}" text-anchor="end">{name} {_fmt(value)}</text>')
+    if chart.culprit is not None:  # where the answer is: the first bad commit, between the last good and the first bad point
+        xx = x(chart.culprit)
+        out.append(f'<line class="culprit" data-line="culprit" x1="{xx:.1f}" y1="{TOP}" x2="{xx:.1f}" y2="{TOP + plot_h}" '
+                   f'stroke-dasharray="3 3"><title>culprit</title></line>')
     # readings on one commit are spread a little so repeats stay visible
     seen: dict[int, int] = {}
     for p in chart.points:

@@ -27,6 +27,8 @@ from bot.dashboard.views import (
     BisectionPage,
     BisectionSummary,
     TrustReportView,
+    aware,
+    collapse_untested,
     detail,
     matches,
     summary,
@@ -42,6 +44,9 @@ PER_PAGE = 50
 SCAN_CHUNK = 500
 EVENT_INTERVAL_S = 1.0
 EVENT_STREAM_MAX_S = 6 * 3600  # a browser left open reconnects after this; nothing streams forever
+# After a bisection ends the bot still writes to it (the revert PR and its body, a refusal): an open page follows
+# until the row has been quiet this long.
+EVENT_SETTLE_S = 120.0
 PHASES = [p.value for p in Phase if p is not Phase.DONE]
 STATES = ["running", *PHASES, *(s.value for s in Status)]
 
@@ -69,18 +74,20 @@ class Bisections:
         with self._session() as s:
             return s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
 
-    def version(self, bisection_id: int) -> tuple[str, bool] | None:
-        """(version_text, finished) from one aggregate query: what the live update polls every second."""
+    def version(self, bisection_id: int, now: datetime, settle_s: float) -> tuple[str, bool] | None:
+        """(version_text, settled: finished and unwritten for settle_s) from one aggregate query: what the live
+        update polls every second."""
         finished = func.sum(case((StepRow.state.in_(FINISHED_STEP_STATES), 1), else_=0))
-        query = (select(BisectionRow.phase, BisectionRow.status, func.count(StepRow.id), finished)
+        query = (select(BisectionRow.phase, BisectionRow.status, BisectionRow.updated_at, func.count(StepRow.id), finished)
                  .outerjoin(StepRow, StepRow.bisection_id == BisectionRow.id)
                  .where(BisectionRow.id == bisection_id).group_by(BisectionRow.id))
         with self._session() as s:
             row = s.execute(query).first()
         if row is None:
             return None
-        phase, status, steps, done = row
-        return version_text(int(done or 0), steps, phase, status), status is not None
+        phase, status, updated_at, steps, done = row
+        quiet = (now - aware(updated_at)).total_seconds() if updated_at else settle_s
+        return version_text(int(done or 0), steps, phase, status, updated_at), status is not None and quiet >= settle_s
 
     def page(self, now: datetime, repository: str | None, state: str | None, test: str | None, page: int,
              per_page: int = PER_PAGE) -> tuple[list[BisectionSummary], bool]:
@@ -220,14 +227,16 @@ def detail_page(request: Request, bisection_id: int) -> HTMLResponse:
         return _html("not_found.html.j2", status_code=404, bisection_id=bisection_id)
     view = detail(row, _now())
     labels = {e.position: f"#{e.position} {e.sha[:12]}" for e in view.timeline}
-    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels))
+    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels),
+                 timeline_rows=collapse_untested(view.timeline))
 
 
 @pages.get("/bisections/{bisection_id}/events")
 async def events(request: Request, bisection_id: int) -> StreamingResponse:
-    """Server-sent events: `version` every second while the bisection runs, then `done`."""
+    """Server-sent events: `version` every second while the bisection runs (and until what the bot records after
+    it has settled), then `done`."""
     store = _store(request)
-    first = await run_in_threadpool(store.version, bisection_id)
+    first = await run_in_threadpool(store.version, bisection_id, _now(), EVENT_SETTLE_S)
     if first is None:
         raise HTTPException(404, f"no bisection #{bisection_id}")
 
@@ -238,15 +247,15 @@ async def events(request: Request, bisection_id: int) -> StreamingResponse:
         while loop.time() - start < EVENT_STREAM_MAX_S:
             if now is None:
                 return
-            text, finished = now
-            if finished:
+            text, settled = now
+            if settled:
                 yield f"event: done\ndata: {text}\n\n"
                 return
             yield f"event: version\ndata: {text}\n\n"
             await asyncio.sleep(EVENT_INTERVAL_S)
             if await request.is_disconnected():
                 return
-            now = await run_in_threadpool(store.version, bisection_id)
+            now = await run_in_threadpool(store.version, bisection_id, _now(), EVENT_SETTLE_S)
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

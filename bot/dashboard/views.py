@@ -21,7 +21,7 @@ from bot.bisect.evidence import Evidence, effective_flake
 from bot.bisect.model import Kind, Problem, Run, Settings
 from bot.bisect.posterior import Contradiction, Posterior, Tally
 from bot.bisect.verdict import MetricRule, RawResult, Verdict
-from bot.revert.pr_body import pr_number
+from bot.revert.pr_body import pr_number, strip_pr_number
 from bot.store.models import BisectionRow, HoldRow, StepRow
 from bot.trust import REASON_LABELS, TrustReport, TrustRow, repository_of
 
@@ -92,6 +92,14 @@ class TimelineEntry(BaseModel):
     pr: int | None = Field(None, description="the PR number from the subject's (#N) suffix")
 
 
+class CommitView(BaseModel):
+    sha: str
+    pr: int | None = None
+    title: str | None = Field(None, description="the subject without its (#N) suffix: the PR title of a squash merge")
+    author: str | None = None
+    url: str | None = Field(None, description="the PR's page, when the revert PR's address shows where the repository lives")
+
+
 class ChartPoint(BaseModel):
     position: int
     sha: str
@@ -107,6 +115,7 @@ class ChartData(BaseModel):
     threshold: float | None = None
     boundary: float | None = None
     higher_is_worse: bool = True
+    culprit: int | None = Field(None, description="the culprit's position, once found")
 
 
 class PosteriorEntry(BaseModel):
@@ -153,7 +162,7 @@ class BisectionDetail(BaseModel):
     threshold: float | None = None
     boundary: float | None = None
     outcome: dict | None = Field(None, description="the stored outcome, as the driver wrote it")
-    version: str = Field(description="changes whenever a step finishes or the phase changes (the live page's signal)")
+    version: str = Field(description="changes whenever a step finishes or the bisection's row is written (the live page's signal)")
     order_note: str
     steps: list[StepView]
     timeline: list[TimelineEntry]
@@ -162,6 +171,7 @@ class BisectionDetail(BaseModel):
     posterior: PosteriorView
     ab: ABView | None = None
     revert_pr_body: str | None = None
+    culprit: CommitView | None = Field(None, description="the culprit with its PR, title and author (from the recorded range)")
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -255,12 +265,14 @@ def matches(s: BisectionSummary, repository: str | None, state: str | None, test
 
 
 def version(row: BisectionRow) -> str:
-    return version_text(sum(s.state in FINISHED_STEP_STATES for s in row.steps), len(row.steps), row.phase, row.status)
+    return version_text(sum(s.state in FINISHED_STEP_STATES for s in row.steps), len(row.steps), row.phase, row.status, row.updated_at)
 
 
-def version_text(finished: int, steps: int, phase: str, status: str | None) -> str:
-    """What changes whenever the page would: the live update's signal."""
-    return f"{finished}/{steps}:{phase}:{status or ''}"
+def version_text(finished: int, steps: int, phase: str, status: str | None, updated_at: datetime | None = None) -> str:
+    """What changes whenever the page would: the live update's signal. The row's last write is part of it, for
+    what the bot records after the bisection ends (the revert PR, a refusal)."""
+    written = int(aware(updated_at).timestamp() * 1000) if updated_at else 0
+    return f"{finished}/{steps}:{phase}:{status or ''}:{written}"
 
 
 def step_view(step: StepRow, verdict: str | None = None) -> StepView:
@@ -365,6 +377,34 @@ def _posterior(row: BisectionRow, order: list[str], by_sha: dict[str, list[str]]
     return PosteriorView(**base, scope=scope, entries=entries, no_culprit=post.no_culprit, note=None)
 
 
+PULL_URL = re.compile(r"^(https?://.+)/pull/\d+$")
+
+
+def culprit_view(sha: str, described: dict[str, list], head: BisectionSummary, outcome: dict) -> CommitView:
+    """The culprit as the range recorded it (author, subject), else as the outcome stored it (subject, PR number)."""
+    author, subject = (described[sha][1], described[sha][2]) if sha in described else (None, _str(outcome.get("culprit_subject")))
+    pr = head.culprit_pr or (pr_number(subject) if subject else None)
+    base = PULL_URL.match(head.revert_pr_url or "")
+    return CommitView(sha=sha, pr=pr, title=strip_pr_number(subject) if subject else None, author=author or None,
+                      url=f"{base.group(1)}/pull/{pr}" if base and pr else None)
+
+
+def collapse_untested(timeline: Sequence[TimelineEntry], shortest: int = 2) -> list[TimelineEntry | list[TimelineEntry]]:
+    """The timeline as the page shows it: a run of `shortest` or more untested commits becomes one list
+    (one row, "9 commits not tested"), so a long range reads as its tested commits and the gaps between them."""
+    out: list[TimelineEntry | list[TimelineEntry]] = []
+    run: list[TimelineEntry] = []
+    for entry in [*timeline, None]:
+        if entry is not None and entry.role == "untested":
+            run.append(entry)
+            continue
+        out.extend([run] if len(run) >= shortest else run)
+        run = []
+        if entry is not None:
+            out.append(entry)
+    return out
+
+
 RANGE_NOTE = "Every first-parent commit of the range, oldest first, as recorded when the bisection started."
 ORDER_NOTE = ("Commits that were run, oldest first. The store does not keep the range's commit list, so the order is "
               "reconstructed from the search (each probe lies between the last commit known good and the first known bad "
@@ -422,7 +462,7 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
     ]
     threshold = config.get("threshold") if isinstance(config.get("threshold"), (int, float)) and not isinstance(config.get("threshold"), bool) else None
     chart = ChartData(points=points, positions=len(order), threshold=threshold, boundary=row.boundary,
-                      higher_is_worse=bool(config.get("higher_is_worse", True)))
+                      higher_is_worse=bool(config.get("higher_is_worse", True)), culprit=position.get(culprit) if culprit else None)
 
     rounds: dict[int, list[StepView]] = defaultdict(list)
     for s in steps:
@@ -446,12 +486,14 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
                     revert_verdicts=[str(v) for v in ab_out.get("revert_verdicts") or []], steps=ab_steps)
     body = _str(outcome.get("pr_body"))  # the body as drafted and published (LocalBisections._publish)
     confidence = outcome.get("confidence")
+    head = summary(row, now)
     return BisectionDetail(
-        summary=summary(row, now), phase=row.phase, status=row.status, message=_str(outcome.get("message")),
+        summary=head, phase=row.phase, status=row.status, message=_str(outcome.get("message")),
         confidence=float(confidence) if isinstance(confidence, (int, float)) else None, candidates=candidates,
         revert_error=_str(outcome.get("revert_error")) or row.revert_error, threshold=threshold, boundary=row.boundary,
         outcome=outcome or None, version=version(row), order_note=order_note, steps=list(views.values()),
         timeline=timeline, rounds=round_views, chart=chart, posterior=posterior, ab=ab, revert_pr_body=body,
+        culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
     )
 
 
