@@ -47,6 +47,18 @@ def test_invalid_commands_say_why_and_show_help(body, reason):
     assert "/revert-bisect <test>" in result.reply  # the usage comes with the refusal
 
 
+@pytest.mark.parametrize("body", ["/revert-bisect kl x`@alice`y", "/revert-bisect status ``@bob``"])
+def test_a_reply_quoting_the_comment_pings_no_one(body):
+    """The refusal quotes the commenter's words in a code span that their backticks cannot close."""
+    from markdown_it import MarkdownIt
+
+    result = parse(body)
+    assert isinstance(result, Invalid)
+    inline = next(t for t in MarkdownIt("commonmark").parse(result.reply) if t.type == "inline")
+    assert not any("@" in c.content for c in inline.children if c.type == "text")
+    assert any(c.type == "code_inline" and c.content in body for c in inline.children)
+
+
 def test_help_is_generated_from_the_definitions():
     text = help_text()
     for usage in ("/revert-bisect <test>", "/revert-bisect status", "/revert-bisect cancel", "/revert-bisect help"):

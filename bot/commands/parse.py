@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from bot.forge.markdown import code
+
 PREFIX = "/revert-bisect"
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 TEST_ID = re.compile(r"^[A-Za-z0-9_.:/-]{1,120}$")
@@ -96,7 +98,7 @@ def parse(body: str | None) -> Command | None:
     verb, rest = words[0], words[1:]
     if verb in ("status", "cancel", "help"):
         if rest:
-            return _invalid(f"`{verb}` takes no arguments (got `{' '.join(rest)[:60]}`)")
+            return _invalid(f"`{verb}` takes no arguments (got {code(' '.join(rest)[:60])})")  # their words, quoted safely
         return {"status": Status(), "cancel": Cancel(), "help": Help()}[verb]
     if not TEST_ID.match(verb):
         return _invalid("a test id is letters, digits and `_ . : / -`, up to 120 characters")
@@ -115,5 +117,5 @@ def parse(body: str | None) -> Command | None:
                 return _invalid("`follow-up=` takes an issue or PR number such as `#12345`")
             options["followup"] = int(match.group(1))
         else:
-            return _invalid(f"unknown option `{word[:60]}`")
+            return _invalid(f"unknown option {code(word[:60])}")
     return Start(verb, **options)
