@@ -383,6 +383,7 @@ def test_a_240_commit_bisection_leads_with_the_answer(browser, tmp_path):
             assert height <= 2 * viewport["height"], height
             assert page.locator("#timeline .timeline-row").count() == 241  # every commit is still there
             assert page.locator("#timeline tr.timeline-row:not(.role-untested)").count() == tested
+            assert f"{tested - 1} of the range's 240 commits tested" in page.locator("#timeline-h").inner_text()  # GOOD is not in it
             gaps = page.locator("#timeline tr.timeline-gap")
             assert page.locator("#timeline tbody > tr").count() < 2 * tested  # one row per run of untested commits
             assert "59 commits not tested" in gaps.first.inner_text()
