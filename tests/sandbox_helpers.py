@@ -1,14 +1,20 @@
 """Contract checking for the GitHub sandbox: every HTTP exchange made with `requests` (PyGithub's
-transport) is recorded and validated against GitHub's OpenAPI description with openapi-core."""
+transport) is recorded and validated against GitHub's OpenAPI description with openapi-core. And the
+end-to-end tests' shared reads of the sandbox and their one wait on the bot (`wait_for`, `BotWatch`)."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+import httpx
 import requests
+import sqlalchemy
 from openapi_core import OpenAPI
 from openapi_core.contrib.requests import (
     RequestsOpenAPIRequest,
@@ -16,7 +22,9 @@ from openapi_core.contrib.requests import (
 )
 from openapi_core.templating.responses.exceptions import ResponseNotFound
 from openapi_schema_validator import OAS30Validator
+from sqlalchemy.pool import NullPool
 
+from bot.demo_watch import failing_steps
 from bot.sandbox.schema import SPEC_PATH
 
 SPEC = SPEC_PATH  # GitHub's description, cut to what the bot calls: the one copy, packaged with the sandbox
@@ -225,3 +233,99 @@ def install_recorder(monkeypatch, checker: ContractChecker) -> None:
         return response
 
     monkeypatch.setattr(requests.Session, "send", send)
+
+
+# -- reading the sandbox, waiting on the bot -------------------------------------------------------
+
+# What GitHub (and the sandbox's injected faults) answer when a client should try again.
+TRANSIENT = {429, 502, 503}
+
+
+def github_get(base: str, token: str, path: str, **params):
+    """GET one sandbox resource and return its JSON. A transient answer (5xx, 429, a secondary rate
+    limit) is tried again a few times, as any GitHub client does; any other non-200 raises, so a check
+    that "nothing was opened" cannot pass because the endpoint failed."""
+    for _ in range(8):
+        answer = httpx.get(base + path, params=params, headers={"Authorization": f"token {token}"}, timeout=10)
+        transient = answer.status_code in TRANSIENT or (answer.status_code == 403 and "rate limit" in answer.text)
+        if not transient:
+            break
+        time.sleep(0.2)
+    assert answer.status_code == 200, f"GET {path}: {answer.status_code} {answer.text[:300]}"
+    return answer.json()
+
+
+@dataclass
+class BotWatch:
+    """What a wait on the bot looks at besides its own condition: the bot's store, whether the bot still
+    runs, and its log; so a wait fails as soon as what it awaits can no longer come, and says why."""
+
+    db: str  # the bot's store
+    alive: Callable[[], bool]  # the bot (every replica) still runs
+    logs: Sequence[Path] = ()
+
+    def __post_init__(self) -> None:
+        self.engine = sqlalchemy.create_engine(self.db, poolclass=NullPool)  # holds no connection between polls
+
+    def _rows(self, sql: str, **params) -> list:
+        with self.engine.connect() as conn:
+            if not sqlalchemy.inspect(conn).has_table("jobs"):
+                return []  # the bot has not created its tables yet
+            return conn.execute(sqlalchemy.text(sql), params).all()
+
+    def settled(self) -> bool:
+        """No job is queued or running: whatever the bot was doing has landed."""
+        return not self._rows("SELECT id FROM jobs WHERE state IN ('queued', 'running')")
+
+    def hopeless(self, expect: Iterable[str]) -> str | None:
+        """Why the awaited state can no longer come, or None while it still can."""
+        if not self.alive():
+            return "the bot exited"
+        failed = self._rows("SELECT id, handler, error FROM jobs WHERE state = 'failed' ORDER BY id")
+        if failed:
+            return f"job {failed[0][0]} ({failed[0][1]}) failed for good: {failed[0][2]}"
+        bisections = self._rows("SELECT id, status FROM bisections ORDER BY id")
+        ended = [(i, s) for i, s in bisections if s is not None and s not in expect]
+        if ended:
+            return f"bisection #{ended[0][0]} ended {ended[0][1]} (awaited: {', '.join(expect)})"
+        if bisections and all(s is not None for _, s in bisections) and self.settled():
+            return "every bisection has ended and the bot has no job left to run"
+        return None
+
+    def report(self) -> str:
+        """The bisections' status and outcome, their first failing steps' reasons, jobs that failed, the log's tail."""
+        lines = []
+        for i, status, phase, outcome, revert_error in self._rows(
+                "SELECT id, status, phase, outcome, revert_error FROM bisections ORDER BY id"):
+            outcome = json.loads(outcome) if isinstance(outcome, str) else outcome or {}
+            lines.append(f"bisection #{i}: status {status or 'unfinished'}, phase {phase}"
+                         + "".join(f"; {text}" for text in (outcome.get("message"), outcome.get("revert_refused"), revert_error) if text))
+            steps = self._rows("SELECT kind, sha, verdict, state, infra_reason, log_tail FROM steps WHERE bisection_id = :b ORDER BY id", b=i)
+            lines += [f"  {reason}" for reason in failing_steps(steps)]  # as the demo reports them
+        for i, handler, state, attempts, error in self._rows(
+                "SELECT id, handler, state, attempts, error FROM jobs WHERE error IS NOT NULL ORDER BY id LIMIT 5"):
+            lines.append(f"job {i} ({handler}): {state} after {attempts} attempt(s): {error}")
+        for log in self.logs:
+            text = log.read_text(errors="replace") if log.exists() else "(no log)"
+            lines.append(f"--- the last lines of {log.name} ---\n{text[-3000:]}")
+        return "\n".join(lines) or "the bot's store holds nothing yet"
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 180, bot: BotWatch | None = None,
+             expect: Iterable[str] = ("found",)):
+    """Poll `predicate` until it returns something truthy, and return that. With `bot`, fail at once (not
+    at the timeout) when the bot exited, a job failed for good, a bisection ended with a status not in
+    `expect`, or every bisection ended with nothing left to run; the failure carries `bot.report()`."""
+    expect = tuple(expect)
+    deadline = time.monotonic() + timeout
+    while True:
+        if value := predicate():
+            return value
+        why = bot.hopeless(expect) if bot else None
+        if why:
+            if value := predicate():  # it came true while the store was read
+                return value
+            raise AssertionError(f"{why}\n{bot.report()}")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s" + (f"\n{bot.report()}" if bot else ""))
+        time.sleep(0.5)

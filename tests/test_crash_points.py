@@ -20,6 +20,7 @@ import sqlalchemy
 from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
 from bot.webhooks.signature import sign
 from examples.mamba_track_boundary import build
+from tests.sandbox_helpers import BotWatch, github_get, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "crash-secret-" + uuid.uuid4().hex
@@ -59,17 +60,16 @@ def test_twenty_sigkills_change_nothing(tmp_path):
     followup, culprit_pr = scenario.followup["number"], scenario.culprit_pr
 
     def comments(number: int) -> list[str]:
-        answer = httpx.get(f"{base}/repos/{seeded.repo}/issues/{number}/comments", headers=maintainer, params={"per_page": 100}, timeout=10)
-        return [c["body"] for c in answer.json()]
+        return [c["body"] for c in github_get(base, seeded.tokens["sandbox-maintainer"], f"/repos/{seeded.repo}/issues/{number}/comments", per_page=100)]
 
     def reverts() -> list[dict]:
-        answer = httpx.get(f"{base}/repos/{seeded.repo}/pulls", headers=maintainer, params={"state": "all"}, timeout=10)
-        return [p for p in answer.json() if p["title"].startswith("Revert ")]
+        return [p for p in github_get(base, seeded.tokens["sandbox-maintainer"], f"/repos/{seeded.repo}/pulls", state="all") if p["title"].startswith("Revert ")]
 
     def story_done() -> bool:
         return bool(reverts()) and any("Revert PR" in c for c in comments(followup)) and any("#" in c for c in comments(culprit_pr))
 
     bot = start()
+    watch = BotWatch(db, lambda: bot.poll() is None, [tmp_path / "bot.log"])  # the bot running now
     try:
         text = f"/revert-bisect decode-cache-hit good={scenario.good[:12]}"
         comment = httpx.post(f"{base}/repos/{seeded.repo}/issues/{followup}/comments", headers=maintainer, json={"body": text}, timeout=10).json()
@@ -88,11 +88,8 @@ def test_twenty_sigkills_change_nothing(tmp_path):
             bot.wait()
             kills += 1
             bot = start()
-        deadline = time.monotonic() + 420
-        while not story_done():
-            assert time.monotonic() < deadline, (tmp_path / "bot.log").read_text()[-3000:]
-            time.sleep(1)
-        time.sleep(3)  # anything still in flight lands now, or never
+        wait_for(story_done, timeout=420, bot=watch)
+        wait_for(watch.settled, timeout=60, bot=watch)  # every job in flight (a killed bot's, taken again) has landed
 
         assert kills == KILLS, f"the story ended after {kills} kills; make the points denser"
         engine = sqlalchemy.create_engine(db)

@@ -3,6 +3,7 @@ payload, reaches the bot service; the bot, through PyGithub and git over HTTP ag
 only, bisects the miniature incident, opens the revert PR, and links the culprit PR and follow-up."""
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -20,7 +21,9 @@ from bot.app import create_app
 from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
 from bot.settings import BotSettings
 from bot.webhooks.signature import sign
+from bot.observability.logs import ContextFilter, RedactFilter, TextFormatter
 from examples.mamba_track_boundary import build
+from tests.sandbox_helpers import BotWatch, github_get, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "story-secret-" + uuid.uuid4().hex
@@ -58,6 +61,7 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
                            github_url=base, workspace=tmp_path / "clones", **auth, **settings_extra)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    stop_log = _log_to(tmp_path / "bot.log")
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     bot = f"http://127.0.0.1:{port}"
@@ -67,12 +71,35 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
                 break
         except httpx.HTTPError:
             time.sleep(0.1)
+    watch = BotWatch(settings.db, thread.is_alive, [tmp_path / "bot.log"])
     try:
-        yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot, tmp=tmp_path)
+        yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot, tmp=tmp_path, watch=watch)
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         stop_sandbox()
+        stop_log()
+
+
+def _log_to(path: Path):
+    """The in-process bot's log lines (INFO and up, redacted as the service's own) also in `path`, for the
+    tail a failed wait shows. Returns the function that takes the handler off again."""
+    handler = logging.FileHandler(path)
+    handler.addFilter(lambda record: record.name.startswith("revert_bisect") or record.levelno >= logging.WARNING)  # not every HTTP request
+    handler.addFilter(ContextFilter())
+    handler.addFilter(RedactFilter())
+    handler.setFormatter(TextFormatter())
+    ours, root = logging.getLogger("revert_bisect"), logging.getLogger()
+    level = ours.level
+    ours.setLevel(logging.INFO)
+    root.addHandler(handler)
+
+    def remove() -> None:
+        root.removeHandler(handler)
+        ours.setLevel(level)
+        handler.close()
+
+    return remove
 
 
 def gh(world, method, path, token_of="sandbox-maintainer", **kw):
@@ -80,8 +107,9 @@ def gh(world, method, path, token_of="sandbox-maintainer", **kw):
     return httpx.request(method, world["base"] + path, headers={"Authorization": f"token {token}"}, timeout=10, **kw)
 
 
-def deliver_comment(world, user: str, body: str, number: int) -> dict:
-    """Post the comment on the sandbox as `user`, then deliver GitHub's recorded payload for it, signed."""
+def deliver_comment(world, user: str, body: str, number: int, delivery: str | None = None) -> dict:
+    """Post the comment on the sandbox as `user`, then deliver GitHub's recorded payload for it, signed
+    (as X-GitHub-Delivery `delivery`, default a fresh one)."""
     repo = world["seeded"].repo
     comment = gh(world, "POST", f"/repos/{repo}/issues/{number}/comments", token_of=user, json={"body": body}).json()
     payload = json.loads((ROOT / "tests/fixtures/github/webhooks/issue_comment.created.json").read_text())
@@ -89,21 +117,11 @@ def deliver_comment(world, user: str, body: str, number: int) -> dict:
     payload["issue"]["number"] = number
     payload["comment"].update(id=comment["id"], body=body, user={**payload["comment"]["user"], "login": user})
     raw = json.dumps(payload).encode()
-    headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": sign(SECRET.encode(), raw),
+    headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": delivery or str(uuid.uuid4()), "X-Hub-Signature-256": sign(SECRET.encode(), raw),
                "Content-Type": "application/json"}
     answer = httpx.post(world["bot"] + "/webhooks/github", content=raw, headers=headers, timeout=10)
     assert answer.status_code == 202, answer.text
     return comment
-
-
-def wait_for(predicate, timeout=180):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError("timed out")
 
 
 def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
@@ -111,7 +129,7 @@ def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
     followup = scenario.followup["number"]
     command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
 
-    pulls = wait_for(lambda: [p for p in gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "open"}).json() if p["title"].startswith("Revert ")])
+    pulls = wait_for(lambda: _open_reverts(world), bot=world["watch"])
     assert len(pulls) == 1
     pr = pulls[0]
     culprit_pr = scenario.culprit_pr
@@ -179,11 +197,25 @@ def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
     world["state"].add_token("sandbox-token-drive-by", "drive-by")
     world["seeded"].tokens["drive-by"] = "sandbox-token-drive-by"
     followup = scenario.followup["number"]
-    deliver_comment(world, "drive-by", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-    refusal = wait_for(lambda: [c for c in gh(world, "GET", f"/repos/{repo}/issues/{followup}/comments").json() if "Sorry @drive-by" in c["body"]], timeout=30)
-    assert len(refusal) == 1
-    time.sleep(1)
-    assert not [p for p in gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "open"}).json() if p["title"].startswith("Revert ")]
+    delivery = str(uuid.uuid4())
+    deliver_comment(world, "drive-by", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup, delivery)
+    refusal = wait_for(lambda: [c for c in _comments(world, followup) if "Sorry @drive-by" in c["body"]], timeout=30, bot=world["watch"])
+    assert len(refusal) == 1 and refusal[0]["user"]["login"] == "revert-bisect-bot"
+    # The store, not a pause, says nothing was started: the delivery's one job ran to its end, and it made no bisection.
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(f"sqlite:///{world['tmp'] / 'bot.db'}")
+    job = sqlalchemy.text("SELECT j.state, j.attempts, j.error FROM jobs j JOIN deliveries d ON d.id = j.delivery_id WHERE d.delivery_id = :d")
+
+    def finished_job():
+        with engine.connect() as conn:
+            rows = conn.execute(job, {"d": delivery}).all()
+        return rows if rows and rows[0][0] not in ("queued", "running") else None
+
+    assert wait_for(finished_job, timeout=30, bot=world["watch"]) == [("done", 1, None)]
+    with engine.connect() as conn:
+        assert conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections")).scalar() == 0
+    assert not _open_reverts(world)
 
 
 @pytest.fixture
@@ -201,8 +233,9 @@ def test_the_story_survives_a_fifth_of_github_responses_failing(impatient_world)
     command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
     state.faults.set(0.2, kinds=("5xx", "403-ratelimit", "429", "slow"), seed=7, slow_seconds=2.0)
     try:
-        pulls = wait_for(lambda: _open_reverts(world), timeout=420)
-        status = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "Revert PR" in c["body"]], timeout=60)
+        pulls = wait_for(lambda: _open_reverts(world), timeout=420, bot=world["watch"])
+        status = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "Revert PR" in c["body"]],
+                          timeout=60, bot=world["watch"])
     finally:
         injected = len(state.faults.injected)
         state.faults.set(0.0)
@@ -215,20 +248,18 @@ def test_the_story_survives_a_fifth_of_github_responses_failing(impatient_world)
         assert len(bodies) == len(set(bodies)), f"a comment was duplicated on #{number}"
     assert len(status) == 1
     # the rocket comes after the final status edit (and may itself be retried through the faults)
-    wait_for(lambda: len(state.reactions[command["id"]]) >= 2, timeout=60)
+    wait_for(lambda: len(state.reactions[command["id"]]) >= 2, timeout=60, bot=world["watch"])
     assert [(r.user, r.content) for r in state.reactions[command["id"]]] == [("revert-bisect-bot", "eyes"), ("revert-bisect-bot", "rocket")]
 
 
 def _open_reverts(world):
-    repo = world["seeded"].repo
-    answer = gh(world, "GET", f"/repos/{repo}/pulls", params={"state": "open"})
-    return [p for p in answer.json() if p["title"].startswith("Revert ")] if answer.status_code == 200 else []
+    pulls = github_get(world["base"], world["seeded"].tokens["sandbox-maintainer"], f"/repos/{world['seeded'].repo}/pulls", state="open")
+    return [p for p in pulls if p["title"].startswith("Revert ")]
 
 
 def _comments(world, number):
-    """The comments, or [] while a faulted response hides them (the waits poll again)."""
-    answer = gh(world, "GET", f"/repos/{world['seeded'].repo}/issues/{number}/comments")
-    return answer.json() if answer.status_code == 200 else []
+    return github_get(world["base"], world["seeded"].tokens["sandbox-maintainer"], f"/repos/{world['seeded'].repo}/issues/{number}/comments",
+                      per_page=100)
 
 
 def _wait_http(url, proc, timeout=60):
@@ -261,7 +292,9 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
            "REVERT_BISECT_WORKSPACE": str(tmp_path / "clones"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "REVERT_BISECT_JOB_LEASE_S": "3"}  # the killed bot's job is taken again once its lease runs out
     serve = [sys.executable, "-m", "bot.cli", "serve", "--port", str(bot_port), "--db", db]
-    bot = subprocess.Popen(serve, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(tmp_path / "bot.log", "ab")
+    bot = subprocess.Popen(serve, env=env, stdout=log, stderr=log)
+    watch = BotWatch(db, lambda: bot.poll() is None, [tmp_path / "bot.log"])
     try:
         _wait_http(base + "/repos/x/y", sandbox)
         _wait_http(f"http://127.0.0.1:{bot_port}/healthz", bot)
@@ -278,15 +311,15 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
             except sqlalchemy.exc.OperationalError:
                 return False
 
-        wait_for(steps_done, timeout=120)
+        wait_for(steps_done, timeout=120, bot=watch)
         bot.send_signal(signal.SIGKILL)
         bot.wait()
         with engine.connect() as conn:
             assert conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections WHERE status IS NULL")).scalar() == 1
-        bot = subprocess.Popen(serve, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        pulls = wait_for(lambda: _open_reverts(world), timeout=420)
-        wait_for(lambda: [c for c in _comments(world, followup) if "Revert PR" in c["body"]], timeout=60)
-        time.sleep(2)
+        bot = subprocess.Popen(serve, env=env, stdout=log, stderr=log)
+        pulls = wait_for(lambda: _open_reverts(world), timeout=420, bot=watch)
+        wait_for(lambda: [c for c in _comments(world, followup) if "Revert PR" in c["body"]], timeout=60, bot=watch)
+        wait_for(watch.settled, timeout=60, bot=watch)  # every job in flight has landed
         assert len(_open_reverts(world)) == 1 and pulls[0]["title"].startswith('Revert "')
         with engine.connect() as conn:
             assert conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections")).scalar() == 1  # resumed, not restarted
@@ -316,15 +349,17 @@ def test_cancel_stops_a_running_bisection_and_opens_nothing(world, tmp_path):
         with engine.connect() as conn:
             return conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar()
 
-    wait_for(lambda: done_steps() >= 2, timeout=60)
+    wait_for(lambda: done_steps() >= 2, timeout=60, bot=world["watch"])
     deliver_comment(world, "sandbox-maintainer", "/revert-bisect cancel", followup)
-    final = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "cancelled" in c["body"]], timeout=60)
+    final = wait_for(lambda: [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"] and "cancelled" in c["body"]], timeout=60,
+                     bot=world["watch"], expect=("cancelled",))
     assert len(final) == 1 and "Cancelling #1" in "".join(c["body"] for c in _comments(world, followup))
     with engine.connect() as conn:
         assert conn.execute(sqlalchemy.text("SELECT status, cancel_requested_by FROM bisections")).one() == ("cancelled", "sandbox-maintainer")
         assert conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'running'")).scalar() == 0
     assert not _open_reverts(world)
-    wait_for(lambda: ("revert-bisect-bot", "confused") in [(r.user, r.content) for r in world["state"].reactions[command["id"]]], timeout=10)
+    wait_for(lambda: ("revert-bisect-bot", "confused") in [(r.user, r.content) for r in world["state"].reactions[command["id"]]], timeout=10,
+             bot=world["watch"], expect=("cancelled",))
 
 
 def test_a_red_scheduled_run_is_bisected_and_reverted_through_webhooks_only(world):
@@ -336,11 +371,11 @@ def test_a_red_scheduled_run_is_bisected_and_reverted_through_webhooks_only(worl
     assert state.actions.wait(green, 120).conclusion == "success"
     red = state.start_run(repo, ".github/workflows/nightly-test.yml", "main", event="schedule")
     assert state.actions.wait(red, 120).conclusion == "failure"
-    pulls = wait_for(lambda: _open_reverts(world), timeout=300)
+    pulls = wait_for(lambda: _open_reverts(world), timeout=300, bot=world["watch"])
     culprit_pr = scenario.culprit_pr
     assert len(pulls) == 1 and pulls[0]["body"].startswith(f"Reverts {repo}#{culprit_pr}")
     followup = scenario.followup["number"]
-    wait_for(lambda: [c for c in _comments(world, followup) if f"#{pulls[0]['number']}" in c["body"]], timeout=30)
+    wait_for(lambda: [c for c in _comments(world, followup) if f"#{pulls[0]['number']}" in c["body"]], timeout=30, bot=world["watch"])
     assert len([c for c in _comments(world, culprit_pr) if f"#{pulls[0]['number']}" in c["body"]]) == 1
     # the green run's completion was delivered too, and changed nothing; so were the bisect steps' own
     # runs (the step workflow), which the bot acknowledges and does not mistake for a watched workflow
@@ -357,12 +392,13 @@ def test_an_opted_out_culprit_gets_evidence_but_no_revert(world):
     culprit_pr, followup = scenario.culprit_pr, scenario.followup["number"]
     assert gh(world, "POST", f"/repos/{repo}/issues/{culprit_pr}/labels", json={"labels": ["no-revert-bisect"]}).status_code == 200
     command = deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-    final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=240)
+    final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=240, bot=world["watch"])
     assert "Revert PR: not opened: the culprit's PR carries `no-revert-bisect` (`revert.opt_out_label`)" in final[0]["body"]
     refusal = [c["body"] for c in _comments(world, culprit_pr)]
     assert len(refusal) == 1 and "opened no revert" in refusal[0] and "`revert.opt_out_label`" in refusal[0]
     assert not _open_reverts(world)
-    wait_for(lambda: ("revert-bisect-bot", "confused") in [(r.user, r.content) for r in world["state"].reactions[command["id"]]], timeout=30)
+    wait_for(lambda: ("revert-bisect-bot", "confused") in [(r.user, r.content) for r in world["state"].reactions[command["id"]]], timeout=30,
+             bot=world["watch"])
     refused = httpx.get(world["bot"] + "/api/trust", timeout=10).json()["total"]["refused"]
     assert [(r["reason"], r["count"]) for r in refused] == [("opt_out_label", 1)]  # counted by the guard that said no
 
@@ -373,7 +409,7 @@ def test_the_kill_switch_stops_new_bisections(world):
     switch = gh(world, "POST", f"/repos/{repo}/issues", json={"title": "Stop reverting until the release is out",
                                                               "labels": ["revert-bisect-stop"]}).json()["number"]
     deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-    refused = wait_for(lambda: [c for c in _comments(world, followup) if "cannot start" in c["body"]], timeout=60)
+    refused = wait_for(lambda: [c for c in _comments(world, followup) if "cannot start" in c["body"]], timeout=60, bot=world["watch"])
     assert f"the kill switch is on: issue #{switch} carries `revert-bisect-stop`" in refused[0]["body"]
     assert not [c for c in _comments(world, followup) if "**revert-bisect**" in c["body"]]  # no bisection, no status comment
 
@@ -397,7 +433,7 @@ def test_no_secret_appears_in_any_output_of_a_whole_run(tmp_path, caplog):
     try:
         followup = scenario.followup["number"]
         deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-        pulls = wait_for(lambda: _open_reverts(world), timeout=300)
+        pulls = wait_for(lambda: _open_reverts(world), timeout=300, bot=world["watch"])
         app_bot = state.apps.apps[4242].bot_login
         installation_tokens = [t for t, login in state.tokens.items() if login == app_bot]
         key_lines = [line for line in private.splitlines() if len(line) > 40]
@@ -444,7 +480,7 @@ def test_shadow_mode_bisects_and_proves_but_writes_nothing_beyond_the_thread(tmp
         issues_before = set(state.repos[repo.lower()].issues)
         branches_before = set(gitstore.branches(state.repo(repo).path))
         deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-        final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=300)
+        final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=300, bot=world["watch"])
         assert "Revert PR: not opened (shadow mode)" in final[0]["body"]
         detail = httpx.get(world["bot"] + "/api/bisections", timeout=10).json()["items"][0]
         assert detail["culprit"] == scenario.culprit
@@ -474,7 +510,7 @@ def test_comment_only_puts_the_evidence_on_the_culprit_pr_and_pushes_nothing(tmp
         issues_before = set(state.repos[repo.lower()].issues)
         branches_before = set(gitstore.branches(state.repo(repo).path))
         deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-        final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=300)
+        final = wait_for(lambda: [c for c in _comments(world, followup) if "**found**" in c["body"]], timeout=300, bot=world["watch"])
         assert f"Revert PR: not opened (`revert.action: comment_only`): the evidence is on #{culprit_pr}" in final[0]["body"]
         evidence = [c["body"] for c in _comments(world, culprit_pr)]
         assert len(evidence) == 1 and "`comment_only`, so no revert PR was opened" in evidence[0]

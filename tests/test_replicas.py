@@ -9,7 +9,6 @@ import random
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +20,7 @@ import sqlalchemy
 from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
 from bot.webhooks.signature import sign
 from examples.mamba_track_boundary import build
+from tests.sandbox_helpers import BotWatch, github_get, wait_for
 
 pytestmark = pytest.mark.postgres
 
@@ -36,15 +36,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(predicate, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.5)
-    raise AssertionError("timed out")
 
 
 def post(url: str, event: str, delivery: str, payload: dict) -> int:
@@ -97,13 +88,14 @@ def test_three_replicas_process_each_delivery_once_and_dispatch_each_step_once(t
         assert set(codes) <= {200, 202}, codes
 
         engine = sqlalchemy.create_engine(pg_url)
+        watch = BotWatch(pg_url, lambda: all(p.poll() is None for p in procs), [tmp_path / f"replica-{n}.log" for n in range(3)])
 
-        def finished():
+        def found():
             with engine.connect() as conn:
-                return conn.execute(sqlalchemy.text("SELECT status FROM bisections WHERE status IS NOT NULL")).all()
+                return conn.execute(sqlalchemy.text("SELECT status FROM bisections WHERE status = 'found'")).all()
 
-        assert wait_for(finished, timeout=420) == [("found",)]
-        wait_for(lambda: _jobs_settled(engine), timeout=60)
+        assert wait_for(found, timeout=420, bot=watch) == [("found",)]
+        wait_for(watch.settled, timeout=60, bot=watch)
         with engine.connect() as conn:
             q = lambda sql: conn.execute(sqlalchemy.text(sql)).all()  # noqa: E731
             assert q("SELECT count(*) FROM deliveries") == [(200,)]
@@ -115,8 +107,7 @@ def test_three_replicas_process_each_delivery_once_and_dispatch_each_step_once(t
         for ref, _ in steps:
             assert sum(f"[{ref}]" in r.display_title for r in runs) == 1, f"step {ref} dispatched more than once"
         assert len(runs) == len(steps)
-        pulls = httpx.get(f"{base}/repos/{seeded.repo}/pulls", params={"state": "open"}, timeout=10,
-                          headers={"Authorization": f"token {seeded.tokens['sandbox-maintainer']}"}).json()
+        pulls = github_get(base, seeded.tokens["sandbox-maintainer"], f"/repos/{seeded.repo}/pulls", state="open")
         assert len([p for p in pulls if p["title"].startswith("Revert ")]) == 1
     finally:
         for proc in procs:
@@ -135,8 +126,3 @@ def _up(url: str) -> bool:
         return httpx.get(url + "/healthz", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-def _jobs_settled(engine) -> bool:
-    with engine.connect() as conn:
-        return conn.execute(sqlalchemy.text("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')")).scalar() == 0
