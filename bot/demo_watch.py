@@ -38,10 +38,9 @@ def _failing_steps(engine: Engine, bisection_id: int) -> tuple[str, ...]:
 
 
 def _last_word(log_tail: str | None) -> str:
-    """The runner's own explanation (its `revert-bisect:` lines) if it gave one, else the log's last line."""
+    """The run's last line: the runner's own explanation (environment, checkout) or the test's last word."""
     lines = [line.strip() for line in (log_tail or "").splitlines() if line.strip()]
-    ours = [line.removeprefix("revert-bisect: ") for line in lines if line.startswith("revert-bisect: ")]
-    return (ours or lines or ["(no output)"])[-1][:400]
+    return (lines or ["(no output)"])[-1].removeprefix("revert-bisect: ")[:400]
 
 
 def _rows(engine: Engine, sql: str, **params) -> list:
