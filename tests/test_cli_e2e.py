@@ -24,7 +24,10 @@ def test_finds_culprit_in_parallel_and_writes_json_and_replay_log(synth, cli, tm
     assert r.json["status"] == "found" and r.json["culprit"] == repo.culprit
     assert r.json["culprit_subject"] == "Change 23 (#1023)" and r.json["first_parent_culprit"] == repo.culprit
     assert r.json["confidence"] >= 0.99 and r.json["runs"] == len(r.json["steps"])
-    assert r.json["rounds_by_kind"]["calibrate"] == 2  # 4 endpoint runs on 3 workers
+    calibration = [s for s in r.json["steps"] if s["kind"] == "calibrate"]
+    assert sorted(s["sha"] for s in calibration) == sorted([repo.good, repo.bad])  # one run per endpoint
+    assert r.json["rounds_by_kind"]["calibrate"] == 1  # on 3 workers, beside the first search run
+    assert any(s["kind"] == "search" and s["round"] == calibration[0]["round"] for s in r.json["steps"])
     assert {s["kind"] for s in r.json["steps"]} == {"calibrate", "search", "confirm"}
     assert repo.culprit in r.stdout
     # `git bisect replay` accepts the log and lands on the same commit

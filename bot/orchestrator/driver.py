@@ -119,7 +119,9 @@ class Driver:
                 if not flying:
                     raise RuntimeError("the engine asked to wait with nothing in flight")
                 for result in self._collect(durations, flying, lambda: self._show(snap, decision, flying)):
-                    probe = flying.pop(result.step_id)
+                    probe = flying.pop(result.step_id, None)
+                    if probe is None:  # cancelled as obsolete while its result was on its way: the store says cancelled
+                        continue
                     raw = RawResult(result.exit_code, result.metric, result.infra_reason)
                     verdict = classify(raw, self.problem.settings.metric, decision.boundary)
                     self.store.finish_step(result.step_id, StepReport(
