@@ -312,15 +312,21 @@ def test_bad_passing_once_under_auto_is_read_again_before_not_reproducible():
     assert [r.kind for r in runs if r.sha not in ("c0", "c99")] == [Kind.SEARCH]  # only the first round's overlapped run
 
 
-def test_search_results_arriving_before_the_endpoints_plan_more_search():
+def test_search_results_arriving_before_the_endpoints_wait_for_them():
+    """Speculation on presumed endpoints stays one round deep: a search result that comes back first
+    frees a runner, which waits for the endpoints rather than starting a round of its own."""
     graph, good, bad = linear_graph(99)
     problem = Problem(graph, good, bad)
     first, searching = _calibrating(problem, 3)
     (probe,) = searching
-    runs = [Run(probe.sha, Kind.SEARCH, RawResult(1), 1)]  # fails: the culprit is at or below it
-    d = decide(problem, first.state, runs, [Probe("c0", Kind.CALIBRATE, 1), Probe("c99", Kind.CALIBRATE, 1)], 1)
-    assert d.state.phase is Phase.CALIBRATING and d.obsolete == ()
-    assert len(d.probes) == 1 and d.probes[0].kind is Kind.SEARCH and int(d.probes[0].sha[1:]) < int(probe.sha[1:])
+    runs = [Run(probe.sha, Kind.SEARCH, RawResult(1), 1)]
+    flying = [Probe("c0", Kind.CALIBRATE, 1), Probe("c99", Kind.CALIBRATE, 1)]
+    d = decide(problem, first.state, runs, flying, 1)
+    assert d.state.phase is Phase.CALIBRATING and d.probes == () and d.obsolete == ()
+    runs += [Run("c0", Kind.CALIBRATE, RawResult(0), 1), Run("c99", Kind.CALIBRATE, RawResult(1), 1)]
+    d = decide(problem, d.state, runs, [], 3)
+    assert d.state.phase is Phase.SEARCHING and len(d.probes) == 3
+    assert all(int(p.sha[1:]) < int(probe.sha[1:]) for p in d.probes)  # the early result is used: below its failure
 
 
 def test_in_flight_probes_are_not_duplicated():

@@ -113,9 +113,13 @@ def _calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe
 
 def _presumed_search(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> list[Probe]:
     """Search probes for the runners calibration leaves free, planned as if GOOD passes and BAD fails
-    (what a deterministic test's endpoints do), so the search does not wait a round for them."""
-    if free <= 0 or (problem.settings.metric is not None and any(r.kind is Kind.SEARCH for r, _ in ev.verdicts)):
-        return []  # a metric reading cannot be judged before the endpoints set the boundary
+    (what a deterministic test's endpoints do), so the search does not wait a round for them.
+
+    Only in the first round: speculation stays one round deep (a surprising endpoint wastes at most
+    those runs), and a runner freed early waits for the endpoints instead of starting a round of
+    its own (a metric reading could not be judged before they set the boundary anyway)."""
+    if free <= 0 or ev.verdicts:
+        return []
     scope = problem.scope(())
     n = len(scope.candidates)
     tallies = ev.tallies(scope)
