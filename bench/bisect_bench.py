@@ -95,6 +95,7 @@ class RbResult:
     median_run_s: float
     culprit: str | None
     status: str | None
+    runs_by_kind: dict[str, int] = field(default_factory=dict)
 
     @property
     def search_wall(self) -> float:
@@ -109,6 +110,7 @@ class Cell:
     correct: list[bool] = field(default_factory=list)
     search_ratio: list[float] = field(default_factory=list)
     e2e_ratio: list[float] = field(default_factory=list)
+    runs_ratio: list[float] = field(default_factory=list)
     failures: int = 0
 
 
@@ -153,7 +155,8 @@ def run_revert_bisect(synth: SyntheticRepo, workers: int, work: Path, db_url: st
     # The median duration of its search steps (all steps if there were none): per-step timestamps are not in the JSON.
     durations = [s["duration_s"] for s in data["steps"] if s.get("duration_s") and s["kind"] == "search"]
     durations = durations or [s["duration_s"] for s in data["steps"] if s.get("duration_s")]
-    return RbResult(wall, data["runs"], data["rounds"], data["rounds_by_kind"], med(durations), data.get("culprit"), data.get("status"))
+    by_kind = {kind: sum(s["kind"] == kind for s in data["steps"]) for kind in ("calibrate", "search", "confirm")}
+    return RbResult(wall, data["runs"], data["rounds"], data["rounds_by_kind"], med(durations), data.get("culprit"), data.get("status"), by_kind)
 
 
 def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
@@ -185,6 +188,7 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
             cell.correct.append(git_res.culprit == synth.culprit)
             cell.search_ratio.append(1.0)
             cell.e2e_ratio.append(1.0)
+            cell.runs_ratio.append(1.0)
             log(f"  git bisect run: {git_res.runs} runs, {git_res.wall:.1f}s, {'correct' if git_res.culprit == synth.culprit else 'WRONG'}")
             for k in args.workers:
                 res = run_revert_bisect(synth, k, case, db_url, env)
@@ -198,6 +202,7 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
                 cell.correct.append(res.culprit == synth.culprit and res.status == Status.FOUND.value)
                 cell.search_ratio.append(res.search_wall / git_res.wall)
                 cell.e2e_ratio.append(res.wall / git_res.wall)
+                cell.runs_ratio.append(res.runs / git_res.runs)
                 log(f"  revert-bisect k={k}: {res.runs} runs, rounds {res.by_kind}, {res.wall:.1f}s, {res.status}, {'correct' if cell.correct[-1] else 'WRONG'}")
             if not args.keep:
                 shutil.rmtree(case, ignore_errors=True)
@@ -211,19 +216,20 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
             acc = f"{sum(cell.correct)}/{len(cell.correct)}" + (f" ({cell.failures} crashed)" if cell.failures else "")
             if tool == "git":
                 runs = [r.runs for r in cell.results]
-                rows.append([str(n), "git bisect run", "1", acc, fmt_num(med(runs)), str(ceil_log(n, 2)), fmt_num(med(runs)), fmt_num(med(runs)),
+                rows.append([str(n), "git bisect run", "1", acc, fmt_num(med(runs)), str(ceil_log(n, 2)), fmt_num(med(runs)), fmt_num(med(runs)), "-", "1.00",
                              "1.00", "1.00", fmt(med([r.wall for r in cell.results]), 1)])
             else:
                 rows.append([str(n), "revert-bisect", str(k), acc,
                              fmt_num(med([r.by_kind.get("search", 0) for r in cell.results])), str(ceil_log(n, k + 1)),
                              fmt_num(med([r.rounds for r in cell.results])), fmt_num(med([r.runs for r in cell.results])),
-                             fmt(med(cell.search_ratio)), fmt(med(cell.e2e_ratio)), fmt(med([r.wall for r in cell.results]), 1)])
+                             " + ".join(fmt_num(med([r.runs_by_kind[kind] for r in cell.results])) for kind in ("calibrate", "search", "confirm")),
+                             fmt(med(cell.runs_ratio)), fmt(med(cell.search_ratio)), fmt(med(cell.e2e_ratio)), fmt(med([r.wall for r in cell.results]), 1)])
     seeds_txt = ", ".join(f"n={n}: {seeds[n]}" for n in sizes)
     table(
         f"Real processes and git: revert-bisect vs `git bisect run` (test: {TEST_KIND} script sleeping {args.sleep:g}s, flake {args.flake:g}; seeds {seeds_txt}; {os.cpu_count()} CPUs)",
         ["n", "tool", "k", "accuracy (culprit == expected)", "search rounds (median; JSON rounds_by_kind.search; git: runs)", "ideal ceil(log_(k+1) n)",
          "all rounds (median; calibrate+search+confirm)", "test runs (median; JSON runs; git: lines in SYNTH_RUN_LOG)",
-         "search wall / git (median of per-seed ratios; estimate: search rounds x median search-step duration_s, over git's measured wall)",
+         "calibration + search + confirmation runs (medians)", "test runs / git (median of per-seed ratios)", "search wall / git (median of per-seed ratios; estimate: search rounds x median search-step duration_s, over git's measured wall)",
          "end-to-end wall / git (median of per-seed ratios; measured CLI process wall / git's measured wall)", "end-to-end s (median, measured)"],
         rows,
         ["git's wall clock is measured around `git bisect start BAD GOOD` + `git bisect run TEST` (checkouts included). revert-bisect's end-to-end wall "
@@ -387,7 +393,7 @@ def main() -> int:
     parser.add_argument("--sleep", type=float, default=0.25, help="seconds each real test run sleeps (default 0.25)")
     parser.add_argument("--test", choices=["sh", "python"], default="sh", help="the synthetic test as /bin/sh (default) or Python; both tools run the same one")
     parser.add_argument("--flake", type=float, default=0.0, help="chance a good commit's real test run fails (default 0: deterministic)")
-    parser.add_argument("--sim-seeds", type=int, default=1000, help="seeds of the flaky simulation (default 1000)")
+    parser.add_argument("--sim-seeds", type=int, help="seeds of the flaky simulation (default 10000, known to about +-0.1%%; --quick: 1000)")
     parser.add_argument("--det-seeds", type=int, help="seeds per n of the deterministic simulation (default 200; --quick: 50)")
     parser.add_argument("--engine-n", type=int, default=100_000, help="commits for the engine timing (default 100000)")
     parser.add_argument("--engine-seeds", type=int, help="full searches timed (default 3; --quick: 1)")
@@ -401,6 +407,7 @@ def main() -> int:
     if len(args.seeds) != len(args.sizes):
         parser.error(f"--seeds takes one number per size ({len(args.sizes)}: for n={','.join(map(str, args.sizes))})")
     args.det_seeds = args.det_seeds or (50 if args.quick else 200)
+    args.sim_seeds = args.sim_seeds or (1000 if args.quick else 10_000)
     args.engine_seeds = args.engine_seeds or (1 if args.quick else 3)
     parts = set(args.only or ["real", "sim", "engine"])
 
