@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.bisect.engine import decide
+from bot.bisect.evidence import fewest_errors
 from bot.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
+from bot.bisect.posterior import Tally
 from bot.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate
 from bot.bisect.verdict import MetricRule, RawResult, Verdict
 
@@ -31,6 +33,14 @@ def test_deterministic_search_finds_culprit_in_k_ary_rounds(n, data, k, auto):
     assert result.total_rounds - result.rounds[Kind.CONFIRM] <= math.ceil(2 / k) + bound(n, k)
     assert result.runs_by_kind[Kind.CONFIRM] == (1 if auto else 0)  # auto re-runs the culprit once; 0 trusts the search
     assert result.rounds[Kind.CONFIRM] == (1 if auto else 0)
+
+
+@given(st.dictionaries(st.integers(0, 40), st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_fewest_errors_is_the_best_single_cut(cells):
+    tallies = {p: Tally(*pf) for p, pf in cells.items()}
+    brute = min(sum(t.fails if p <= cut else t.passes for p, t in tallies.items()) for cut in [-1, *tallies])
+    assert fewest_errors(tallies) == (brute, sum(t.passes + t.fails for t in tallies.values()))
 
 
 def test_flaky_tests_accuracy_at_least_99_percent_where_git_bisect_is_not():

@@ -58,12 +58,15 @@ class Evidence:
 
 def fewest_errors(tallies: dict[int, Tally]) -> tuple[int, int]:
     """(fewest results that disagree with any single first-bad position, total results)."""
-    positions = sorted(tallies)
     total = sum(t.passes + t.fails for t in tallies.values())
-    best = total
-    for cut in [-1] + positions:  # everything <= cut is good, everything above bad
-        errors = sum(t.fails if p <= cut else t.passes for p, t in tallies.items())
-        best = min(best, errors)
+    # One pass over the cuts (everything <= cut good, everything above bad), oldest first: a cut's
+    # errors are the failures at or below it plus the passes above it. Runs on every decision.
+    fails_below, passes_above = 0, sum(t.passes for t in tallies.values())
+    best = passes_above  # the cut below every position: all bad
+    for p in sorted(tallies):
+        fails_below += tallies[p].fails
+        passes_above -= tallies[p].passes
+        best = min(best, fails_below + passes_above)
     return best, total
 
 
