@@ -13,7 +13,6 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY runners ./runners
-COPY examples ./examples
 RUN /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels . \
     && set -- /wheels/revert_bisect-*.whl \
     && /opt/venv/bin/pip install "$1[postgres]"

@@ -5,10 +5,10 @@
 
 Prints markdown tables to stdout (progress goes to stderr). bench/README.md explains each column.
 
-1. Real processes, real git: synthetic repositories (bot.synthetic, one regression at a random
+1. Real processes, real git: synthetic repositories (scenarios.synthetic, one regression at a random
    commit per seed, a test that sleeps --sleep seconds), `git bisect start BAD GOOD && git bisect
    run TEST` against `revert-bisect bisect --workers k` run as a subprocess, on the same repository.
-2. Simulation (bot.bisect.simulate, no processes): accuracy with a flaky test; rounds with a
+2. Simulation (bot.domain.bisect.simulate, no processes): accuracy with a flaky test; rounds with a
    deterministic one against ceil(log2 n) and ceil(log_(k+1) n).
 3. The engine alone on 100,000 commits: time spent in `decide` per call and per probe.
 """
@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 import tables  # noqa: E402  (bench/tables.py, beside this script)
 
-from bot.bisect.engine import decide  # noqa: E402
-from bot.bisect.model import Kind, Problem, Run, Settings, State, Status  # noqa: E402
-from bot.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate  # noqa: E402
-from bot.synthetic import SyntheticRepo, build, random_culprit  # noqa: E402
+from bot.domain.bisect.engine import decide  # noqa: E402
+from bot.domain.bisect.model import Kind, Problem, Run, Settings, State, Status  # noqa: E402
+from bot.domain.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate  # noqa: E402
+from scenarios.synthetic import SyntheticRepo, build, random_culprit  # noqa: E402
 
 COMMAND = "python " + shlex.join(["bench/bisect_bench.py", *sys.argv[1:]])
 
@@ -143,7 +143,7 @@ def run_git_bisect(synth: SyntheticRepo, work: Path) -> GitResult:
 def run_revert_bisect(synth: SyntheticRepo, workers: int, work: Path, db_url: str, env: dict[str, str]) -> RbResult | None:
     out_json = work / f"rb-k{workers}.json"
     out_json.unlink(missing_ok=True)
-    argv = [sys.executable, "-m", "bot.cli", "bisect", "--repo", str(synth.path), "--good", synth.good, "--bad", synth.bad,
+    argv = [sys.executable, "-m", "bot.cli.main", "bisect", "--repo", str(synth.path), "--good", synth.good, "--bad", synth.bad,
             "--workers", str(workers), "--json", str(out_json), "--db", db_url, "--", *test_command(synth)]
     t0 = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -166,7 +166,7 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     db_url = f"sqlite:///{work / 'bench.db'}"
     # Create and migrate the store once, so no bisection below pays for the migrations.
-    subprocess.run([sys.executable, "-m", "bot.cli", "status", "--db", db_url], check=True, capture_output=True, env=env, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "bot.cli.main", "status", "--db", db_url], check=True, capture_output=True, env=env, cwd=ROOT)
     cells: dict[tuple[int, str, int], Cell] = {}
     ok = True
     for n in sizes:
@@ -233,7 +233,7 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
          "end-to-end wall / git (median of per-seed ratios; measured CLI process wall / git's measured wall)", "end-to-end s (median, measured)"],
         rows,
         ["git's wall clock is measured around `git bisect start BAD GOOD` + `git bisect run TEST` (checkouts included). revert-bisect's end-to-end wall "
-         "is the whole `python -m bot.cli bisect` process: interpreter start, store, worktree creation and removal, calibration, search and confirmation. "
+         "is the whole `python -m bot.cli.main bisect` process: interpreter start, store, worktree creation and removal, calibration, search and confirmation. "
          "Its search wall is an estimate: the JSON has no step timestamps, so it is (search rounds) x (median duration_s of its search steps; a step's "
          "duration includes its worktree checkout). Ratios below 1 mean faster than `git bisect run`. Rounds are the distinct round numbers the driver "
          "gave its steps: a step dispatched on its own while a round-mate is still running starts a new round."],
@@ -276,7 +276,7 @@ def flaky_accuracy(seeds: int, n: int = 64, flake: float = 0.05) -> None:
         ["tool / settings", "k", "accuracy (found & correct)", "wrong answer (found, not the culprit)", "no answer (ambiguous/inconclusive/no culprit)",
          "mean test runs", "mean rounds (all kinds)", "mean search rounds"],
         rows,
-        ["Each seed draws the culprit and the flaky test's random stream; every row uses the same seeds. bot.bisect.simulate runs the engine in "
+        ["Each seed draws the culprit and the flaky test's random stream; every row uses the same seeds. bot.domain.bisect.simulate runs the engine in "
          "synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (BAD and GOOD taken on trust, one run per midpoint)."],
     )
 
@@ -336,7 +336,7 @@ def versus_git(seeds: int, sizes: tuple[int, ...] = (64, 240, 512), workers: tup
         f"Simulation: test runs and rounds against `git bisect run`, deterministic test ({seeds} seeds per n, culprit uniform)",
         ["n", "tool", "k", "test runs (median)", "calibration + search + confirmation runs (medians)", "rounds (median)", "runs / git", "target (issue 11)", "accuracy"],
         rows,
-        ["bot.bisect.simulate runs the engine in synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (one run per midpoint, "
+        ["bot.domain.bisect.simulate runs the engine in synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (one run per midpoint, "
          "endpoints taken on trust), which the real-process table matches. A round holding calibration and search runs counts once. "
          "Targets: at most 1.5x git's test runs at k = 1 and 2.0x at k = 3."],
     )
@@ -375,7 +375,7 @@ def engine_timing(n: int, workers: int, seeds: int) -> None:
         ["n", "k", "candidate list, once (ms)", "decide calls", "probes planned", "ms per call (median)", "ms per call (max)", "ms per probe (median)", "ms per probe (max)", "total decide s"],
         [[f"{n:,}", str(workers), fmt(setup_ms), str(len(call_ms)), str(probes_total), fmt(med(call_ms)), fmt(max(call_ms)), fmt(med(probe_ms)), fmt(max(probe_ms)),
           fmt(sum(call_ms) / 1000, 3)]],
-        ["Wall time of each `decide(problem, state, runs, (), k)` call along whole searches (linear_graph from bot.bisect.simulate; building the "
+        ["Wall time of each `decide(problem, state, runs, (), k)` call along whole searches (linear_graph from bot.domain.bisect.simulate; building the "
          "graph is not timed). The first-parent candidate list is built once per bisection and timed on its own. Per probe: a call's time divided by "
          "the probes it returned (calls that finish return none and are left out of that column)."],
     )

@@ -22,15 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.gitrepo import GitRepo  # noqa: E402
-from bot.orchestrator import setup  # noqa: E402
-from bot.orchestrator.config import BisectConfig  # noqa: E402
-from bot.orchestrator.driver import Driver  # noqa: E402
-from bot.revert.git_revert import reverter_for  # noqa: E402
-from bot.store.db import connect  # noqa: E402
-from bot.store.store import Store  # noqa: E402
-from examples.mamba_track_boundary import build  # noqa: E402
-from runners.backends.local import LocalPool  # noqa: E402
+from bot.adapters.git.repo import GitRepo  # noqa: E402
+from bot.service import setup  # noqa: E402
+from bot.service.config import BisectConfig  # noqa: E402
+from bot.service.driver import Driver  # noqa: E402
+from bot.adapters.git.revert import reverter_for  # noqa: E402
+from bot.adapters.store.db import connect  # noqa: E402
+from bot.adapters.store.store import Store  # noqa: E402
+from scenarios.mamba_track_boundary import build  # noqa: E402
+from bot.adapters.dispatch.local_pool import LocalPool  # noqa: E402
 from runners.envs import EnvError, EnvSpec, pins  # noqa: E402
 
 

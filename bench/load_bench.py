@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 import tables  # noqa: E402  (bench/tables.py, beside this script)
 
-from bot.store.db import connect  # noqa: E402
-from bot.webhooks.signature import sign  # noqa: E402
+from bot.adapters.store.db import connect  # noqa: E402
+from bot.ingress.webhooks.signature import sign  # noqa: E402
 from runners.probes.server import free_port  # noqa: E402
 
 COMMAND = "python " + shlex.join(["bench/load_bench.py", *sys.argv[1:]])
@@ -155,7 +155,7 @@ def server_env(work: Path, n: int) -> dict[str, str]:
 
 def log_format_args() -> list[str]:
     """`--log-format text` when this version of `serve` has the option (JSON logs are the default)."""
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--help"], capture_output=True, text=True, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "bot.cli.main", "serve", "--help"], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "COLUMNS": "200"})
     return ["--log-format", "text"] if "--log-format" in out.stdout else []
 
@@ -166,7 +166,7 @@ def start_replicas(count: int, db_url: str, work: Path, extra: list[str]) -> lis
         port = free_port()
         log_path = work / f"replica-{n}.log"
         out = open(log_path, "w")
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port), "--db", db_url, *extra],
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db_url, *extra],
                                 env=server_env(work, n), stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
         out.close()
         replicas.append(Replica(f"http://127.0.0.1:{port}", proc, log_path))

@@ -7,13 +7,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from bot.dashboard import install as install_dashboard
+from bot.web import install as install_dashboard
 from bot.observability import observe
 from bot.settings import BotSettings
-from bot.store.db import connect
-from bot.store.deliveries import Deliveries, Jobs
-from bot.webhooks.router import router as webhooks
-from bot.worker import Handler, Worker
+from bot.adapters.store.db import connect
+from bot.adapters.store.deliveries import Deliveries, Jobs
+from bot.ingress.webhooks.router import router as webhooks
+from bot.ingress.worker import Handler, Worker
 
 
 def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = None) -> FastAPI:

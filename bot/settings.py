@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from platformdirs import user_cache_dir
 from pydantic import SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -34,3 +35,8 @@ class BotSettings(BaseSettings):
         if not self.local and self.webhook_secret.get_secret_value().strip().lower() in PLACEHOLDERS:
             raise ValueError("REVERT_BISECT_WEBHOOK_SECRET is unset or a placeholder: set the secret configured on the GitHub App's webhook")
         return self
+
+
+def default_workspace(settings: BotSettings) -> Path:
+    """Where the bot keeps its clones, `<workspace>/<owner>__<repo>`: settings.workspace, else the user cache directory."""
+    return settings.workspace or Path(user_cache_dir("revert-bisect", appauthor=False)) / "clones"

@@ -4,23 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from platformdirs import user_cache_dir
 from sqlalchemy import Engine
 
-from bot.flow.local_bisections import LocalBisections
-from bot.forge.app_auth import AppCredentials
-from bot.forge.github_adapter import GitHubForge, connect
-from bot.handlers.command_job import CommandJob
-from bot.handlers.nightly_job import NightlyJob
-from bot.policy.load import load_dir
-from bot.settings import BotSettings
-from bot.store.store import Store
-from bot.worker import Handler
-
-
-def default_workspace(settings: BotSettings) -> Path:
-    """Where the bot keeps its clones, `<workspace>/<owner>__<repo>`: settings.workspace, else the user cache directory."""
-    return settings.workspace or Path(user_cache_dir("revert-bisect", appauthor=False)) / "clones"
+from bot.service.bisections import LocalBisections
+from bot.adapters.github.app_auth import AppCredentials
+from bot.adapters.github.forge import GitHubForge, connect
+from bot.ingress.jobs.command import CommandJob
+from bot.ingress.jobs.nightly import NightlyJob
+from bot.adapters.policy_files import load_dir
+from bot.settings import BotSettings, default_workspace
+from bot.adapters.store.store import Store
+from bot.ingress.worker import Handler
 
 
 def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:

@@ -15,11 +15,18 @@ import math
 from datetime import datetime
 from typing import Any
 
-from bot.bisect.verdict import RawResult, classify
-from runners.backends.base import StepResult
+from runners.spec import StepResult
 
 SCHEMA = 1
 LOG_TAIL_CHARS = 4000
+
+
+def exit_verdict(exit_code: int | None) -> str:
+    """An exit code read as `git bisect run` reads it: 0 good, 125 skip, 1-127 bad, anything else infra
+    (the wire contract's meaning; the bot's engine reads codes the same way, a test holds them equal)."""
+    if exit_code is None or not 0 <= exit_code < 128:
+        return "infra"
+    return "good" if exit_code == 0 else "skip" if exit_code == 125 else "bad"
 
 
 class ResultError(ValueError):
@@ -27,7 +34,7 @@ class ResultError(ValueError):
 
 
 def to_json(result: StepResult, metric_name: str | None = None, threshold: float | None = None) -> dict[str, Any]:
-    verdict = classify(RawResult(result.exit_code, None, result.infra_reason), None, None).value
+    verdict = "infra" if result.infra_reason is not None else exit_verdict(result.exit_code)
     data = {
         "schema": SCHEMA, "step_id": result.step_id, "sha": result.sha, "verdict": verdict,
         "exit_code": result.exit_code, "infra_reason": result.infra_reason,

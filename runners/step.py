@@ -36,10 +36,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bot.gitrepo import GitRepo, git_auth, sync_clone
-from bot.revert.git_revert import revert_into
+from runners.git import checkout as git_checkout
+from runners.git import git_auth, has_commit, revert_into, sync_clone
+from runners.git import run as git_run
 from runners import result as result_json
-from runners.backends.base import RevertOf, StepResult, StepSpec
+from runners.spec import RevertOf, StepResult, StepSpec
 from runners.envs import EnvCache, EnvError, EnvSpec
 from runners.metric import compile_metric_regex, metric_from_file, metric_from_output
 from runners.proc import run_logged
@@ -150,29 +151,18 @@ def run_in_tree(spec: StepSpec, tree: Path, out: Path, envs: EnvCache | None, ru
 
 def checkout(tree: Path, spec: StepSpec, log) -> None:
     """The worktree at spec.sha; a runner that lacks HEAD + revert makes it from `onto` and `culprit`."""
-    if spec.revert is None or _has_commit(tree, spec.sha):
-        GitRepo.checkout(tree, spec.sha)
+    if spec.revert is None or has_commit(tree, spec.sha):
+        git_checkout(tree, spec.sha)
         return
-    GitRepo.checkout(tree, spec.revert.onto)
+    git_checkout(tree, spec.revert.onto)
     revert_into(tree, spec.revert.culprit, spec.revert.onto)
     log(f"revert-bisect: testing {spec.revert.onto[:12]} + revert of {spec.revert.culprit[:12]}")
-
-
-def _has_commit(tree: Path, sha: str) -> bool:
-    return subprocess.run(["git", "-C", str(tree), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True).returncode == 0
-
-
-def _git(tree: Path, *args: str, auth: list[str] | None = None) -> str:
-    proc = subprocess.run(["git", *(auth or []), "-C", str(tree), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise RuntimeError(f"git {args[0]} failed: {proc.stderr.strip()[-300:]}")
-    return proc.stdout.strip()
 
 
 # -- on a runner: a cached clone of the repository, a worktree slot, then run_in_tree --
 
 
-def clone_of(repository: str, cache: Path, sha: str, token: str | None) -> GitRepo:
+def clone_of(repository: str, cache: Path, sha: str, token: str | None) -> Path:
     """A clone of `repository` under cache, kept between steps and fetched only when it lacks `sha`."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", repository.rstrip("/").rsplit("/", 1)[-1])[:40]
     home = cache / "repos" / f"{name}-{hashlib.sha256(repository.encode()).hexdigest()[:10]}"
@@ -180,11 +170,11 @@ def clone_of(repository: str, cache: Path, sha: str, token: str | None) -> GitRe
     clone = home / "clone"
     with open(home / "clone.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (clone / ".git").is_dir() or not _has_commit(clone, sha):
+        if not (clone / ".git").is_dir() or not has_commit(clone, sha):
             sync_clone(repository, clone, token)
-        if not _has_commit(clone, sha):
-            _git(clone, "fetch", "--quiet", "origin", sha, auth=git_auth(token))
-    return GitRepo(clone)
+        if not has_commit(clone, sha):
+            git_run(clone, "fetch", "--quiet", "origin", sha, auth=git_auth(token))
+    return clone
 
 
 def execute(request: Request, cache: Path, out: Path, token: str | None = None) -> StepResult:
@@ -192,7 +182,7 @@ def execute(request: Request, cache: Path, out: Path, token: str | None = None) 
     runner = os.environ.get("RUNNER_NAME") or socket.gethostname()
     needed = spec.revert.onto if spec.revert else spec.sha
     repo = clone_of(request.repository, cache, needed, token)  # a culprit to revert is in onto's history
-    slot = acquire(repo, repo.path.parent / "slots")
+    slot = acquire(repo, repo.parent / "slots")
     try:
         return run_in_tree(spec, slot.tree, out, EnvCache(cache / "envs"), runner, slot.pidfile)
     finally:

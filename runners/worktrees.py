@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from bot import locks
-from bot.gitrepo import GitRepo
+from runners import locks
+from runners.git import add_worktree, prune_worktrees
 from runners.proc import kill_orphan
 
 
@@ -31,7 +31,7 @@ class Slot:
         self.lock.close()
 
 
-def acquire(repo: GitRepo, root: Path, limit: int = 64) -> Slot:
+def acquire(repo: Path, root: Path, limit: int = 64) -> Slot:
     """The first free slot under root (created when new); RuntimeError when `limit` are all busy."""
     root.mkdir(parents=True, exist_ok=True)
     for n in range(limit):
@@ -42,7 +42,7 @@ def acquire(repo: GitRepo, root: Path, limit: int = 64) -> Slot:
         slot = Slot(tree, lock)
         try:
             kill_orphan(slot.pidfile)
-            repo.add_worktree(tree)
+            add_worktree(repo, tree)
         except BaseException:
             slot.release()
             raise
@@ -50,7 +50,7 @@ def acquire(repo: GitRepo, root: Path, limit: int = 64) -> Slot:
     raise RuntimeError(f"all {limit} worktree slots under {root} are in use")
 
 
-def remove(repo: GitRepo, tree: Path) -> bool:
+def remove(repo: Path, tree: Path) -> bool:
     """Take the worktree out of the repository (`git worktree list`) and off the disk, with its lock and
     pid files; False, leaving it alone, while another process holds it."""
     lock = locks.take(_lockfile(tree), wait=False)
@@ -60,7 +60,7 @@ def remove(repo: GitRepo, tree: Path) -> bool:
     try:
         kill_orphan(pidfile)
         shutil.rmtree(tree, ignore_errors=True)
-        repo.repo.git.worktree("prune")  # drops the registration of every worktree whose directory is gone
+        prune_worktrees(repo)  # drops the registration of every worktree whose directory is gone
         pidfile.unlink(missing_ok=True)
     finally:
         locks.release_and_remove(lock, _lockfile(tree))

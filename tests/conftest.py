@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 import sqlalchemy
 
-from bot.synthetic import build
+from scenarios.synthetic import build
 
 PG_URL = os.environ.get("REVERT_BISECT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
@@ -50,7 +50,7 @@ def cli(tmp_path):
 
     def run(*args: str, env: dict | None = None, timeout: float = 180) -> CliResult:
         out = tmp_path / f"out-{uuid.uuid4().hex[:6]}.json"
-        argv = [sys.executable, "-m", "bot.cli", *args]
+        argv = [sys.executable, "-m", "bot.cli.main", *args]
         if args and args[0] == "bisect" and "--json" not in args:
             argv[4:4] = ["--json", str(out)]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})

@@ -24,8 +24,8 @@ from openapi_core.templating.responses.exceptions import ResponseNotFound
 from openapi_schema_validator import OAS30Validator
 from sqlalchemy.pool import NullPool
 
-from bot.demo_watch import failing_steps
-from bot.sandbox.schema import SPEC_PATH
+from bot.cli.demo_watch import failing_steps
+from sandbox.schema import SPEC_PATH
 
 SPEC = SPEC_PATH  # GitHub's description, cut to what the bot calls: the one copy, packaged with the sandbox
 SERVED_PREFIXES_EXCLUDED = ("/repos/{owner}/{repo}/actions/", "/app/installations/", "/repos/{owner}/{repo}/installation")

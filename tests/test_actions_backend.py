@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bot.forge.actions import RunState
+from bot.adapters.github.actions import RunState
 from runners import result as result_json
-from runners.backends.base import StepResult, StepSpec
-from runners.backends.github_actions import Dispatched, GitHubActionsBackend, Limits
+from runners.spec import StepResult, StepSpec
+from bot.adapters.dispatch.actions import Dispatched, GitHubActionsBackend, Limits
 
 SHA = "a" * 40
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github" / "webhooks"
@@ -233,7 +233,7 @@ def test_a_workflow_webhook_wakes_a_waiting_backend_at_once(tmp_path):
 
     from bot.app import create_app
     from bot.settings import BotSettings
-    from bot.webhooks.signature import sign
+    from bot.ingress.webhooks.signature import sign
 
     fake = FakeActions()
     b = GitHubActionsBackend(fake, "main", lambda spec, c: {"correlation": c}, 1, ["self-hosted"], Limits(poll_s=60))

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.flow.backends import step_inputs
-from bot.forge.actions import GitHubActions
-from bot.forge.github_adapter import connect
-from bot.sandbox.server import run_in_thread
-from bot.sandbox.state import SandboxState, bind_step_workflow
-from runners.backends.base import StepSpec
-from runners.backends.github_actions import GitHubActionsBackend, Limits
+from bot.service.backends import step_inputs
+from bot.adapters.github.actions import GitHubActions
+from bot.adapters.github.forge import connect
+from sandbox.server import run_in_thread
+from sandbox.state import SandboxState, bind_step_workflow
+from runners.spec import StepSpec
+from bot.adapters.dispatch.actions import GitHubActionsBackend, Limits
 from runners.step import RUNNER_PYTHON, Request
 
 STEP_WORKFLOW = Path(__file__).resolve().parent.parent / "runners" / "github" / "revert-bisect-step.yml"
@@ -180,12 +180,12 @@ def test_dispatch_inputs_match_what_the_workflow_declares():
 def test_a_restarted_driver_adopts_runs_still_going_instead_of_losing_them(world, tmp_path):
     """The bot died after dispatching a step: its run kept going on the runner. The next driver finds
     it by the ref stored with the step, waits for it, and does not dispatch that commit again."""
-    from bot.gitrepo import GitRepo
-    from bot.orchestrator import setup
-    from bot.orchestrator.config import BisectConfig
-    from bot.orchestrator.driver import Driver
-    from bot.store.db import connect
-    from bot.store.store import NewStep, Store
+    from bot.adapters.git.repo import GitRepo
+    from bot.service import setup
+    from bot.service.config import BisectConfig
+    from bot.service.driver import Driver
+    from bot.adapters.store.db import connect
+    from bot.adapters.store.store import NewStep, Store
 
     store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
     good, bad = world["shas"][0], world["shas"][2]
@@ -211,13 +211,13 @@ def test_an_infra_ending_is_retried_and_its_reason_is_in_the_status_comment(worl
     and the status comment names what happened to the lost run."""
     import threading
 
-    from bot.flow.status import render_status
-    from bot.gitrepo import GitRepo
-    from bot.orchestrator import setup
-    from bot.orchestrator.config import BisectConfig
-    from bot.orchestrator.driver import Driver
-    from bot.store.db import connect
-    from bot.store.store import Store
+    from bot.service.status import render_status
+    from bot.adapters.git.repo import GitRepo
+    from bot.service import setup
+    from bot.service.config import BisectConfig
+    from bot.service.driver import Driver
+    from bot.adapters.store.db import connect
+    from bot.adapters.store.store import Store
 
     marker = tmp_path / "first-run-started"
     slow_first = (f"import pathlib, sys, time; m = pathlib.Path({str(marker)!r})\n"

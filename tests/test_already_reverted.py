@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from bot.gitrepo import GitRepo
-from bot.orchestrator.report import EXIT_CODES
-from bot.revert.already import find_revert
-from bot.revert.git_revert import AlreadyReverted, create_revert, reverter_for
+from bot.adapters.git.repo import GitRepo
+from bot.service.report import EXIT_CODES
+from bot.adapters.git.already import find_revert
+from bot.adapters.git.revert import AlreadyReverted, create_revert, reverter_for
 from tests.test_cli_e2e import bisect_args
 
 ALREADY_REVERTED_EXIT = 10
@@ -181,9 +181,9 @@ def test_the_bot_comments_on_the_merged_revert_pr_instead_of_opening_another(tmp
     """A maintainer squash-merged a revert PR (`Revert "<subject>" (#N)`, no body) after the red nightly; a
     bisection of that nightly's range finds the culprit and proves its revert on the red head, then sees the
     revert on main: no branch, no PR, no tracking issue; the evidence is one comment on #N, and the outcome says so."""
-    from bot.sandbox import gitstore
-    from bot.store.db import connect
-    from bot.store.store import Store
+    from sandbox import gitstore
+    from bot.adapters.store.db import connect
+    from bot.adapters.store.store import Store
     from tests.test_github_story import _comments, _open_reverts, deliver_comment, sandbox_and_bot
 
     stack = sandbox_and_bot(tmp_path)
@@ -230,12 +230,12 @@ def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_pa
     """publish's existing-revert path with a revert pushed straight to the branch (its subject names no PR)."""
     from pathlib import Path
 
-    from bot.flow.publish import Published, publish
-    from bot.forge.github_adapter import GitHubForge, connect
-    from bot.policy.load import load
-    from bot.revert.already import RevertFound
-    from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
-    from examples.mamba_track_boundary import build
+    from bot.service.publish import Published, publish
+    from bot.adapters.github.forge import GitHubForge, connect
+    from bot.adapters.policy_files import load
+    from bot.adapters.git.already import RevertFound
+    from sandbox import SandboxState, run_in_thread, seed_from_scenario
+    from scenarios.mamba_track_boundary import build
 
     scenario = build(tmp_path / "scenario", commits=10, seed=2)
     state = SandboxState(tmp_path / "sandbox")

@@ -8,9 +8,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github import GithubException
 
-from bot.forge.app_auth import AppCredentials
-from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
-from examples.mamba_track_boundary import build
+from bot.adapters.github.app_auth import AppCredentials
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from scenarios.mamba_track_boundary import build
 from tests.sandbox_helpers import ContractChecker, install_recorder
 
 

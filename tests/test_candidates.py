@@ -1,4 +1,4 @@
-from bot.bisect.candidates import (
+from bot.domain.bisect.candidates import (
     ancestors,
     descendants,
     first_parent_scope,

@@ -9,7 +9,7 @@ import time
 import pytest
 import sqlalchemy
 
-from bot.synthetic import build
+from scenarios.synthetic import build
 
 
 def bisect_args(repo, *extra, command=None):
@@ -206,7 +206,7 @@ def test_sigkill_then_resume_finishes_without_rerunning_finished_steps(synth, tm
     db = f"sqlite:///{tmp_path / 'kill.db'}"
     runlog = tmp_path / "runs.log"
     env = {**os.environ, "SYNTH_RUN_LOG": str(runlog)}
-    argv = [sys.executable, "-m", "bot.cli", "bisect", "--db", db, "--workers", "2", "--json", str(tmp_path / "out.json"),
+    argv = [sys.executable, "-m", "bot.cli.main", "bisect", "--db", db, "--workers", "2", "--json", str(tmp_path / "out.json"),
             "--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad, "--", *repo.command()]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     engine = sqlalchemy.create_engine(db)
@@ -230,7 +230,7 @@ def test_sigkill_then_resume_finishes_without_rerunning_finished_steps(synth, tm
     with engine.connect() as conn:
         assert conn.execute(sqlalchemy.text("SELECT status FROM bisections")).scalar() is None  # really interrupted
 
-    resumed = subprocess.run([sys.executable, "-m", "bot.cli", "bisect", "--db", db, "--resume", "1", "--json", str(tmp_path / "out.json")],
+    resumed = subprocess.run([sys.executable, "-m", "bot.cli.main", "bisect", "--db", db, "--resume", "1", "--json", str(tmp_path / "out.json")],
                              env=env, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     import json

@@ -14,10 +14,10 @@ import pytest
 import sqlalchemy
 import typer
 
-from bot import locks
-from bot.cli import app
-from bot.orchestrator.report import summary
-from runners.backends.local import worktree_root
+from runners import locks
+from bot.cli.main import app
+from bot.service.report import summary
+from bot.adapters.dispatch.local_pool import worktree_root
 
 
 def flat(text: str) -> str:
@@ -155,7 +155,7 @@ def test_interrupted_bisection_keeps_its_worktrees_until_resumed(synth, tmp_path
     repo = synth(40, 27, sleep=0.3)
     db = f"sqlite:///{tmp_path / 'ctrl-c.db'}"
     workdir = tmp_path / "work"
-    argv = [sys.executable, "-m", "bot.cli", "bisect", "--db", db, "--workers", "2", "--workdir", str(workdir),
+    argv = [sys.executable, "-m", "bot.cli.main", "bisect", "--db", db, "--workers", "2", "--workdir", str(workdir),
             "--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad, "--", *repo.command()]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     engine = sqlalchemy.create_engine(db)
@@ -175,7 +175,7 @@ def test_interrupted_bisection_keeps_its_worktrees_until_resumed(synth, tmp_path
     root = worktree_root(repo.path, workdir)
     kept = worktrees(repo)
     assert len(kept) == 3 and all(path.startswith(f"{root}/wt-") for path in kept[1:]), kept  # main + 2 workers
-    resumed = subprocess.run([sys.executable, "-m", "bot.cli", "bisect", "--db", db, "--resume", "1"], capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run([sys.executable, "-m", "bot.cli.main", "bisect", "--db", db, "--resume", "1"], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert repo.culprit in resumed.stdout
     assert worktrees(repo) == [str(repo.path.resolve())]
@@ -202,7 +202,7 @@ def test_lock_file_removed_by_its_holder_never_admits_two(tmp_path):
 
 def test_concurrent_first_starts_migrate_once_and_leave_no_lock(tmp_path):
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    code = "import sys; from bot.store.db import connect, is_current; sys.exit(0 if is_current(connect(sys.argv[1])) else 1)"
+    code = "import sys; from bot.adapters.store.db import connect, is_current; sys.exit(0 if is_current(connect(sys.argv[1])) else 1)"
     procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE, text=True) for _ in range(4)]
     for proc in procs:
         _, stderr = proc.communicate(timeout=120)

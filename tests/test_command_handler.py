@@ -2,9 +2,9 @@
 
 import pytest
 
-from bot.commands.parse import Start
-from bot.handlers.command import Comment, Plan, plan
-from bot.policy.load import parse as parse_policy
+from bot.domain.commands import Start
+from bot.domain.command_plan import Comment, Plan, plan
+from bot.adapters.policy_files import parse as parse_policy
 
 POLICY = parse_policy("""\
 repository: acme/engine

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.commands.parse import Cancel, Help, Invalid, Start, Status, help_text, parse
-from bot.webhooks.signature import sign, verify
+from bot.domain.commands import Cancel, Help, Invalid, Start, Status, help_text, parse
+from bot.ingress.webhooks.signature import sign, verify
 
 
 @pytest.mark.parametrize(

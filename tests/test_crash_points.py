@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import sqlalchemy
 
-from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
-from bot.webhooks.signature import sign
-from examples.mamba_track_boundary import build
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from bot.ingress.webhooks.signature import sign
+from scenarios.mamba_track_boundary import build
 from tests.sandbox_helpers import BotWatch, github_get, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def test_twenty_sigkills_change_nothing(tmp_path):
     log = open(tmp_path / "bot.log", "ab")
 
     def start() -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port), "--db", db], env=env, stdout=log, stderr=log)
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db], env=env, stdout=log, stderr=log)
         deadline = time.monotonic() + 60
         while True:
             assert proc.poll() is None and time.monotonic() < deadline, "the bot did not start"

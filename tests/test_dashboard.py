@@ -19,19 +19,19 @@ from pydantic import SecretStr
 from starlette.testclient import TestClient
 
 from bot.app import create_app
-from bot.bisect.engine import decide
-from bot.bisect.model import Problem, Run, Settings, State
-from bot.bisect.simulate import FlakyTest, linear_graph
-from bot.dashboard import routes, views
-from bot.dashboard.auth import is_loopback
-from bot.dashboard.chart import render_svg
-from bot.gitrepo import GitRepo
-from bot.orchestrator import setup
-from bot.orchestrator.config import BisectConfig
+from bot.domain.bisect.engine import decide
+from bot.domain.bisect.model import Problem, Run, Settings, State
+from bot.domain.bisect.simulate import FlakyTest, linear_graph
+from bot.web import routes, views
+from bot.web.auth import is_loopback
+from bot.web.chart import render_svg
+from bot.adapters.git.repo import GitRepo
+from bot.service import setup
+from bot.service.config import BisectConfig
 from bot.settings import BotSettings
-from bot.store.db import connect
-from bot.store.store import StepReport, Store
-from bot.synthetic import build
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import StepReport, Store
+from scenarios.synthetic import build
 
 LOCAL = ("127.0.0.1", 50123)
 REMOTE = ("10.0.0.5", 1234)
@@ -49,7 +49,7 @@ def _env(home) -> dict:
 
 def _bisect(home, db: str, repo, *extra: str) -> dict:
     out = home / f"out-{len(list(home.glob('out-*')))}.json"
-    argv = [sys.executable, "-m", "bot.cli", "bisect", "--json", str(out), "--db", db, "--repo", str(repo.path),
+    argv = [sys.executable, "-m", "bot.cli.main", "bisect", "--json", str(out), "--db", db, "--repo", str(repo.path),
             "--good", repo.good, "--bad", repo.bad, *extra, "--", *repo.command()]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=_env(home))
     assert out.exists(), proc.stderr
@@ -135,7 +135,7 @@ def world(tmp_path_factory):
 
 
 def views_step(sha, kind, rnd):
-    from bot.store.store import NewStep
+    from bot.adapters.store.store import NewStep
 
     return NewStep(sha, kind, rnd)
 

@@ -22,13 +22,13 @@ import pytest
 import sqlalchemy
 
 from bot.app import create_app
-from bot.gitrepo import GitRepo
-from bot.orchestrator import setup
-from bot.orchestrator.config import BisectConfig
+from bot.adapters.git.repo import GitRepo
+from bot.service import setup
+from bot.service.config import BisectConfig
 from bot.settings import BotSettings
-from bot.store.db import connect
-from bot.store.store import NewBisection, NewStep, StepReport, Store
-from bot.synthetic import build
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
+from scenarios.synthetic import build
 from tests.test_github_story import (
     _open_reverts,
     deliver_comment,

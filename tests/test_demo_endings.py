@@ -17,7 +17,7 @@ import yaml
 from rich.console import Console
 from sqlalchemy import create_engine, text
 
-from bot import demo_github
+from bot.cli import demo_github
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -21,8 +21,8 @@ RUNNER_DOCKERFILE = ROOT / "deploy" / "runner.Dockerfile"
 RUNNER_ENTRYPOINT = ROOT / "deploy" / "runner-entrypoint.sh"
 MANIFEST = ROOT / "deploy" / "github-app-manifest.json"
 
-# Exactly what the bot calls (bot/forge, bot/flow, runners/backends/github_actions.py) and handles
-# (bot/webhooks/routes.py; workflow_job wakes the Actions backend's polling).
+# Exactly what the bot calls (bot/adapters/github, bot/service, bot/adapters/dispatch/actions.py) and handles
+# (bot/ingress/webhooks/routes.py; workflow_job wakes the Actions backend's polling).
 PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "actions": "write", "metadata": "read"}
 EVENTS = {"workflow_run", "workflow_job", "issue_comment"}
 
@@ -196,15 +196,17 @@ def test_dockerignore_keeps_what_the_build_copies():
             copied |= {src.strip("./") for src in args.split()[:-1]}
     assert copied <= kept, copied - kept
     # and everything the package build needs is copied: pyproject's packages and readme
-    assert {"pyproject.toml", "README.md", "bot", "runners", "examples"} <= copied
+    assert {"pyproject.toml", "README.md", "bot", "runners"} <= copied
+    # and nothing a service does not run: the GitHub sandbox and the demo's scenarios stay out
+    assert not copied & {"sandbox", "scenarios", "tests", "bench"}, copied
 
 
 def test_service_imports_and_starts_without_gpu_packages(tmp_path):
-    """bot.app, bot.wiring and bot.cli import, and the app is built and answers /healthz, with
-    torch, sglang and uv made unimportable -- as in the service image."""
+    """bot.app, bot.wiring and bot.cli.main import, and the app is built and answers /healthz, with
+    torch, sglang, uv, the sandbox and the scenarios made unimportable -- as in the service image."""
     script = textwrap.dedent(f"""
         import importlib.abc, sys
-        BLOCKED = {{"torch", "sglang", "uv"}}
+        BLOCKED = {{"torch", "sglang", "uv", "sandbox", "scenarios"}}
 
         class Blocker(importlib.abc.MetaPathFinder):
             def find_spec(self, name, path=None, target=None):
@@ -213,7 +215,7 @@ def test_service_imports_and_starts_without_gpu_packages(tmp_path):
                 return None
 
         sys.meta_path.insert(0, Blocker())
-        import bot.app, bot.wiring, bot.cli
+        import bot.app, bot.wiring, bot.cli.main
         from bot.settings import BotSettings
         app = bot.app.create_app(BotSettings(webhook_secret="x" * 32, db={f"sqlite:///{tmp_path / 'bot.db'}"!r}), handlers={{}})
         from fastapi.testclient import TestClient
@@ -229,7 +231,7 @@ def test_service_imports_and_starts_without_gpu_packages(tmp_path):
 
 
 def test_serve_accepts_host():
-    proc = subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--help"], cwd=ROOT, capture_output=True, text=True, check=False, timeout=120,
+    proc = subprocess.run([sys.executable, "-m", "bot.cli.main", "serve", "--help"], cwd=ROOT, capture_output=True, text=True, check=False, timeout=120,
                           env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     assert "--host" in proc.stdout and "--port" in proc.stdout and "--db" in proc.stdout
@@ -252,6 +254,6 @@ def test_app_manifest_permissions_and_events():
 
 def test_handled_events_are_subscribed():
     """Every event the webhook routes to a handler is one the App subscribes to."""
-    from bot.webhooks.routes import ROUTES
+    from bot.ingress.webhooks.routes import ROUTES
 
     assert {event for event, _ in ROUTES} <= EVENTS

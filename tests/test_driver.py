@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
-from bot.bisect.model import Status
-from bot.gitrepo import GitRepo
-from bot.orchestrator import setup
-from bot.orchestrator.config import BisectConfig
-from bot.orchestrator.driver import Driver
-from bot.store.db import connect
-from bot.store.store import Store
-from bot.synthetic import build
-from runners.backends.base import StepResult, StepSpec
+from bot.domain.bisect.model import Status
+from bot.adapters.git.repo import GitRepo
+from bot.service import setup
+from bot.service.config import BisectConfig
+from bot.service.driver import Driver
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from scenarios.synthetic import build
+from runners.spec import StepResult, StepSpec
 
 
 class EndpointsFirst:

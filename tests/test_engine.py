@@ -5,12 +5,12 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.bisect.engine import decide
-from bot.bisect.evidence import fewest_errors
-from bot.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
-from bot.bisect.posterior import Tally
-from bot.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate
-from bot.bisect.verdict import MetricRule, RawResult, Verdict
+from bot.domain.bisect.engine import decide
+from bot.domain.bisect.evidence import fewest_errors
+from bot.domain.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
+from bot.domain.bisect.posterior import Tally
+from bot.domain.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate
+from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
 
 
 def bound(n: int, k: int) -> int:

@@ -71,7 +71,7 @@ def test_an_environment_on_a_venv_sees_the_venvs_own_packages_and_installs_nothi
 
 
 def test_a_step_in_that_environment_imports_the_base_package(base, tmp_path):
-    from runners.backends.base import StepSpec
+    from runners.spec import StepSpec
     from runners.step import run_in_tree
 
     python, _ = base

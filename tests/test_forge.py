@@ -4,9 +4,9 @@ import subprocess
 
 import pytest
 
-from bot.forge.github_adapter import GitHubForge, connect, push_branch
-from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
-from examples.mamba_track_boundary import build
+from bot.adapters.github.forge import GitHubForge, connect, push_branch
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from scenarios.mamba_track_boundary import build
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +70,10 @@ def test_push_and_open_pr_once_without_leaving_the_token_behind(sandbox):
 def test_an_open_revert_of_the_culprit_gets_the_evidence_not_a_second_pr(sandbox):
     from pathlib import Path
 
-    from bot.flow.publish import publish
-    from bot.policy.load import load
-    from bot.revert.git_revert import Revert
-    from bot.revert.pr_body import PullRequestDraft
+    from bot.service.publish import publish
+    from bot.adapters.policy_files import load
+    from bot.adapters.git.revert import Revert
+    from bot.service.pr_body import PullRequestDraft
 
     forge, scenario, seeded = sandbox["forge"], sandbox["scenario"], sandbox["seeded"]
     token = seeded.tokens["revert-bisect-bot"]

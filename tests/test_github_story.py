@@ -18,11 +18,11 @@ import pytest
 import uvicorn
 
 from bot.app import create_app
-from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from bot.settings import BotSettings
-from bot.webhooks.signature import sign
+from bot.ingress.webhooks.signature import sign
 from bot.observability.logs import ContextFilter, RedactFilter, TextFormatter
-from examples.mamba_track_boundary import build
+from scenarios.mamba_track_boundary import build
 from tests.sandbox_helpers import BotWatch, github_get, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -283,7 +283,7 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
 
     scenario = build(tmp_path / "scenario", commits=24, seed=5)
     sandbox_port, bot_port = free_port(), free_port()
-    sandbox = subprocess.Popen([sys.executable, "-m", "bot.sandbox", "--scenario", str(tmp_path / "scenario"), "--port", str(sandbox_port),
+    sandbox = subprocess.Popen([sys.executable, "-m", "sandbox", "--scenario", str(tmp_path / "scenario"), "--port", str(sandbox_port),
                                 "--root", str(tmp_path / "sandbox")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{sandbox_port}"
     db = f"sqlite:///{tmp_path / 'bot.db'}"
@@ -291,7 +291,7 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
            "REVERT_BISECT_GITHUB_TOKEN": "sandbox-token-revert-bisect-bot", "REVERT_BISECT_POLICIES": str(ROOT / "policies"),
            "REVERT_BISECT_WORKSPACE": str(tmp_path / "clones"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "REVERT_BISECT_JOB_LEASE_S": "3"}  # the killed bot's job is taken again once its lease runs out
-    serve = [sys.executable, "-m", "bot.cli", "serve", "--port", str(bot_port), "--db", db]
+    serve = [sys.executable, "-m", "bot.cli.main", "serve", "--port", str(bot_port), "--db", db]
     log = open(tmp_path / "bot.log", "ab")
     bot = subprocess.Popen(serve, env=env, stdout=log, stderr=log)
     watch = BotWatch(db, lambda: bot.poll() is None, [tmp_path / "bot.log"])
@@ -466,7 +466,7 @@ def test_shadow_mode_bisects_and_proves_but_writes_nothing_beyond_the_thread(tmp
     dashboard, and GitHub gets no branch, PR, issue, label or comment outside the thread that asked."""
     import shutil
 
-    from bot.sandbox import gitstore
+    from sandbox import gitstore
 
     policies = tmp_path / "policies"
     shutil.copytree(ROOT / "policies", policies)
@@ -496,7 +496,7 @@ def test_comment_only_puts_the_evidence_on_the_culprit_pr_and_pushes_nothing(tmp
     tracking issue) opened; the evidence is one comment on the culprit PR, and the status comment points there."""
     import shutil
 
-    from bot.sandbox import gitstore
+    from sandbox import gitstore
 
     policies = tmp_path / "policies"
     shutil.copytree(ROOT / "policies", policies)

@@ -1,4 +1,4 @@
-"""Safety guards on opening a revert PR (bot/flow/guards.py): each one refuses, with its policy key."""
+"""Safety guards on opening a revert PR (bot/domain/guards.py): each one refuses, with its policy key."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from bot.flow.guards import Culprit, Repository, revert_refusal, start_refusal
-from bot.policy.load import parse
+from bot.domain.guards import Culprit, Repository, revert_refusal, start_refusal
+from bot.adapters.policy_files import parse
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
 POLICY = parse("""
@@ -52,9 +52,9 @@ def test_start_is_refused_only_by_the_kill_switch_or_a_foreign_branch():
 def test_only_commits_on_the_watched_branch_are_bisected(tmp_path):
     import subprocess
 
-    from bot.errors import RepoError
-    from bot.flow.local_bisections import off_branch
-    from bot.gitrepo import GitRepo
+    from bot.domain.errors import RepoError
+    from bot.service.bisections import off_branch
+    from bot.adapters.git.repo import GitRepo
 
     git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True, text=True).stdout.strip()  # noqa: E731
     git("init", "-q", "-b", "main")
@@ -75,8 +75,8 @@ def test_a_range_longer_than_bisect_max_commits_is_refused_saying_how_to_narrow_
     """Counted over what the search may blame: the first-parent chain, or every commit with `first_parent: false`."""
     import subprocess
 
-    from bot.flow.local_bisections import too_long
-    from bot.gitrepo import GitRepo
+    from bot.service.bisections import too_long
+    from bot.adapters.git.repo import GitRepo
 
     def git(*a):
         return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=a", "-c", "user.email=a@b", *a],
@@ -105,11 +105,11 @@ def test_a_range_longer_than_bisect_max_commits_is_refused_saying_how_to_narrow_
 
 
 def test_first_parent_false_searches_every_commit_as_all_commits_does():
-    from bot.flow.local_bisections import bisect_config
+    from bot.service.bisections import bisect_config
 
     test = POLICY.tests[0]
     assert not bisect_config(POLICY, test, "origin/main", False).settings().descend_merges
     every = POLICY.model_copy(update={"bisect": POLICY.bisect.model_copy(update={"first_parent": False})})
     config = bisect_config(every, test, "origin/main", False)
-    assert config.settings().descend_merges and config.descend_merges  # the CLI's --all-commits (bot/cli.py)
+    assert config.settings().descend_merges and config.descend_merges  # the CLI's --all-commits (bot/cli/main.py)
     assert bisect_config(POLICY, test, "origin/main", True).verify_revert is False  # dry-run: no revert to prove

@@ -1,10 +1,10 @@
-"""What the kill switch held back (bot.flow.holds, bot.store.holds): one comment per held-back thing on the
+"""What the kill switch held back (bot.service.holds, bot.adapters.store.holds): one comment per held-back thing on the
 kill-switch issue, one record for the dashboard, however often a retried job says it again."""
 
-from bot.flow.holds import held_revert, held_start, hold
-from bot.policy.load import parse
-from bot.store.db import connect
-from bot.store.holds import Holds
+from bot.service.holds import held_revert, held_start, hold
+from bot.adapters.policy_files import parse
+from bot.adapters.store.db import connect
+from bot.adapters.store.holds import Holds
 
 POLICY = parse("""
 repository: o/r

@@ -1,4 +1,4 @@
-"""bot.forge.markdown: text from elsewhere reads back as itself through a CommonMark + GFM-tables parser,
+"""bot.domain.markdown: text from elsewhere reads back as itself through a CommonMark + GFM-tables parser,
 pings no one, and cannot break a table row, a code span or a fenced block."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from bot.forge.markdown import code, fence, text
+from bot.domain.markdown import code, fence, text
 
 PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 AT_LOGIN = re.compile(r"(?<!\w)@[\w-]")  # broader than GitHub's rule on purpose: anything that might ping

@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from bot.handlers.nightly import RunInfo, Scoped, Unscoped, failed_tests, scope
-from bot.policy.load import load
+from bot.domain.scope import RunInfo, Scoped, Unscoped, failed_tests, scope
+from bot.adapters.policy_files import load
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY = load(ROOT / "policies" / "sglang.yaml")
@@ -60,7 +60,7 @@ JUNIT = """<?xml version="1.0"?>
 
 
 def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
-    from bot.handlers.nightly import Results, junit_failures
+    from bot.domain.scope import Results, junit_failures
 
     assert junit_failures([JUNIT, "<not xml"]) == ["test_qwen3_next_decode_cache_hit.py.test_kl"]
     results = Results("no useful log lines", junit=(JUNIT,), metrics={"metric": {"name": "avg_kl_div", "value": 0.0071, "threshold": 0.002}})
@@ -74,7 +74,7 @@ def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
 def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
     """`results.log.summary`: run_suite prints its summary once the suite ran; a red run without it died first
     (runner lost, OOM, a setup step), even when a FAILED line was printed before the end."""
-    from bot.handlers.nightly import Results
+    from bot.domain.scope import Results
 
     red, green = run(40, "b" * 40, "failure"), run(38, "a" * 40, "success")
     died = LOG.split("=" * 60)[0] + "\n✗ FAILED:\n  test_qwen3_next_decode_cache_hit.py (exit code 1)\nError: The runner has received a shutdown signal\n"
@@ -85,7 +85,7 @@ def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
     # JUnit results are read instead of the log: no summary line needed
     assert isinstance(scope(POLICY, red, Results(died, junit=(JUNIT,)), [red, green]), list)
     # a policy without the key scopes the FAILED lines as before
-    from bot.policy.schema import LogPatterns
+    from bot.domain.policy import LogPatterns
 
     no_summary = POLICY.model_copy(update={"results": POLICY.results.model_copy(update={"log": LogPatterns(failed=POLICY.results.log.failed)})})
     assert isinstance(scope(no_summary, red, died, [red, green]), list)

@@ -20,11 +20,11 @@ from bot.observability.github_api import STATS
 from bot.observability.logs import redact, setup_logging
 from bot.observability.ready import check
 from bot.settings import BotSettings
-from bot.store.db import HEAD_REVISION, _alembic_config, connect
-from bot.store.deliveries import Deliveries, Jobs
-from bot.store.store import NewBisection, NewStep, StepReport, Store
-from bot.webhooks.signature import sign
-from bot.worker import Worker
+from bot.adapters.store.db import HEAD_REVISION, _alembic_config, connect
+from bot.adapters.store.deliveries import Deliveries, Jobs
+from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
+from bot.ingress.webhooks.signature import sign
+from bot.ingress.worker import Worker
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github" / "webhooks"
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
@@ -264,7 +264,7 @@ def test_bisections_steps_and_durations_come_from_the_store(tmp_path, dialect, r
 
 @pytest.fixture
 def sandbox(tmp_path):
-    from bot.sandbox import SandboxState, run_in_thread
+    from sandbox import SandboxState, run_in_thread
 
     state = SandboxState(tmp_path / "sandbox")
     token = "sandbox-token-" + uuid.uuid4().hex
@@ -280,8 +280,8 @@ def test_github_api_calls_are_counted_for_the_bots_clients(tmp_path, sandbox, js
     from cryptography.hazmat.primitives.asymmetric import rsa
     from github import GithubException
 
-    from bot.forge.app_auth import AppCredentials
-    from bot.forge.github_adapter import connect as github
+    from bot.adapters.github.app_auth import AppCredentials
+    from bot.adapters.github.forge import connect as github
 
     state, base, token = sandbox
     _, client, _ = make_app(tmp_path)

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.policy.load import PolicyError, load, load_dir, parse
-from bot.policy.schema import RevertAction
+from bot.adapters.policy_files import PolicyError, load, load_dir, parse
+from bot.domain.policy import RevertAction
 
 POLICIES = Path(__file__).resolve().parent.parent / "policies"
 
@@ -95,7 +95,7 @@ def test_check_policy_cli(cli, tmp_path):
 
 def test_sglang_policy_reproduces_the_incident_test_configuration(monkeypatch):
     """SGLang's TestQwen3NextLazyExtraBuffer: the same server arguments, 32 samples x 512 tokens, 0.002."""
-    from bot.policy.probe import probe_argv
+    from bot.service.probe import probe_argv
     from runners.probes.server import render_command
     from runners.probes.sglang_kl import launch_template, parse_args
     from runners.step import RUNNER_PYTHON
@@ -134,7 +134,7 @@ tests:
 
 
 def test_infra_retries_per_commit_come_from_the_policy():
-    from bot.orchestrator.config import BisectConfig
+    from bot.service.config import BisectConfig
 
     policy = parse(SNIPPET_ACTIONS.replace("runner: {backend: github_actions}", "runner: {backend: github_actions, labels: [gpu]}")
                    + "bisect: {max_infra_per_commit: 5}\n", "p.yaml")

@@ -1,7 +1,7 @@
 """Every policy key is read by some code: a key that validates and is read nowhere is a lie in the policy file
 (issue 11: `comment_only`, `first_parent`, `max_commits` and `results.log.summary` once were).
 
-A key counts as read when a module that uses the policy (imports `bot.policy` or names a `policy`) accesses it as
+A key counts as read when a module that uses the policy (imports `bot.domain.policy` or names a `policy`) accesses it as
 an attribute of something that is that key's model: `<x>.<parent>.<key>` (e.g. `policy.revert.daily_cap`,
 `test.runner.labels`), `<name>.<key>` where the name is the parent key (`runner.labels`), a variable bound from
 `<x>.<parent>` (`guards = policy.revert`), a parameter annotated with the model (`test: Test`), or a loop over
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bot.policy.schema import Policy, RunnerEnv
+from bot.domain.policy import Policy, RunnerEnv
 from runners.envs import EnvSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,7 +81,7 @@ class _Module:
                 self.bound.setdefault(node.target.id, set()).add(tail)
             elif isinstance(node, ast.arg):
                 self.bound.setdefault(node.arg, set()).update(_annotation_names(node.annotation))
-        self.uses_policy = any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("bot.policy") for n in ast.walk(tree)) or any(
+        self.uses_policy = any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith(("bot.domain.policy", "bot.adapters.policy_files")) for n in ast.walk(tree)) or any(
             isinstance(n, ast.Name) and n.id == "policy" or isinstance(n, ast.Attribute) and n.attr == "policy" or isinstance(n, ast.arg) and n.arg == "policy"
             for n in ast.walk(tree))
 
@@ -119,7 +119,7 @@ def test_every_policy_key_is_read_by_some_code():
 def test_the_walk_reaches_every_model_and_catches_an_unread_key():
     """The check can fail: a key nobody reads is named, and a field with a common name (`labels`) is not counted
     as read because another model's `labels` is."""
-    from bot.policy.schema import Closed, Revert, Runner, Test
+    from bot.domain.policy import Closed, Revert, Runner, Test
 
     reached = schema_fields(Policy)
     assert {Test, Runner, RunnerEnv, Revert} <= set(reached) and {"runner"} <= reached[Runner]

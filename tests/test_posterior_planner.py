@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.bisect.planner import choose_probes
-from bot.bisect.posterior import Contradiction, Posterior, Tally
+from bot.domain.bisect.planner import choose_probes
+from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
 
 
 def test_uniform_before_evidence_sums_to_one():

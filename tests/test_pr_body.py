@@ -4,13 +4,13 @@ import re
 
 from markdown_it import MarkdownIt
 
-from bot.gitrepo import GitRepo
-from bot.orchestrator import setup
-from bot.revert.draft import PrRecord, draft
-from bot.revert.git_revert import create_revert
-from bot.revert.pr_body import FailingTest, pr_number, strip_pr_number
-from bot.store.db import connect
-from bot.store.store import Store
+from bot.adapters.git.repo import GitRepo
+from bot.service import setup
+from bot.service.draft import PrRecord, draft
+from bot.adapters.git.revert import create_revert
+from bot.service.pr_body import FailingTest, pr_number, strip_pr_number
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
 
 
 def test_pr_number_from_squash_subject():
@@ -62,7 +62,7 @@ HARD_TITLES = {
 
 
 def _evidence(culprit_title: str):
-    from bot.revert.pr_body import AB, Culprit, RevertEvidence, Row
+    from bot.service.pr_body import AB, Culprit, RevertEvidence, Row
 
     rows = [Row(sha, title, "bad", "0.0065", 100 + i) for i, (sha, title) in enumerate(HARD_TITLES.items())]
     return RevertEvidence(
@@ -81,7 +81,7 @@ def _plain(inline) -> str:
 def test_titles_are_escaped_for_markdown_not_html():
     """Titles holding >, <, ', |, `, * and @mentions: the tables keep their columns, the text reads back as the
     title, no HTML entity appears, and no @login stands outside a code span (so no one is pinged)."""
-    from bot.revert.pr_body import render
+    from bot.service.pr_body import render
 
     culprit_title = HARD_TITLES["d" * 40]
     body = render(_evidence(culprit_title), "revert-bisect/101-ddddddd").body

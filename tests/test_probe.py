@@ -20,7 +20,7 @@ from runners.probes.server import free_port
 from runners.probes.sglang_kl import avg_kl, load_prompts, sample_kl
 
 ROOT = Path(__file__).resolve().parents[1]
-TEMPLATE = ROOT / "examples" / "mamba_track_boundary" / "template"
+TEMPLATE = ROOT / "scenarios" / "mamba_track_boundary" / "template"
 
 # A fake SGLang server. Its logprobs are known functions of position and token, and a decode that
 # resumed from its "cache" drifts from the prefill by drift(position): the expected KL is computable.
@@ -325,7 +325,7 @@ def test_sigterm_to_the_probe_stops_the_server(fake, tmp_path):
 def test_probe_matches_direct_queries_to_the_miniature_engine(tmp_path):
     import torch  # noqa: F401  (the model extra: a missing torch must fail, not skip)
 
-    from examples.mamba_track_boundary.history import BAD_BOUNDARY, GOOD_BOUNDARY
+    from scenarios.mamba_track_boundary.history import BAD_BOUNDARY, GOOD_BOUNDARY
 
     shutil.copytree(TEMPLATE / "mini_sglang", tmp_path / "mini_sglang")
     scheduler = tmp_path / "mini_sglang" / "scheduler.py"
@@ -404,7 +404,7 @@ def test_the_commit_under_test_cannot_replace_the_probe(tmp_path):
     """The scenario's test command runs in the worktree; a `runners/` package there must not win."""
     import subprocess
 
-    from examples.mamba_track_boundary import test_command
+    from scenarios.mamba_track_boundary import test_command
 
     fake = tmp_path / "runners" / "probes"
     fake.mkdir(parents=True)

@@ -17,9 +17,9 @@ import httpx
 import pytest
 import sqlalchemy
 
-from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
-from bot.webhooks.signature import sign
-from examples.mamba_track_boundary import build
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from bot.ingress.webhooks.signature import sign
+from scenarios.mamba_track_boundary import build
 from tests.sandbox_helpers import BotWatch, github_get, wait_for
 
 pytestmark = pytest.mark.postgres
@@ -58,7 +58,7 @@ def test_three_replicas_process_each_delivery_once_and_dispatch_each_step_once(t
                    "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"], "REVERT_BISECT_POLICIES": str(ROOT / "policies"),
                    "REVERT_BISECT_WORKSPACE": str(tmp_path / f"clones-{n}"), "XDG_CACHE_HOME": str(tmp_path / f"cache-{n}")}
             log = open(tmp_path / f"replica-{n}.log", "w")
-            procs.append(subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port), "--db", pg_url],
+            procs.append(subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", pg_url],
                                           env=env, stdout=log, stderr=subprocess.STDOUT))
             replicas.append(f"http://127.0.0.1:{port}")
         for url, proc in zip(replicas, procs):

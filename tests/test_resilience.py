@@ -14,15 +14,15 @@ import sqlalchemy
 from fastapi.testclient import TestClient
 
 from bot.app import create_app
-from bot.gitrepo import GitRepo
-from bot.orchestrator import setup
-from bot.orchestrator.config import BisectConfig
-from bot.orchestrator.driver import Driver
+from bot.adapters.git.repo import GitRepo
+from bot.service import setup
+from bot.service.config import BisectConfig
+from bot.service.driver import Driver
 from bot.settings import BotSettings
-from bot.store.db import connect
-from bot.store.store import Store
-from bot.webhooks.signature import sign
-from runners.backends.local import LocalPool
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from bot.ingress.webhooks.signature import sign
+from bot.adapters.dispatch.local_pool import LocalPool
 
 SECRET = "resilience-" + uuid.uuid4().hex
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github" / "webhooks"

@@ -4,16 +4,16 @@ import subprocess
 
 import pytest
 
-from bot.errors import RevertBisectError
-from bot.gitrepo import GitRepo
-from bot.revert.git_revert import (
+from bot.domain.errors import RevertBisectError
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.git.revert import (
     AlreadyReverted,
     RevertConflict,
     create_revert,
     reverter_for,
     safe_branch,
 )
-from bot.synthetic import build
+from scenarios.synthetic import build
 
 
 def git(repo, *args):

@@ -1,5 +1,5 @@
 """The GitHub sandbox through real PyGithub and real git, every response checked against GitHub's
-OpenAPI description (bot/sandbox/openapi) by openapi-core (see tests/sandbox_helpers.py)."""
+OpenAPI description (sandbox/openapi) by openapi-core (see tests/sandbox_helpers.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import requests
 from github import Auth, Github, GithubException
 
-from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
-from examples.mamba_track_boundary import build
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from scenarios.mamba_track_boundary import build
 from tests.sandbox_helpers import (
     ContractChecker,
     install_recorder,
@@ -357,7 +357,7 @@ def test_contract_coverage(sandbox):
 
 
 def test_standalone_module_serves_a_scenario(tmp_path):
-    """`python -m bot.sandbox --scenario DIR --port P` seeds the scenario and serves it."""
+    """`python -m sandbox --scenario DIR --port P` seeds the scenario and serves it."""
     import socket
     import sys
 
@@ -365,7 +365,7 @@ def test_standalone_module_serves_a_scenario(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "bot.sandbox", "--scenario", str(tmp_path / "scenario"),
+    proc = subprocess.Popen([sys.executable, "-m", "sandbox", "--scenario", str(tmp_path / "scenario"),
                              "--port", str(port), "--root", str(tmp_path / "github")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

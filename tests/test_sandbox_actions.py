@@ -1,4 +1,4 @@
-"""The sandbox's GitHub Actions emulation (bot/sandbox/actions.py) through real PyGithub: workflows,
+"""The sandbox's GitHub Actions emulation (sandbox/actions.py) through real PyGithub: workflows,
 dispatches (with and without `return_run_details`), runs, jobs, logs, artifacts, cancellation and signed
 `workflow_run` webhooks -- every REST response checked against the OpenAPI subset (tests/sandbox_helpers.py)."""
 
@@ -19,10 +19,10 @@ import requests
 from github import Auth, Github
 
 import tests.sandbox_helpers as helpers
-from bot.sandbox import SandboxState, run_in_thread, seed_from_scenario
-from bot.sandbox.state import NIGHTLY_WORKFLOW
-from bot.webhooks.signature import verify
-from examples.mamba_track_boundary import build
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from sandbox.state import NIGHTLY_WORKFLOW
+from bot.ingress.webhooks.signature import verify
+from scenarios.mamba_track_boundary import build
 from tests.sandbox_helpers import ContractChecker
 
 SECRET = "sandbox-hook-secret"
@@ -305,7 +305,7 @@ def test_actions_contract_coverage(sandbox):
 
 
 def test_cli_hook_and_schedule(tmp_path):
-    """`python -m bot.sandbox --scenario DIR --hook URL --hook-secret S --schedule`: the scheduled nightly
+    """`python -m sandbox --scenario DIR --hook URL --hook-secret S --schedule`: the scheduled nightly
     run on main fails (HEAD has the regression) and its signed `workflow_run.completed` arrives."""
     import socket
     import subprocess
@@ -329,7 +329,7 @@ def test_cli_hook_and_schedule(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "bot.sandbox", "--scenario", str(tmp_path / "scenario"),
+    proc = subprocess.Popen([sys.executable, "-m", "sandbox", "--scenario", str(tmp_path / "scenario"),
                              "--port", str(port), "--root", str(tmp_path / "gh"), "--schedule",
                              "--hook", f"http://127.0.0.1:{sink.server_address[1]}/", "--hook-secret", SECRET],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -351,7 +351,7 @@ def test_cli_hook_and_schedule(tmp_path):
         sink.shutdown()
 
 
-# -- workflow semantics read from the workflow file (bot/sandbox/workflow.py) --
+# -- workflow semantics read from the workflow file (sandbox/workflow.py) --
 
 STEP_WORKFLOW = Path(__file__).resolve().parent.parent / "runners" / "github" / "revert-bisect-step.yml"
 

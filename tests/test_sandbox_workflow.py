@@ -1,4 +1,4 @@
-"""The sandbox's workflow-file reader and `${{ }}` expression subset (bot/sandbox/workflow.py)."""
+"""The sandbox's workflow-file reader and `${{ }}` expression subset (sandbox/workflow.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import workflow as wf
-from bot.sandbox.workflow import ExpressionError, InputError
+from sandbox import workflow as wf
+from sandbox.workflow import ExpressionError, InputError
 
 STEP_WORKFLOW = Path(__file__).resolve().parent.parent / "runners" / "github" / "revert-bisect-step.yml"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from examples.mamba_track_boundary import Scenario, build
-from examples.mamba_track_boundary.history import (
+from scenarios.mamba_track_boundary import Scenario, build
+from scenarios.mamba_track_boundary.history import (
     AUTHORS,
     BAD_BOUNDARY,
     CULPRIT_TITLE,
@@ -171,13 +171,13 @@ def test_bad_arguments(tmp_path):
         build(tmp_path / "x", commits=5)
     with pytest.raises(ValueError):
         build(tmp_path / "y", commits=10, unbuildable=8)
-    proc = subprocess.run([sys.executable, "-m", "examples.mamba_track_boundary", "build", str(tmp_path / "z"), "--commits", "4"],
+    proc = subprocess.run([sys.executable, "-m", "scenarios.mamba_track_boundary", "build", str(tmp_path / "z"), "--commits", "4"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "at least 8" in proc.stderr
 
 
 def test_cli_builds_a_scenario(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "examples.mamba_track_boundary", "build", str(tmp_path), "--commits", "12",
+    proc = subprocess.run([sys.executable, "-m", "scenarios.mamba_track_boundary", "build", str(tmp_path), "--commits", "12",
                            "--seed", "2"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     sc = Scenario.load(tmp_path / "scenario.json")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bot.bisect.model import Phase, Problem
-from bot.bisect.simulate import linear_graph
-from bot.bisect.verdict import Verdict
-from bot.flow.status import render_status
-from bot.orchestrator.driver import Snapshot
+from bot.domain.bisect.model import Phase, Problem
+from bot.domain.bisect.simulate import linear_graph
+from bot.domain.bisect.verdict import Verdict
+from bot.service.status import render_status
+from bot.service.driver import Snapshot
 
 
 def test_waiting_steps_and_infra_reasons_are_shown():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runners import result as result_json
-from runners.backends.base import RevertOf, StepResult, StepSpec
+from runners.spec import RevertOf, StepResult, StepSpec
 from runners.envs import EnvCache, EnvError, EnvSpec, env_key, pins
 from runners.result import ResultError
 from runners.step import RUNNER_PYTHON, Request, SpecError, run_in_tree
@@ -234,3 +234,10 @@ def test_a_test_that_leaves_a_server_running_in_the_background_does_not_leave_it
         time.sleep(0.05)
     else:
         raise AssertionError("the background child of the test is still running")
+
+
+def test_the_runners_exit_verdict_is_the_engines():
+    from bot.domain.bisect.verdict import verdict_from_exit
+
+    for code in [None, -9, *range(0, 300)]:
+        assert result_json.exit_verdict(code) == verdict_from_exit(code).value, code

@@ -1,9 +1,9 @@
 import pytest
 import sqlalchemy
 
-from bot.errors import NotFound, StoreUnavailable
-from bot.store.db import HEAD_REVISION, connect, is_current
-from bot.store.store import NewBisection, NewStep, StepReport, Store
+from bot.domain.errors import NotFound, StoreUnavailable
+from bot.adapters.store.db import HEAD_REVISION, connect, is_current
+from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
 
 
 def exercise(url: str) -> None:
@@ -29,7 +29,7 @@ def exercise(url: str) -> None:
 def test_head_revision_constant_matches_alembic(tmp_path):
     from alembic.script import ScriptDirectory
 
-    from bot.store.db import HEAD_REVISION, _alembic_config
+    from bot.adapters.store.db import HEAD_REVISION, _alembic_config
 
     assert ScriptDirectory.from_config(_alembic_config()).get_current_head() == HEAD_REVISION
 
@@ -68,7 +68,7 @@ def test_migrations_match_the_models(backend, tmp_path, request):
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from bot.store.models import Base
+    from bot.adapters.store.models import Base
 
     url = f"sqlite:///{tmp_path / 'm.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
     engine = connect(url)
@@ -83,7 +83,7 @@ def test_replicas_starting_together_migrate_one_at_a_time(backend, tmp_path, req
     import sys
 
     url = f"sqlite:///{tmp_path / 'bot.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
-    program = f"from bot.store.db import connect, HEAD_REVISION, _revision\nwith connect({url!r}).connect() as c: print(_revision(c))"
+    program = f"from bot.adapters.store.db import connect, HEAD_REVISION, _revision\nwith connect({url!r}).connect() as c: print(_revision(c))"
     procs = [subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(4)]
     outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert outputs == [HEAD_REVISION] * 4, outputs

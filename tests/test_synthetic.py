@@ -2,7 +2,7 @@
 
 import subprocess
 
-from bot.synthetic import build
+from scenarios.synthetic import build
 
 
 def git(repo, *args):

@@ -1,4 +1,4 @@
-"""The trust report (bot/trust.py): counts over hand-made rows, re-land detection on a real git repository
+"""The trust report (bot/domain/trust.py): counts over hand-made rows, re-land detection on a real git repository
 (GitRepo.relanded), and the dashboard's /trust page and /api/trust (validated against the app's OpenAPI)."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from openapi_core.testing import MockRequest, MockResponse
 from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
-from bot import trust
+from bot.domain import trust
 from bot.app import create_app
-from bot.errors import RepoError
-from bot.flow.guards import GUARDS, Culprit, Repository, revert_refusal, start_refusal
-from bot.gitrepo import GitRepo
+from bot.domain.errors import RepoError
+from bot.domain.guards import GUARDS, Culprit, Repository, revert_refusal, start_refusal
+from bot.adapters.git.repo import GitRepo
 from bot.settings import BotSettings
-from bot.store.db import connect
-from bot.store.models import BisectionRow
+from bot.adapters.store.db import connect
+from bot.adapters.store.models import BisectionRow
 from bot.wiring import default_workspace
 from tests.test_guards import NOW, POLICY  # the same policy the guards are tested with
 
@@ -29,7 +29,7 @@ LOCAL = ("127.0.0.1", 50123)
 REMOTE = ("10.0.0.5", 1234)
 OK_CULPRIT = Culprit("Fix track boundary (#8924)", "ada", NOW - timedelta(days=1), ())
 OK_REPO = Repository("main", None, 0)
-# The guards' own messages (bot.flow.guards), so the report's reasons follow them.
+# The guards' own messages (bot.domain.guards), so the report's reasons follow them.
 DAILY_CAP = revert_refusal(POLICY, OK_CULPRIT, Repository("main", None, 2), NOW)
 TOO_OLD = revert_refusal(POLICY, Culprit("x (#1)", "a", NOW - timedelta(days=8), ()), OK_REPO, NOW)
 
@@ -314,7 +314,7 @@ def test_without_a_workspace_setting_the_default_clone_directory_is_used(tmp_pat
 
 def test_relanded_answers_are_kept_until_the_branch_moves(tmp_path, history, monkeypatch):
     """The trust page runs git once per (culprit, branch head): a page load on an unchanged clone asks nothing."""
-    from bot.dashboard.routes import relanded_in_clones
+    from bot.web.routes import relanded_in_clones
 
     git(history.path, "cherry-pick", history.culprit)
     workspace = tmp_path / "ws"

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from bot.bisect.verdict import (
+from bot.domain.bisect.verdict import (
     MetricRule,
     RawResult,
     Verdict,

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from bot.gitrepo import GitRepo
-from bot.orchestrator import setup
-from bot.orchestrator.config import BisectConfig
-from bot.store.db import connect
-from bot.store.deliveries import Deliveries, Incoming, Jobs
-from bot.store.store import NewStep, StepReport, Store
+from bot.adapters.git.repo import GitRepo
+from bot.service import setup
+from bot.service.config import BisectConfig
+from bot.adapters.store.db import connect
+from bot.adapters.store.deliveries import Deliveries, Incoming, Jobs
+from bot.adapters.store.store import NewStep, StepReport, Store
 from tests.sandbox_helpers import BotWatch, wait_for
 
 ENV_ERROR = "cannot make this commit's environment: `uv pip` failed: torch was not found"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bot.app import create_app
 from bot.settings import BotSettings
-from bot.webhooks.signature import sign
+from bot.ingress.webhooks.signature import sign
 
 SECRET = "fuzz-secret-" + uuid.uuid4().hex
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github" / "webhooks"

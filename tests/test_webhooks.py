@@ -13,7 +13,7 @@ import httpx
 import pytest
 import sqlalchemy
 
-from bot.webhooks.signature import sign
+from bot.ingress.webhooks.signature import sign
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github" / "webhooks"
 PAYLOADS = sorted(FIXTURES.glob("*.json"))
@@ -32,7 +32,7 @@ def server(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "REVERT_BISECT_WEBHOOK_SECRET": SECRET, "XDG_DATA_HOME": str(tmp / "d"), "XDG_CACHE_HOME": str(tmp / "c")}
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port), "--db", db], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -129,5 +129,5 @@ def test_ping_answers_pong(server):
 
 def test_serve_refuses_to_start_without_a_real_secret(tmp_path):
     env = {**os.environ, "REVERT_BISECT_WEBHOOK_SECRET": "changeme"}
-    r = subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--db", f"sqlite:///{tmp_path / 'x.db'}"], env=env, capture_output=True, text=True, timeout=30)
+    r = subprocess.run([sys.executable, "-m", "bot.cli.main", "serve", "--db", f"sqlite:///{tmp_path / 'x.db'}"], env=env, capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "REVERT_BISECT_WEBHOOK_SECRET" in r.stderr and "Traceback" not in r.stderr

@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from bot.store.db import connect
-from bot.store.deliveries import Deliveries, Incoming, Jobs
-from bot.worker import Worker
+from bot.adapters.store.db import connect
+from bot.adapters.store.deliveries import Deliveries, Incoming, Jobs
+from bot.ingress.worker import Worker
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

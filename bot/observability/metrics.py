@@ -17,7 +17,7 @@ from sqlalchemy import Engine, case, func, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.observability.github_api import GitHubApiCollector
-from bot.store.models import BisectionRow, JobRow, StepRow
+from bot.adapters.store.models import BisectionRow, JobRow, StepRow
 
 PREFIX = "revert_bisect_"
 DELIVERY_OUTCOMES = ("queued", "ignored", "duplicate", "refused_signature", "refused_bad_request", "too_large", "store_unavailable")

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.store.db import HEAD_REVISION
+from bot.adapters.store.db import HEAD_REVISION
 
 
 def _reason(exc: BaseException) -> str:
@@ -19,8 +19,8 @@ def _reason(exc: BaseException) -> str:
 
 def policy_status(directory: Path) -> dict[str, Any]:
     """What loading the policies directory gives: a count, or the problems (checked once, at start-up)."""
-    from bot.policy.load import load_dir
-    from bot.errors import RevertBisectError
+    from bot.adapters.policy_files import load_dir
+    from bot.domain.errors import RevertBisectError
 
     try:
         loaded = load_dir(directory)

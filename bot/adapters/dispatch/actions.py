@@ -1,0 +1,248 @@
+"""Bisect steps as GitHub Actions runs of the step workflow, on the repository's self-hosted runners.
+
+Each step is one `workflow_dispatch` of `revert-bisect-step.yml` with a unique correlation id in
+its inputs, which the workflow's run-name carries: the run is known at once when GitHub returns
+run details, and found by that id otherwise (a 204 answer, or an error after the request went
+out). Runs are polled (one GET per run in flight, every `poll_s`); a `workflow_run` or `workflow_job`
+webhook cuts the wait short (`wake_all`). Every way a run can end without a usable result is an infra verdict with its reason,
+never evidence about the commit: cancelled, timed out, never picked up by a runner with the
+labels, no artifact, a result.json that fails validation.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Protocol
+
+from runners import result as result_json
+from runners.spec import StepResult, StepSpec, new_ref
+from runners.result import ResultError
+
+ARTIFACT = "revert-bisect-step-{step}"
+
+
+class Dispatched(Exception):
+    """A dispatch that may or may not have created a run (an error after the request was sent)."""
+
+
+class Actions(Protocol):  # bot.adapters.github.actions.GitHubActions
+    def dispatch(self, ref: str, inputs: dict[str, str]) -> int | None: ...
+    def find_runs(self, marker: str, since: datetime) -> list[int]: ...
+    def state(self, run_id: int): ...
+    def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes | None: ...
+    def cancel(self, run_id: int) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Limits:
+    poll_s: float = 15.0
+    queue_timeout_s: float = 3600.0  # queued this long with no runner: given up (infra), the run cancelled
+    find_timeout_s: float = 120.0  # a run dispatched without details must show up by its run-name within this
+    redispatch: int = 2  # dispatches that may have failed are tried again this many times
+
+
+@dataclass
+class Flight:
+    spec: StepSpec
+    correlation: str
+    submitted: datetime
+    submitted_mono: float
+    run_id: int | None = None
+    url: str | None = None
+    dispatches: int = 1
+    queued_since: float | None = None
+    status: str = "dispatched"
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+def wake_all() -> None:
+    """A `workflow_run` or `workflow_job` webhook arrived: every backend in this process polls now."""
+    for backend in list(_LIVE):
+        backend.wake()
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class GitHubActionsBackend:
+    def __init__(self, actions: Actions, ref: str, inputs_for: Callable[[StepSpec, str], dict[str, str]],
+                 parallelism: int, labels: list[str], limits: Limits = Limits(), clock: Callable[[], float] = time.monotonic):
+        self.actions = actions
+        self.ref = ref
+        self.inputs_for = inputs_for
+        self.parallelism = parallelism
+        self.labels = labels
+        self.limits = limits
+        self.clock = clock
+        self._flights: dict[int, Flight] = {}
+        self._done: list[StepResult] = []
+        self._wake = threading.Event()
+        _LIVE.add(self)
+
+    @property
+    def free(self) -> int:
+        return max(0, self.parallelism - len(self._flights))
+
+    def waiting(self) -> dict[int, str]:
+        out = {}
+        for step_id, f in self._flights.items():
+            if f.queued_since is not None:
+                minutes = (self.clock() - f.queued_since) / 60
+                out[step_id] = f"queued {minutes:.0f} min for a runner labelled {', '.join(self.labels)}"
+            elif f.run_id is None:
+                out[step_id] = "dispatched; waiting for GitHub to create the run"
+        return out
+
+    def wake(self) -> None:
+        """A webhook about one of our runs arrived: poll now instead of at the next interval."""
+        self._wake.set()
+
+    def submit(self, spec: StepSpec) -> None:
+        flight = Flight(spec, spec.ref or new_ref(), _now(), self.clock())
+        self._flights[spec.step_id] = flight
+        self._dispatch(flight)
+
+    def adopt(self, spec: StepSpec, since: datetime) -> bool:
+        """A run dispatched before a restart keeps going on its runner: find it by its ref and wait for it
+        (dispatched again if it never appeared: the process may have died before dispatching)."""
+        if not spec.ref:
+            return False
+        since = since if since.tzinfo else since.replace(tzinfo=timezone.utc)  # SQLite hands back naive UTC
+        self._flights[spec.step_id] = Flight(spec, spec.ref, since, self.clock())
+        return True
+
+    def _dispatch(self, flight: Flight) -> None:
+        try:
+            run_id = self.actions.dispatch(self.ref, self.inputs_for(flight.spec, flight.correlation))
+        except Dispatched:
+            return  # a run may exist: found by its run-name, or dispatched again after find_timeout_s
+        except Exception as exc:  # noqa: BLE001 -- refused (422: the workflow is not installed, bad inputs): say why
+            self._fail(flight, f"dispatch of the step workflow refused: {_reason(exc)}")
+            return
+        flight.run_id = run_id
+
+    def wait(self, timeout: float | None) -> list[StepResult]:
+        deadline = None if timeout is None else self.clock() + timeout
+        while True:
+            self._poll()
+            if self._done or not self._flights:
+                out, self._done = self._done, []
+                return out
+            left = self.limits.poll_s if deadline is None else min(self.limits.poll_s, deadline - self.clock())
+            if left <= 0:
+                return []
+            self._wake.wait(left)
+            self._wake.clear()
+
+    def cancel(self, step_ids: list[int]) -> None:
+        for step_id in step_ids:
+            flight = self._flights.pop(step_id, None)
+            if flight is not None:
+                self._cancel_runs(flight)
+
+    def close(self) -> None:
+        """Runs still in flight are cancelled: nobody will read their results."""
+        self.cancel(list(self._flights))
+
+    # -- polling --
+
+    def _poll(self) -> None:
+        for flight in list(self._flights.values()):
+            try:
+                self._check(flight)
+            except Exception as exc:  # noqa: BLE001 -- GitHub hiccup: look again at the next poll
+                flight.status = f"cannot read the run: {_reason(exc)}"
+
+    def _check(self, flight: Flight) -> None:
+        if flight.run_id is None:
+            self._find(flight)
+            return
+        state = self.actions.state(flight.run_id)
+        flight.url = state.html_url
+        flight.status = state.status
+        if state.status in ("queued", "pending", "waiting", "requested"):
+            if flight.queued_since is None:
+                flight.queued_since = self.clock()
+            if self.clock() - flight.queued_since > self.limits.queue_timeout_s:
+                self.actions.cancel(flight.run_id)
+                self._fail(flight, f"no runner labelled {', '.join(self.labels)} started run {flight.run_id} within "
+                                   f"{self.limits.queue_timeout_s / 60:g} min ({state.html_url})")
+            return
+        flight.queued_since = None
+        if state.status != "completed":
+            return
+        if state.conclusion in ("success", "failure"):
+            self._read_result(flight, state.conclusion)
+        elif state.conclusion == "timed_out":
+            self._fail(flight, f"run {flight.run_id} timed out on {state.runner or 'its runner'} ({state.html_url})")
+        elif state.conclusion == "cancelled":
+            self._fail(flight, f"run {flight.run_id} was cancelled on GitHub (by hand, or its runner went away) ({state.html_url})")
+        else:
+            self._fail(flight, f"run {flight.run_id} concluded {state.conclusion} ({state.html_url})")
+
+    def _find(self, flight: Flight) -> None:
+        found = self.actions.find_runs(f"[{flight.correlation}]", flight.submitted)
+        if found:
+            flight.run_id = found[0]
+            for extra in found[1:]:  # a retried dispatch that created a second run: stop it
+                self.actions.cancel(extra)
+            return
+        if self.clock() - flight.submitted_mono < self.limits.find_timeout_s:
+            return
+        if flight.dispatches > self.limits.redispatch:
+            self._fail(flight, f"the step workflow was dispatched {flight.dispatches} times and no run appeared")
+            return
+        flight.dispatches += 1
+        flight.submitted, flight.submitted_mono = _now(), self.clock()
+        self._dispatch(flight)
+
+    def _read_result(self, flight: Flight, conclusion: str) -> None:
+        spec = flight.spec
+        name = ARTIFACT.format(step=spec.step_id)
+        data = self.actions.artifact_file(flight.run_id, name, "result.json")
+        if data is None:
+            self._fail(flight, f"run {flight.run_id} concluded {conclusion} without the artifact {name}/result.json ({flight.url})")
+            return
+        try:
+            got = result_json.from_json(json.loads(data), spec.step_id, spec.sha)
+        except (ResultError, ValueError) as exc:
+            self._fail(flight, f"run {flight.run_id}: invalid result.json: {exc} ({flight.url})")
+            return
+        self._flights.pop(spec.step_id, None)
+        runner = f"{got.runner} ({flight.url})" if flight.url else got.runner
+        self._done.append(replace(got, sha=spec.sha, runner=runner))
+
+    def _fail(self, flight: Flight, reason: str) -> None:
+        self._flights.pop(flight.spec.step_id, None)
+        now = _now()
+        self._done.append(StepResult(flight.spec.step_id, flight.spec.sha, None, None, reason, "github-actions",
+                                     (now - flight.submitted).total_seconds(), "", flight.submitted, now))
+
+    def _cancel_runs(self, flight: Flight) -> None:
+        ids = [flight.run_id] if flight.run_id else []
+        if not ids:
+            try:
+                ids = self.actions.find_runs(f"[{flight.correlation}]", flight.submitted)
+            except Exception:  # noqa: BLE001 -- best effort: an unfound run finishes and is ignored
+                ids = []
+        for run_id in ids:
+            try:
+                self.actions.cancel(run_id)
+            except Exception:  # noqa: BLE001 -- already gone or GitHub down: its result is ignored anyway
+                pass
+
+
+def _reason(exc: Exception) -> str:
+    data = getattr(exc, "data", None)
+    if isinstance(data, dict) and data.get("message"):
+        return f"{getattr(exc, 'status', '')} {data['message']}".strip()
+    return str(exc) or type(exc).__name__

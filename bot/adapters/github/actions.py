@@ -1,0 +1,96 @@
+"""GitHub Actions, through PyGithub: dispatch a workflow, find and watch its run, read its artifact, cancel it."""
+
+from __future__ import annotations
+
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from github import GithubException
+from github.Repository import Repository
+
+from bot.adapters.dispatch.actions import Dispatched
+
+
+@dataclass(frozen=True)
+class RunState:
+    id: int
+    status: str  # queued, pending, waiting, in_progress, completed, ...
+    conclusion: str | None
+    html_url: str
+    labels: tuple[str, ...] = ()
+    runner: str | None = None
+
+
+class GitHubActions:
+    def __init__(self, repo: Repository, workflow: str):
+        self.repo = repo
+        self.workflow_file = workflow
+        self._workflow = None
+
+    @property
+    def workflow(self):
+        if self._workflow is None:
+            self._workflow = self.repo.get_workflow(self.workflow_file)
+        return self._workflow
+
+    def dispatch(self, ref: str, inputs: dict[str, str]) -> int | None:
+        """The new run's id; None when GitHub answered 204 without run details (find it by its run-name).
+
+        GithubException 422 (refused: bad inputs, workflow missing on ref) propagates; anything else
+        raises Dispatched, since a run may exist."""
+        try:
+            answer = self.workflow.create_dispatch(ref, inputs, throw=True, return_run_details=True)
+        except GithubException as exc:
+            if exc.status in (400, 401, 403, 404, 422):
+                raise
+            raise Dispatched(str(exc)) from exc
+        except OSError as exc:
+            raise Dispatched(str(exc)) from exc
+        return answer.id if hasattr(answer, "id") else None
+
+    def find_runs(self, marker: str, since: datetime) -> list[int]:
+        """Ids of dispatched runs of the workflow whose title (run-name) contains marker, oldest first."""
+        created = (since - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        found = []
+        for run in self.workflow.get_runs(event="workflow_dispatch", created=f">={created}"):
+            if marker in (run.display_title or ""):
+                found.append(run.id)
+        return sorted(found)
+
+    def state(self, run_id: int) -> RunState:
+        run = self.repo.get_workflow_run(run_id)
+        labels, runner = (), None
+        if run.status != "completed" or run.conclusion in ("cancelled", "timed_out"):
+            for job in run.jobs():
+                labels, runner = tuple(job.labels or ()), job.runner_name
+                break
+        return RunState(run.id, run.status, run.conclusion, run.html_url, labels, runner)
+
+    def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes | None:
+        """One file of a run's artifact; None when the run has no such artifact or file."""
+        return artifact_files(self.repo, run_id, artifact).get(member)
+
+    def cancel(self, run_id: int) -> bool:
+        """False when the run had already completed (GitHub answers 409)."""
+        try:
+            return self.repo.get_workflow_run(run_id).cancel()
+        except GithubException as exc:
+            if exc.status == 409:
+                return False
+            raise
+
+
+def artifact_files(repo: Repository, run_id: int, name: str) -> dict[str, bytes]:
+    """The files of a run's artifact called `name` ({} when the run has none); GitHub redirects the
+    download to a short-lived pre-signed URL, which the requester follows."""
+    for artifact in repo.get_workflow_run(run_id).get_artifacts():
+        if artifact.name == name:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "artifact.zip"
+                repo.requester.getFile(artifact.archive_download_url, str(path))
+                with zipfile.ZipFile(path) as archive:
+                    return {member: archive.read(member) for member in archive.namelist()}
+    return {}

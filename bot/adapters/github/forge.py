@@ -1,0 +1,206 @@
+"""The code host, through PyGithub: the few reads and writes the bot makes, each write looked up first.
+
+Idempotence is by content the bot can find again: a PR by its head branch, a comment by a hidden
+marker in its body, a branch by its name. A retry after a crash never makes a second one.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import requests
+from github import Auth, Github, GithubException, GithubRetry
+from urllib3.util.retry import Retry
+from github.Repository import Repository
+
+from bot.domain.errors import RevertBisectError
+from bot.adapters.github.actions import artifact_files
+from bot.adapters.git.repo import git_auth
+from bot.domain.scope import RunInfo
+from bot.observability.github_api import instrument_pygithub
+
+# Every PyGithub client of this process (connect(), AppCredentials, their installation tokens) counts
+# its requests and keeps the rate limit it sees (revert_bisect_github_api_* in /metrics).
+instrument_pygithub()
+
+MARKER = "<!-- revert-bisect:{key} -->"
+FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
+
+
+class ForgeError(RevertBisectError):
+    pass
+
+
+@dataclass(frozen=True)
+class PullRef:
+    number: int
+    url: str
+    head: str
+    created: bool
+
+
+def retry_policy(*, patient: bool) -> GithubRetry:
+    """Retry 5xx, 429 and secondary rate limits (honouring Retry-After) on every method the bot uses.
+
+    The bot's writes are looked up before they are made, so a retried POST or PATCH is safe."""
+    return GithubRetry(
+        total=10, backoff_factor=1.0 if patient else 0.02, secondary_rate_wait=60 if patient else 1,
+        status_forcelist=list(range(500, 600)) + [429],
+        allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"},
+    )
+
+
+def connect(base_url: str, token: str, *, throttle: bool = True, timeout: int = 15) -> Github:
+    """A PyGithub client on any host that builds its URLs from `base_url` (GitHub, GHE, the sandbox).
+
+    `throttle=False` (a local sandbox) drops PyGithub's pauses between requests and retries fast."""
+    pauses = {} if throttle else dict(seconds_between_requests=0, seconds_between_writes=0)
+    return Github(base_url=base_url.rstrip("/"), auth=Auth.Token(token), retry=retry_policy(patient=throttle), timeout=timeout, **pauses)
+
+
+def marker(key: str) -> str:
+    return MARKER.format(key=re.sub(r"[^A-Za-z0-9_.:/-]", "-", key))
+
+
+class GitHubForge:
+    def __init__(self, gh: Github, repo_slug: str):
+        self.gh = gh
+        self.repo: Repository = gh.get_repo(repo_slug)
+
+    # -- reads --
+
+    def role(self, user: str) -> str | None:
+        """admin | maintain | write | triage | read, or None for a stranger (the only trustworthy check)."""
+        try:
+            return self.repo.get_collaborator_role_name(user)
+        except GithubException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def pulls_for_commit(self, sha: str) -> list[int]:
+        return [p.number for p in self.repo.get_commit(sha).get_pulls()]
+
+    def open_pr_for_head(self, branch: str) -> PullRef | None:
+        owner = self.repo.owner.login
+        for pr in self.repo.get_pulls(state="open", head=f"{owner}:{branch}"):
+            return PullRef(pr.number, pr.html_url, branch, False)
+        return None
+
+    def open_revert_of(self, culprit_pr: int) -> int | None:
+        """An open PR that already reverts the culprit PR (GitHub's own revert button writes `Reverts o/r#N`)."""
+        slug = self.repo.full_name
+        for pr in self.repo.get_pulls(state="open"):
+            if f"Reverts {slug}#{culprit_pr}" in (pr.body or "") or (pr.title or "").startswith("Revert ") and f"#{culprit_pr}" in (pr.body or ""):
+                return pr.number
+        return None
+
+    def run_history(self, workflow_id: int, branch: str, limit: int = 50) -> list[RunInfo]:
+        """Completed runs of a workflow on a branch, newest first."""
+        out = []
+        for run in self.repo.get_workflow(workflow_id).get_runs(branch=branch):
+            out.append(RunInfo(run.id, run.name or "", run.path or "", run.head_branch or "", run.head_sha, run.event, run.conclusion))
+            if len(out) >= limit:
+                break
+        return out
+
+    def run_log(self, run_id: int) -> str:
+        """Every job's log of a run, concatenated (GitHub redirects to short-lived, pre-signed URLs)."""
+        texts = []
+        for job in self.repo.get_workflow_run(run_id).jobs():
+            answer = requests.get(job.logs_url(), timeout=60)
+            answer.raise_for_status()
+            texts.append(answer.text)
+        return "\n".join(texts)
+
+    def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
+        """The files of a run's artifact called `name` ({} when the run has none)."""
+        return artifact_files(self.repo, run_id, name)
+
+    # -- writes, each looked up first --
+
+    def open_pr(self, title: str, body: str, head: str, base: str, draft: bool = False) -> PullRef:
+        existing = self.open_pr_for_head(head)
+        if existing:
+            return existing
+        pr = self.repo.create_pull(base=base, head=head, title=title, body=body, draft=draft)
+        return PullRef(pr.number, pr.html_url, head, True)
+
+    def add_labels(self, number: int, labels: list[str]) -> None:
+        if labels:
+            self.repo.get_issue(number).add_to_labels(*labels)
+
+    def request_review(self, number: int, reviewers: list[str]) -> None:
+        wanted = [r for r in reviewers if r]
+        if wanted:
+            self.repo.get_pull(number).create_review_request(reviewers=wanted)
+
+    def comment_once(self, number: int, key: str, body: str) -> tuple[int, bool]:
+        """Post `body` on issue/PR `number` unless a comment with the same key exists; then update it."""
+        tag = marker(key)
+        text = f"{tag}\n{body}"
+        issue = self.repo.get_issue(number)
+        for comment in issue.get_comments():
+            if tag in (comment.body or ""):
+                if comment.body != text:
+                    comment.edit(text)
+                return comment.id, False
+        return issue.create_comment(text).id, True
+
+    def ensure_issue(self, key: str, title: str, body: str) -> tuple[int, bool]:
+        """An open issue carrying `key`'s marker, found by search, else created."""
+        tag = marker(key)
+        query = f'repo:{self.repo.full_name} is:issue is:open "revert-bisect:{key}"'
+        for issue in self.gh.search_issues(query):
+            if tag in (issue.body or ""):
+                return issue.number, False
+        return self.repo.create_issue(title=title, body=f"{tag}\n{body}").number, True
+
+    def react(self, number: int, comment_id: int, content: str) -> None:
+        """Reactions are idempotent on GitHub's side (the same user and content answer 200)."""
+        self.repo.get_issue(number).get_comment(comment_id).create_reaction(content)
+
+    def kill_switch(self, label: str, allowed_roles: list[str], allowed_users: list[str]) -> int | None:
+        """An open issue carrying `label`, opened by someone allowed to command the bot (anyone could add a label
+        to their own issue otherwise)."""
+        for issue in self.gh.search_issues(f'repo:{self.repo.full_name} is:issue is:open label:"{label}"'):
+            login = issue.user.login if issue.user else None
+            if login and (login in allowed_users or self.role(login) in allowed_roles):
+                return issue.number
+        return None
+
+    def reverts_opened_since(self, since: datetime, bot_branch_prefix: str = "revert-bisect/") -> int:
+        """Revert PRs the bot opened since `since` (any state: a closed one still counted against the cap)."""
+        count = 0
+        for pr in self.repo.get_pulls(state="all", sort="created", direction="desc"):
+            created = pr.created_at if pr.created_at.tzinfo else pr.created_at.replace(tzinfo=timezone.utc)
+            if created < since:
+                break
+            count += pr.head.ref.startswith(bot_branch_prefix)
+        return count
+
+    def followup_for(self, culprit_pr: int) -> int | None:
+        """An open issue or PR that cross-references the culprit PR as the place of the proper fix."""
+        for event in self.repo.get_issue(culprit_pr).get_timeline():
+            if event.event != "cross-referenced":
+                continue
+            source = (event.raw_data.get("source") or {}).get("issue") or {}
+            number, body = source.get("number"), source.get("body") or ""
+            if number and number != culprit_pr and source.get("state", "open") == "open" and f"#{culprit_pr}" in body:
+                return number
+        return None
+
+
+def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: str) -> None:
+    """Push `sha` to `branch` with the token in an HTTP header for this one command: never in .git/config."""
+    result = subprocess.run(
+        ["git", *git_auth(token), "-C", str(repo_dir), "push", "--quiet", remote_url, f"{sha}:refs/heads/{branch}"],
+        capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        message = result.stderr.replace(token, "***").strip().splitlines()
+        raise ForgeError(f"push of {branch} to {remote_url} failed: {message[-1] if message else 'no message'}")

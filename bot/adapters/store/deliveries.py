@@ -1,0 +1,116 @@
+"""Recording webhook deliveries and queueing their jobs, in one transaction."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import Engine, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import sessionmaker
+
+from bot.adapters.store.models import DeliveryRow, JobRow, utcnow
+
+
+@dataclass(frozen=True)
+class Incoming:
+    delivery_id: str
+    event: str
+    action: str | None
+    repository: str | None
+    handler: str | None
+    payload: dict
+
+
+@dataclass(frozen=True)
+class Recorded:
+    duplicate: bool
+    job_id: int | None
+
+
+class Deliveries:
+    def __init__(self, engine: Engine):
+        self._session = sessionmaker(engine, expire_on_commit=False)
+
+    def record(self, incoming: Incoming) -> Recorded:
+        """Store the delivery and, when a handler listens, its job; a known delivery id changes nothing."""
+        try:
+            with self._session.begin() as s:
+                row = DeliveryRow(**incoming.__dict__)
+                s.add(row)
+                s.flush()
+                job = None
+                if incoming.handler:
+                    job = JobRow(delivery_id=row.id, handler=incoming.handler, state="queued", attempts=0)
+                    s.add(job)
+                    s.flush()
+                return Recorded(False, job.id if job else None)
+        except IntegrityError:
+            return Recorded(True, None)
+
+    def jobs(self) -> list[JobRow]:
+        with self._session() as s:
+            return list(s.scalars(select(JobRow).order_by(JobRow.id)))
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: int
+    handler: str
+    delivery_id: str
+    event: str
+    payload: dict
+    attempts: int
+
+
+LEASE_S = 60.0
+
+
+class Jobs:
+    """The job queue. A job is claimed under a row lock that skips rows other workers hold
+    (PostgreSQL) and by a conditional UPDATE (both databases), so of several workers or replicas
+    on one database exactly one wins it. A running job is leased to its worker, which renews the
+    lease while it works; a job whose lease ran out (its worker died) goes back to the queue."""
+
+    def __init__(self, engine: Engine, lease_s: float = LEASE_S, owner: str | None = None):
+        self._session = sessionmaker(engine, expire_on_commit=False)
+        self.lease_s = lease_s
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    def _lease(self):
+        return utcnow() + timedelta(seconds=self.lease_s)
+
+    def claim(self) -> ClaimedJob | None:
+        with self._session.begin() as s:
+            queued = select(JobRow.id).where(JobRow.state == "queued").order_by(JobRow.id).limit(5)
+            candidates = s.scalars(queued.with_for_update(skip_locked=True)).all()
+            for job_id in candidates:
+                won = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.state == "queued").values(
+                    state="running", attempts=JobRow.attempts + 1, owner=self.owner, lease_until=self._lease()))
+                if won.rowcount == 1:
+                    job = s.get(JobRow, job_id)
+                    delivery = s.get(DeliveryRow, job.delivery_id)
+                    return ClaimedJob(job.id, job.handler, delivery.delivery_id, delivery.event, delivery.payload, job.attempts)
+        return None
+
+    def finish(self, job_id: int, error: str | None = None, retry: bool = False) -> None:
+        """done, failed, or (retry) back in the queue with the error kept for the record."""
+        state = "queued" if retry else "failed" if error else "done"
+        with self._session.begin() as s:
+            s.execute(update(JobRow).where(JobRow.id == job_id).values(state=state, error=error, finished_at=None if retry else utcnow()))
+
+    def renew(self, job_id: int) -> bool:
+        """Extend this worker's lease on a running job; False when it is no longer ours."""
+        with self._session.begin() as s:
+            return s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.state == "running", JobRow.owner == self.owner)
+                             .values(lease_until=self._lease())).rowcount == 1
+
+    def requeue_expired(self) -> int:
+        """Running jobs whose worker stopped renewing (a killed process) go back to the queue; handlers
+        are idempotent. Jobs of live workers, on this replica or another, are left alone."""
+        with self._session.begin() as s:
+            stale = (JobRow.lease_until.is_(None)) | (JobRow.lease_until < utcnow())
+            return s.execute(update(JobRow).where(JobRow.state == "running", stale).values(state="queued", owner=None)).rowcount

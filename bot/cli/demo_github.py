@@ -1,0 +1,195 @@
+"""`revert-bisect demo`: the miniature incident told through GitHub -- the sandbox and the bot on loopback.
+
+The sandbox (a local GitHub, in this process) is seeded with the scenario; its emulated self-hosted
+runner runs the nightly KL test, green at the last good commit and red at HEAD. The bot (`revert-bisect
+serve`, a separate process) hears only the signed `workflow_run` webhook, and through PyGithub and
+git over HTTP bisects, reverts, proves the revert and opens the PR.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.syntax import Syntax
+
+from bot.cli.demo_watch import Ended, StoryWatch
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from runners.proc import stop_group
+from runners.probes.server import free_port
+
+NIGHTLY = ".github/workflows/nightly-test.yml"
+POLICIES = Path(__file__).resolve().parents[2] / "policies"
+DEMO_TIMEOUT_S = 900.0  # the whole story, scenario build to revert PR; measured here: about 35 s
+
+
+@dataclass(frozen=True)
+class GithubDemoResult:
+    exit_code: int
+    pr_url: str | None
+
+
+def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildable: int, keep: bool, err: Console, out: Console,
+        timeout_s: float = DEMO_TIMEOUT_S, policies: Path = POLICIES) -> GithubDemoResult:
+    from scenarios.mamba_track_boundary import build
+
+    t0 = time.monotonic()
+    build(workdir / "scenario", commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable)
+    state = SandboxState(workdir / "sandbox")
+    seeded = seed_from_scenario(state, workdir / "scenario")
+    scenario = seeded.scenario
+    base, stop_sandbox = run_in_thread(state)
+    secret, port = secrets.token_hex(16), free_port()
+    db = f"sqlite:///{workdir / 'bot.db'}"
+    env = {**os.environ, "REVERT_BISECT_WEBHOOK_SECRET": secret, "REVERT_BISECT_GITHUB_URL": base,
+           "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"], "REVERT_BISECT_POLICIES": str(policies),
+           "REVERT_BISECT_WORKSPACE": str(workdir / "bot-clones")}
+    bot_log = open(workdir / "bot.log", "w")
+    # A process group of its own: whatever the bot starts goes with it when the demo ends, however it ends.
+    bot = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db], env=env,
+                           stdout=bot_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    bot_url = f"http://127.0.0.1:{port}"
+    logs = f"the bot's log {workdir / 'bot.log'}; the runs' logs under {workdir / 'sandbox'}"
+    err.print(Panel.fit(f"GitHub sandbox {base}  (repository {seeded.repo}, maintainer token {seeded.tokens[seeded.maintainer]})\n"
+                        f"revert-bisect bot {bot_url}  (log {workdir / 'bot.log'})", title="revert-bisect demo, through GitHub"))
+    restore = _sigterm_interrupts()
+    try:
+        deadline = t0 + timeout_s
+        _wait_up(bot_url + "/healthz", bot)
+        state.add_hook(bot_url + "/webhooks/github", secret)
+        green = state.start_run(seeded.repo, NIGHTLY, scenario["good"], event="schedule", branch_of_sha=scenario["default_branch"])
+        err.print(f"last night's run at {scenario['good'][:12]}: {state.actions.wait(green, _left(deadline)).conclusion}")
+        red = state.start_run(seeded.repo, NIGHTLY, scenario["default_branch"], event="schedule")
+        red_run = state.actions.wait(red, _left(deadline))
+        err.print(f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/] -> the workflow_run webhook goes to the bot")
+        watch = StoryWatch(db, lambda: bot.poll() is None, clock=time.monotonic)
+        pr, ended = None, None
+        with Live(console=err, refresh_per_second=4, transient=True) as live:
+            while pr is None and ended is None:
+                live.update(f"{watch.progress()}  ({time.monotonic() - t0:.0f}s)")
+                pr = _revert_pr(base, seeded)
+                if pr is None:
+                    ended = watch.ended() or (Ended(f"gave up after {timeout_s:.0f}s") if time.monotonic() > deadline else None)
+                    time.sleep(0.5)
+        if pr is None:
+            _explain(err, ended, logs, time.monotonic() - t0)
+            return GithubDemoResult(1, None)
+        _show(err, base, seeded, scenario, pr, state)
+        _show_trust(err, bot_url)
+        correct = scenario["culprit_pr"] == _reverted_pr(pr, seeded.repo)
+        err.print(f"expected culprit #{scenario['culprit_pr']}: {'[green]correct[/]' if correct else '[red]wrong[/]'}; "
+                  f"{time.monotonic() - t0:.0f}s in all")
+        out.print(pr["html_url"])
+        if keep:
+            err.print(f"Both servers stay up for you to browse (e.g. curl -H 'Authorization: token {seeded.tokens[seeded.maintainer]}' "
+                      f"{base}/repos/{seeded.repo}/pulls/{pr['number']}); Ctrl-C stops them.")
+            try:
+                signal.pause()
+            except KeyboardInterrupt:
+                pass
+        return GithubDemoResult(0 if correct else 1, pr["html_url"])
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted after {time.monotonic() - t0:.0f}s[/]; stopping the bot and the sandbox ({logs})")
+        return GithubDemoResult(130, None)
+    finally:
+        stop_group(bot)
+        bot_log.close()
+        state.actions.shutdown()
+        stop_sandbox()
+        restore()
+
+
+def _left(deadline: float) -> float:
+    return max(1.0, deadline - time.monotonic())
+
+
+def _explain(err: Console, ended: Ended | None, logs: str, elapsed: float) -> None:
+    err.print(f"[red]no revert PR[/]: {ended.why if ended else 'the story ended'} ({elapsed:.0f}s)")
+    for line in ended.failing_steps if ended else ():
+        err.print(f"  {line}", highlight=False)
+    err.print(f"see {logs}", highlight=False)
+
+
+def _sigterm_interrupts() -> Callable[[], None]:
+    """SIGTERM (a CI runner, systemd, `timeout`) unwinds like Ctrl-C, so the bot and the runs are stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def _wait_up(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the bot exited with {proc.returncode}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("the bot did not start")
+
+
+def _api(base: str, seeded, path: str, **params):
+    answer = httpx.get(base + path, params=params, headers={"Authorization": f"token {seeded.tokens[seeded.maintainer]}"}, timeout=10)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def _revert_pr(base: str, seeded) -> dict | None:
+    pulls = [p for p in _api(base, seeded, f"/repos/{seeded.repo}/pulls", state="open") if p["title"].startswith("Revert ")]
+    return pulls[0] if pulls else None
+
+
+def _reverted_pr(pr: dict, repo: str) -> int | None:
+    first = (pr.get("body") or "").splitlines()[0] if pr.get("body") else ""
+    prefix = f"Reverts {repo}#"
+    return int(first[len(prefix):]) if first.startswith(prefix) and first[len(prefix):].isdigit() else None
+
+
+def _show(err: Console, base: str, seeded, scenario: dict, pr: dict, state: SandboxState) -> None:
+    err.print(Panel(Markdown(pr["body"]), title=f"{pr['html_url']}: {pr['title']}"))
+    labels = ", ".join(label["name"] for label in pr["labels"])
+    reviewers = ", ".join(r["login"] for r in pr["requested_reviewers"])
+    err.print(f"branch {pr['head']['ref']} -> {pr['base']['ref']}; labels: {labels}; review requested from: {reviewers}")
+    bare = next(p for p in Path(state.root).rglob("*.git") if p.is_dir())
+    diff = subprocess.run(["git", "--git-dir", str(bare), "diff", pr["base"]["sha"], pr["head"]["sha"]], capture_output=True, text=True).stdout
+    err.print(Panel(Syntax(diff, "diff", theme="ansi_dark"), title="the revert"))
+    for number, what in ((scenario["culprit_pr"], "the culprit PR"), (scenario["followup"]["number"], "the follow-up issue")):
+        for comment in _api(base, seeded, f"/repos/{seeded.repo}/issues/{number}/comments"):
+            if f"#{pr['number']}" in comment["body"] and "**revert-bisect**" not in comment["body"]:
+                err.print(Panel(Markdown(comment["body"].split("-->", 1)[-1]), title=f"comment on {what} #{number} by {comment['user']['login']}"))
+
+
+def _show_trust(err: Console, bot_url: str) -> None:
+    """The bot's trust report (/api/trust), as the dashboard's /trust page shows it."""
+    from rich.table import Table
+
+    report = httpx.get(bot_url + "/api/trust", timeout=30).json()
+    table = Table(title=f"trust report ({bot_url}/trust)")
+    for column in ("repository", "bisections", "confirmed", "inconclusive", "reverts opened", "re-landed unchanged", "refused"):
+        table.add_column(column)
+    for row in report["repositories"]:
+        relanded = str(row["relanded"]) if row["relanded_known"] else "unknown"
+        table.add_row(row["repository"], str(row["bisections"]), str(row["confirmed"]), str(row["inconclusive"]),
+                      str(row["reverts_opened"]), relanded, str(row["reverts_refused"]))
+    err.print(table)

@@ -1,0 +1,97 @@
+"""What the runs so far say: verdicts (with the calibrated metric boundary), tallies, the flake rate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.domain.bisect.candidates import Scope
+from bot.domain.bisect.model import Kind, Problem, Run, Settings
+from bot.domain.bisect.posterior import Tally
+from bot.domain.bisect.verdict import Verdict, classify
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Verdicts of every run, derived from raw results and the calibration."""
+
+    verdicts: tuple[tuple[Run, Verdict], ...]
+    boundary: float | None
+
+    @classmethod
+    def of(cls, problem: Problem, runs: Sequence[Run]) -> Evidence:
+        rule = problem.settings.metric
+        boundary = None
+        if rule is not None:
+            calib = [(r, classify(r.raw, rule, None)) for r in runs if r.kind is Kind.CALIBRATE]
+            good = [r.raw.metric for r, v in calib if r.sha == problem.good and v.is_evidence and r.raw.metric is not None]
+            bad = [r.raw.metric for r, v in calib if r.sha == problem.bad and v.is_evidence and r.raw.metric is not None]
+            boundary = rule.boundary(good, bad)
+        return cls(tuple((r, classify(r.raw, rule, boundary)) for r in runs), boundary)
+
+    def of_sha(self, sha: str) -> list[Verdict]:
+        return [v for r, v in self.verdicts if r.sha == sha]
+
+    def tallies(self, scope: Scope) -> dict[int, Tally]:
+        out: dict[int, Tally] = {}
+        for run, verdict in self.verdicts:
+            pos = scope.position(run.sha)
+            if pos is not None and verdict.is_evidence:
+                out[pos] = out.get(pos, Tally()).add(verdict is Verdict.GOOD)
+        return out
+
+    def untestable(self, settings: Settings) -> set[str]:
+        skipped = {r.sha for r, v in self.verdicts if v is Verdict.SKIP}
+        infra: dict[str, int] = {}
+        for r, v in self.verdicts:
+            if v is Verdict.INFRA:
+                infra[r.sha] = infra.get(r.sha, 0) + 1
+        return skipped | {sha for sha, count in infra.items() if count >= settings.max_infra_per_commit}
+
+    def evidence_count(self) -> int:
+        return sum(v.is_evidence for _, v in self.verdicts)
+
+    def surprised(self, problem: Problem) -> bool:
+        """An endpoint said the unexpected: GOOD failed or BAD passed."""
+        return Verdict.BAD in self.of_sha(problem.good) or Verdict.GOOD in self.of_sha(problem.bad)
+
+
+def fewest_errors(tallies: dict[int, Tally]) -> tuple[int, int]:
+    """(fewest results that disagree with any single first-bad position, total results)."""
+    total = sum(t.passes + t.fails for t in tallies.values())
+    # One pass over the cuts (everything <= cut good, everything above bad), oldest first: a cut's
+    # errors are the failures at or below it plus the passes above it. Runs on every decision.
+    fails_below, passes_above = 0, sum(t.passes for t in tallies.values())
+    best = passes_above  # the cut below every position: all bad
+    for p in sorted(tallies):
+        fails_below += tallies[p].fails
+        passes_above -= tallies[p].passes
+        best = min(best, fails_below + passes_above)
+    return best, total
+
+
+def trusted(problem: Problem, ev: Evidence, merges: tuple[str, ...] = ()) -> bool:
+    """Whether the test is taken as deterministic, as `git bisect run` takes it: with --flake-rate 0,
+    or with auto while nothing contradicts a monotone history (no endpoint surprise, no result that
+    disagrees with every single first-bad position). Then one run per endpoint and the search's own
+    FAIL and PASS are believed; the first contradiction brings back calibration and confirmation."""
+    s = problem.settings
+    if s.flake_rate is not None:
+        return s.flake_rate == 0
+    # Inside a merge the first-parent results are out of scope, yet a contradiction there still counts.
+    return not ev.surprised(problem) and all(fewest_errors(ev.tallies(problem.scope(m)))[0] == 0 for m in {(), merges})
+
+
+def effective_flake(settings: Settings, tallies: dict[int, Tally]) -> float | None:
+    """The flake rate the model uses now; None when results contradict a declared rate of 0."""
+    if settings.flake_rate:
+        return settings.flake_rate
+    errors, total = fewest_errors(tallies)
+    if errors == 0:
+        return 0.0
+    if settings.flake_rate == 0:
+        return None
+    return min(0.25, max(settings.flake_floor, errors / max(total, 1)))
+
+
+# -- the decision -----------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""Which commits to test next: asynchronous k-section of the posterior mass."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from bot.domain.bisect.posterior import Posterior
+
+USEFUL = 1e-9
+
+
+def _allocate(intervals: list[tuple[float, float]], k: int) -> list[int]:
+    """Give k new dividers to the intervals so the largest resulting piece is as small as possible."""
+    counts = [0] * len(intervals)
+    for _ in range(k):
+        j = max(range(len(intervals)), key=lambda i: (intervals[i][1] - intervals[i][0]) / (counts[i] + 1))
+        counts[j] += 1
+    return counts
+
+
+def _nearest_testable(post: Posterior, p: int, target: float, untestable: Collection[int]) -> int | None:
+    if p not in untestable:
+        return p
+    below, above = p - 1, p + 1
+    while below >= 1 and below in untestable:
+        below -= 1
+    while above <= post.n and above in untestable:
+        above += 1
+    options = [q for q in (below, above) if 1 <= q <= post.n]
+    if not options:
+        return None
+    return min(options, key=lambda q: abs(post.cdf(q) - target))
+
+
+def choose_probes(
+    post: Posterior,
+    free: int,
+    in_flight: Iterable[int] = (),
+    untestable: Collection[int] = frozenset(),
+) -> list[int]:
+    """Up to `free` positions that, with the runs in flight as fixed dividers, split the mass evenly.
+
+    A position is worth testing only while its outcome is uncertain (0 < cdf < 1); positions
+    in flight or untestable are never chosen. With nothing in flight and a deterministic test
+    this is exact (k+1)-ary search: every piece holds at most ceil(m/(k+1)) hypotheses.
+    """
+    if free <= 0:
+        return []
+    busy = set(in_flight)
+    edges = sorted({0.0, 1.0} | {post.cdf(q) for q in busy})
+    intervals = list(zip(edges, edges[1:]))
+    chosen: list[int] = []
+    for (lo, hi), count in zip(intervals, _allocate(intervals, free)):
+        for step in range(1, count + 1):
+            target = lo + (hi - lo) * step / (count + 1)
+            p = _nearest_testable(post, min(post.quantile(target), post.n), target, untestable)
+            if p is None or p in busy or p in chosen:
+                continue
+            if USEFUL < post.cdf(p) < 1 - USEFUL:
+                chosen.append(p)
+    return sorted(chosen)

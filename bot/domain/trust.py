@@ -1,0 +1,162 @@
+"""The trust report: how often, per repository, the bot's answers held up (pure: rows in, counts out).
+
+Per repository:
+- bisections that finished, and of those the culprits confirmed (status `found`) against those that ended
+  without one (`ambiguous`, `inconclusive`, `no_culprit`, `untestable`, `not_reproducible`, `good_fails`);
+  cancelled bisections are counted apart, running ones not at all;
+- reverts opened (the outcome holds `revert_pr`), and of those the ones whose culprit was later re-landed
+  unchanged: a false positive (the culprit was innocent, or the revert was not needed). Whether it was
+  re-landed is asked of `relanded(repo, culprit)`, which answers None when it cannot tell (no clone);
+- reverts refused by the guards (`revert_refused` in the outcome), by reason.
+
+"Re-landed unchanged" is decided by the caller (see GitRepo.relanded): a commit on the default branch after
+the revert whose `git patch-id --stable` equals the culprit's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.domain.guards import GUARDS
+
+CONFIRMED = "found"
+CANCELLED = "cancelled"
+
+OTHER_REASON = "other"  # a refusal stored without a guard this version knows
+REASON_LABELS = GUARDS | {OTHER_REASON: "other"}
+
+
+class Bisection(Protocol):
+    """What the report reads of a stored bisection (bot.adapters.store.models.BisectionRow has it)."""
+
+    repo: str
+    status: str | None
+    outcome: dict | None
+    origin: dict | None
+    head: str | None
+
+
+@dataclass
+class TrustRow:
+    """One repository's counts."""
+
+    repository: str
+    bisections: int = 0  # finished (any status, cancelled included)
+    confirmed: int = 0  # status found
+    inconclusive: int = 0  # finished without a culprit, cancelled excluded
+    cancelled: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)  # every finished status
+    reverts_opened: int = 0
+    relanded: int = 0  # reverts whose culprit was re-landed unchanged: false positives
+    relanded_unknown: int = 0  # reverts for which that could not be told (no clone, culprit not fetched...)
+    refused: dict[str, int] = field(default_factory=dict)  # reason key -> reverts refused for it
+
+    @property
+    def reverts_refused(self) -> int:
+        return sum(self.refused.values())
+
+    @property
+    def relanded_known(self) -> int:
+        """Reverts whose re-land question has an answer."""
+        return self.reverts_opened - self.relanded_unknown
+
+    @property
+    def false_positive_rate(self) -> float | None:
+        """Re-landed unchanged / reverts with a known answer; None when none is known."""
+        return self.relanded / self.relanded_known if self.relanded_known else None
+
+    @property
+    def confirmed_rate(self) -> float | None:
+        """Confirmed / (confirmed + inconclusive); None before any answer."""
+        answered = self.confirmed + self.inconclusive
+        return self.confirmed / answered if answered else None
+
+    def add(self, other: TrustRow) -> None:
+        for name in ("bisections", "confirmed", "inconclusive", "cancelled", "reverts_opened", "relanded", "relanded_unknown"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.statuses = dict(Counter(self.statuses) + Counter(other.statuses))
+        self.refused = dict(Counter(self.refused) + Counter(other.refused))
+
+
+@dataclass
+class TrustReport:
+    """Every repository's row (sorted by name) and their sum."""
+
+    rows: list[TrustRow]
+    total: TrustRow
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def repository_of(row: Bisection) -> str:
+    """`owner/repo` from where it was asked, else the stored repository path (as the dashboard names it)."""
+    return _str((row.origin or {}).get("repo")) or row.repo
+
+
+def revert_opened(outcome: dict) -> bool:
+    value = outcome.get("revert_pr")
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.lstrip("#").isdigit())
+
+
+def refusal_reason(outcome: dict) -> str:
+    """The guard that refused the revert, as stored with the bisection (bot.domain.guards.Refusal.key)."""
+    key = _str(outcome.get("revert_refused_reason"))
+    return key if key in GUARDS else OTHER_REASON
+
+
+def revert_bases(bisections: Iterable[Bisection]) -> dict[tuple[str, str], str]:
+    """(repository, culprit) -> the head its revert was made on (the earliest bisection's, for a culprit
+    reverted more than once): where a `relanded` callable starts looking for a re-land."""
+    out: dict[tuple[str, str], str] = {}
+    for row in bisections:
+        outcome = row.outcome if isinstance(row.outcome, dict) else {}
+        culprit, head = _str(outcome.get("culprit")), _str(row.head)
+        if culprit and head and revert_opened(outcome):
+            out.setdefault((repository_of(row), culprit), head)
+    return out
+
+
+def report(bisections: Iterable[Bisection], relanded: Callable[[str, str], bool | None]) -> list[TrustRow]:
+    """One row per repository, sorted by name. `relanded(repo, culprit_sha)` is asked once per revert opened
+    (True: re-landed unchanged, False: not, None: unknown); a revert without a culprit sha counts as unknown."""
+    rows: dict[str, TrustRow] = {}
+    for row in bisections:
+        if row.status is None:  # still running: no answer yet
+            continue
+        repo = repository_of(row)
+        t = rows.setdefault(repo, TrustRow(repo))
+        outcome = row.outcome if isinstance(row.outcome, dict) else {}
+        t.bisections += 1
+        t.statuses[row.status] = t.statuses.get(row.status, 0) + 1
+        if row.status == CONFIRMED:
+            t.confirmed += 1
+        elif row.status == CANCELLED:
+            t.cancelled += 1
+        else:
+            t.inconclusive += 1
+        if revert_opened(outcome):
+            t.reverts_opened += 1
+            culprit = _str(outcome.get("culprit"))
+            answer = relanded(repo, culprit) if culprit else None
+            if answer is None:
+                t.relanded_unknown += 1
+            elif answer:
+                t.relanded += 1
+        if _str(outcome.get("revert_refused")):
+            reason = refusal_reason(outcome)
+            t.refused[reason] = t.refused.get(reason, 0) + 1
+    return [rows[name] for name in sorted(rows)]
+
+
+def build(bisections: Iterable[Bisection], relanded: Callable[[str, str], bool | None]) -> TrustReport:
+    """report() and the sum of its rows."""
+    rows = report(bisections, relanded)
+    total = TrustRow("all repositories")
+    for row in rows:
+        total.add(row)
+    return TrustReport(rows, total)

@@ -1,0 +1,104 @@
+"""Assembling the revert PR's evidence from a finished bisection (its rows, A/B, replay log)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bot.domain.bisect.evidence import Evidence
+from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
+from bot.domain.bisect.verdict import Verdict
+from bot.adapters.git.repo import GitRepo
+from bot.service.driver import finished_runs
+from bot.service.report import replay_log
+from bot.adapters.git.revert import Revert
+from bot.service.pr_body import (
+    AB,
+    Culprit,
+    FailingTest,
+    PullRequestDraft,
+    RevertEvidence,
+    Row,
+    pr_number,
+    render,
+    strip_pr_number,
+)
+from bot.adapters.store.models import BisectionRow
+
+
+@dataclass(frozen=True)
+class PrRecord:
+    number: int
+    title: str
+    author: str | None = None
+
+
+def _summary(verdicts: list[Verdict]) -> str:
+    counts = {v: verdicts.count(v) for v in Verdict if v in verdicts}
+    return " ".join(f"{v.value}" + (f" x{c}" if c > 1 else "") for v, c in counts.items())
+
+
+def _values(values: list[float | None], exits: list[int | None]) -> str:
+    shown = [f"{v:.4g}" for v in values if v is not None]
+    return ", ".join(shown) if shown else ", ".join("-" if e is None else str(e) for e in exits)
+
+
+def draft(
+    row: BisectionRow,
+    problem: Problem,
+    repo: GitRepo,
+    revert: Revert,
+    *,
+    repo_slug: str,
+    branch: str,
+    test: FailingTest,
+    prs: Mapping[str, PrRecord] = {},
+    followups: list[int] = (),
+) -> PullRequestDraft:
+    """The revert PR for a found, proven culprit."""
+    outcome = row.outcome or {}
+    culprit = outcome["culprit"]
+    evidence = Evidence.of(problem, finished_runs(row))
+    by_sha: dict[str, list] = defaultdict(list)
+    for run, verdict in evidence.verdicts:
+        if run.kind in BISECT_KINDS:
+            by_sha[run.sha].append((verdict, run.raw))
+    subjects = repo.subjects(list(by_sha) + [culprit])
+    order = [problem.good] + list(problem.scope(()).candidates)
+    position = {sha: i for i, sha in enumerate(order)}
+    rows = []
+    for sha in sorted(by_sha, key=lambda s: position.get(s, len(order))):
+        record = prs.get(sha)
+        subject = subjects.get(sha, "")
+        rows.append(Row(sha, record.title if record else strip_pr_number(subject), _summary([v for v, _ in by_sha[sha]]),
+                        _values([r.metric for _, r in by_sha[sha]], [r.exit_code for _, r in by_sha[sha]]),
+                        record.number if record else pr_number(subject)))
+    parent = repo.repo.commit(culprit).parents[0].hexsha
+    record = prs.get(culprit)
+    culprit_info = Culprit(
+        culprit, parent, record.title if record else strip_pr_number(subjects[culprit]),
+        record.number if record else pr_number(subjects[culprit]), record.author if record else None,
+        merge=len(repo.repo.commit(culprit).parents) > 1,
+    )
+    ab_runs: dict[Kind, list] = defaultdict(list)
+    for run, verdict in evidence.verdicts:
+        if run.kind in (Kind.AB_HEAD, Kind.AB_REVERT):
+            ab_runs[run.kind].append((verdict, run.raw))
+    ab_out = outcome.get("ab") or {}
+    ab = AB(
+        revert.onto, revert.sha,
+        _summary([v for v, _ in ab_runs[Kind.AB_HEAD]]), _summary([v for v, _ in ab_runs[Kind.AB_REVERT]]),
+        _values([r.metric for _, r in ab_runs[Kind.AB_HEAD]], [r.exit_code for _, r in ab_runs[Kind.AB_HEAD]]),
+        _values([r.metric for _, r in ab_runs[Kind.AB_REVERT]], [r.exit_code for _, r in ab_runs[Kind.AB_REVERT]]),
+        bool(ab_out.get("passed")),
+    )
+    metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
+    body = RevertEvidence(
+        repo_slug=repo_slug, branch=branch, culprit=culprit_info, test=test, rows=rows, ab=ab,
+        files=revert.files, diffstat=revert.diffstat, replay_log=replay_log(row, problem, repo).rstrip(),
+        bisection_id=row.id, confidence=outcome.get("confidence") or 0.0,
+        runs=sum(s.state in ("done", "lost") for s in row.steps), commits=len(problem.graph),
+        before=metric(parent), after=metric(culprit), followups=list(followups),
+    )
+    return render(body, revert.branch)

@@ -1,0 +1,98 @@
+"""The revert PR: its title and its body, rendered from the evidence with a Jinja2 template."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from bot.domain import markdown
+from bot.domain.subjects import pr_number, strip_pr_number
+
+@dataclass(frozen=True)
+class Culprit:
+    sha: str
+    parent: str
+    title: str
+    pr: int | None = None
+    author: str | None = None
+    merge: bool = False
+
+
+@dataclass(frozen=True)
+class FailingTest:
+    name: str
+    metric: str | None = None
+    threshold: float | None = None
+
+    @property
+    def threshold_text(self) -> str:
+        return "-" if self.threshold is None else f"{self.threshold:g}"
+
+
+@dataclass(frozen=True)
+class Row:
+    sha: str
+    title: str
+    verdicts: str
+    values: str
+    pr: int | None = None
+
+
+@dataclass(frozen=True)
+class AB:
+    head: str
+    revert: str
+    head_verdicts: str
+    revert_verdicts: str
+    head_values: str
+    revert_values: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class PullRequestDraft:
+    title: str
+    body: str
+    head_branch: str
+    base_branch: str
+
+
+@dataclass(frozen=True)
+class RevertEvidence:
+    repo_slug: str
+    branch: str
+    culprit: Culprit
+    test: FailingTest
+    rows: list[Row]
+    ab: AB
+    files: list[str]
+    diffstat: str
+    replay_log: str
+    bisection_id: int
+    confidence: float
+    runs: int
+    commits: int
+    before: list[float] = field(default_factory=list)
+    after: list[float] = field(default_factory=list)
+    followups: list[int] = field(default_factory=list)
+
+
+# Markdown, not HTML: no autoescaping; every value from elsewhere goes through a bot.domain.markdown filter.
+_env = Environment(loader=PackageLoader("bot.service", "templates"), undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_env.filters.update(md=markdown.text, code=markdown.code, fence=markdown.fence)
+
+
+def _fmt(values: list[float]) -> str:
+    return ", ".join(f"{v:.4g}" for v in values) or "-"
+
+
+def render(evidence: RevertEvidence, head_branch: str) -> PullRequestDraft:
+    c = evidence.culprit
+    title = f'Revert "{c.title}"'
+    culprit_ref = f"#{c.pr}" if c.pr else markdown.code(c.sha[:12])
+    body = _env.get_template("pr_body.md.j2").render(
+        **evidence.__dict__, culprit_ref=culprit_ref, fmt=_fmt,
+    )
+    return PullRequestDraft(title, re.sub(r"\n{3,}", "\n\n", body), head_branch, evidence.branch)

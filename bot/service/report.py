@@ -1,0 +1,137 @@
+"""The outcome of a bisection as data: the `--json` document and the replay log."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from bot.domain.bisect.candidates import first_parent_chain
+from bot.domain.bisect.evidence import Evidence
+from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
+from bot.domain.bisect.replay import render
+from bot.adapters.git.repo import GitRepo
+from bot.service.driver import finished_runs
+from bot.adapters.git.already import find_revert
+from bot.adapters.store.models import BisectionRow
+
+EXIT_CODES = {
+    Status.FOUND: 0,
+    Status.AMBIGUOUS: 3,
+    Status.NOT_REPRODUCIBLE: 4,
+    Status.GOOD_FAILS: 5,
+    Status.NO_CULPRIT: 6,
+    Status.UNTESTABLE: 7,
+    Status.INCONCLUSIVE: 8,
+    Status.CANCELLED: 9,
+}
+
+
+def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
+    outcome = row.outcome or {}
+    evidence = Evidence.of(problem, finished_runs(row))
+    ran = [s for s in row.steps if s.state in ("done", "lost")]
+    culprit = outcome.get("culprit")
+    subjects = repo.subjects([culprit]) if culprit else {}
+    rounds: dict[str, set[int]] = defaultdict(set)
+    runs_by_kind: dict[str, int] = defaultdict(int)
+    for s in ran:
+        rounds[s.kind].add(s.round)
+        runs_by_kind[s.kind] += 1
+    steps = []
+    for step, (_, verdict) in zip(ran, evidence.verdicts):  # same order: finished_runs keeps row order
+        steps.append(dict(sha=step.sha, kind=step.kind, round=step.round, verdict=verdict.value, exit_code=step.exit_code, metric=step.metric, infra_reason=step.infra_reason, duration_s=step.duration_s, runner=step.runner))
+    return dict(
+        id=row.id,
+        status=row.status,
+        message=outcome.get("message"),
+        culprit=culprit,
+        culprit_subject=subjects.get(culprit) if culprit else None,
+        first_parent_culprit=outcome.get("first_parent_culprit"),
+        confidence=outcome.get("confidence"),
+        candidates=outcome.get("candidates") or [],
+        good=row.good,
+        bad=row.bad,
+        range_size=len(problem.graph),
+        flake_rate=row.flake_rate,
+        metric_boundary=evidence.boundary,
+        rounds=len({s.round for s in ran}),  # confirmation and A/B share rounds
+        rounds_by_kind={k: len(v) for k, v in sorted(rounds.items())},
+        runs_by_kind=dict(sorted(runs_by_kind.items())),
+        runs=len(ran),
+        steps=steps,
+        revert=_revert_info(row, repo),
+        ab=outcome.get("ab"),
+    )
+
+
+KIND_WORDS = {  # in the order a bisection spends them
+    "calibrate": "calibration", "search": "search", "confirm": "confirmation", "ab_head": "A/B on HEAD", "ab_revert": "A/B on HEAD + revert"}
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _endpoint_tally(report: dict, name: str, verdict: str) -> tuple[int, int]:
+    """(runs of endpoint `name` with `verdict`, runs of it with a verdict at all) among the range's runs."""
+    sha = report[name]
+    mine = [s["verdict"] for s in report["steps"] if s["sha"] == sha and s["kind"] in {k.value for k in BISECT_KINDS}]
+    judged = [v for v in mine if v in ("good", "bad")]
+    return judged.count(verdict), len(judged)
+
+
+def _headline(report: dict) -> str:
+    status, culprit = Status(report["status"]), report["culprit"]
+    if status is Status.FOUND:
+        return f"found {culprit[:10]}"
+    if status is Status.AMBIGUOUS:
+        return f"ambiguous: the culprit is one of {len(report['candidates'])} commits ending at {culprit[:10]}"
+    if status in (Status.NOT_REPRODUCIBLE, Status.NO_CULPRIT):
+        passed, judged = _endpoint_tally(report, "bad", "good")
+        return f"{'not reproducible' if status is Status.NOT_REPRODUCIBLE else 'no culprit'}: BAD passed {passed} of {_count(judged, 'run')}"
+    if status is Status.GOOD_FAILS:
+        failed, judged = _endpoint_tally(report, "good", "bad")
+        return f"GOOD fails too: GOOD failed {failed} of {_count(judged, 'run')}"
+    if status is Status.UNTESTABLE:
+        blind = [name.upper() for name in ("good", "bad") if _endpoint_tally(report, name, "good")[1] == 0]
+        return f"untestable: {' and '.join(blind) or 'an endpoint'} gave no result"
+    if status is Status.INCONCLUSIVE and culprit:
+        return f"inconclusive: best guess {culprit[:10]} at P={report['confidence']:.3f}"
+    return status.value.replace("_", " ")
+
+
+def summary(report: dict) -> str:
+    """The outcome in one sentence, e.g. `found 0675d3033f in 20 runs over 8 rounds (4 calibration, 12 search,
+    4 confirmation)` or `not reproducible: BAD passed 2 of 2 runs; 2 runs over 1 round (2 calibration)`:
+    what a person reads at the end of `revert-bisect bisect`."""
+    by_kind = report["runs_by_kind"]
+    kinds = ", ".join(f"{by_kind[kind]} {words}" for kind, words in KIND_WORDS.items() if kind in by_kind)
+    spent = f"{_count(report['runs'], 'run')} over {_count(report['rounds'], 'round')}" + (f" ({kinds})" if kinds else "")
+    found = report["status"] == Status.FOUND.value
+    return f"{_headline(report)}{' in ' if found else '; '}{spent}"
+
+
+def _revert_info(row: BisectionRow, repo: GitRepo) -> dict | None:
+    if not row.head:
+        return None
+    branch = None
+    if row.revert:
+        branches = repo.repo.git.branch("--points-at", row.revert, "--format=%(refname:short)").split()
+        branch = branches[0] if branches else None
+    culprit = (row.outcome or {}).get("culprit")
+    # The driver kept only the reverter's words; the typed answer is asked of git again (ONTO is a sha: same answer).
+    found = find_revert(repo, culprit, row.head) if culprit and not row.revert and row.revert_error else None
+    status = "made" if row.revert else "already_reverted" if found else "not_made" if row.revert_error else None
+    return dict(onto=row.head, sha=row.revert, branch=branch, error=row.revert_error, status=status,
+                reverted_by=found.as_json() if found else None)
+
+
+def replay_log(row: BisectionRow, problem: Problem, repo: GitRepo) -> str:
+    evidence = Evidence.of(problem, finished_runs(row))
+    verdicts = defaultdict(list)
+    for run, verdict in evidence.verdicts:
+        if run.kind in BISECT_KINDS:
+            verdicts[run.sha].append(verdict)
+    culprit = (row.outcome or {}).get("culprit") if row.status == Status.FOUND.value else None
+    first_parent = culprit is None or culprit in first_parent_chain(problem.graph, problem.bad)
+    subjects = repo.subjects(list(verdicts) + ([culprit] if culprit else []))
+    return render(problem.graph, problem.good, problem.bad, first_parent, verdicts, subjects, culprit)

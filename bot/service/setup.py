@@ -1,0 +1,70 @@
+"""Turning user input into a stored bisection (validated), and a stored one back into a problem."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.domain.bisect.model import Phase, Problem
+from bot.domain.errors import CommandError, RepoError
+from bot.adapters.git.repo import GitRepo
+from bot.service.config import BisectConfig
+from bot.adapters.store.models import BisectionRow
+from runners.step import RUNNER_PYTHON
+from bot.adapters.store.store import NewBisection, Store
+
+
+@dataclass(frozen=True)
+class Loaded:
+    id: int
+    repo: GitRepo
+    problem: Problem
+    config: BisectConfig
+    row: BisectionRow
+
+
+def check_command(repo: GitRepo, command: tuple[str, ...]) -> None:
+    if not command:
+        raise CommandError("no test command: put it after `--`, e.g. `revert-bisect bisect ... -- ./run-test.sh`")
+    exe = command[0]
+    if exe == RUNNER_PYTHON:  # the interpreter the step runs under, wherever that is
+        return
+    if "/" in exe:
+        path = Path(exe) if os.path.isabs(exe) else repo.path / exe
+        if not path.is_file():
+            raise CommandError(f"test command {exe!r} does not exist (relative paths are taken from the repository root)")
+        if not os.access(path, os.X_OK):
+            raise CommandError(f"test command {exe!r} is not executable (chmod +x it, or run it through its interpreter)")
+    elif shutil.which(exe) is None:
+        raise CommandError(f"test command {exe!r} is not on PATH")
+
+
+def create(store: Store, repo: GitRepo, good_rev: str, bad_rev: str, config: BisectConfig, origin: dict | None = None,
+           origin_key: str | None = None) -> Loaded:
+    check_command(repo, config.command)
+    good = repo.resolve(good_rev, "--good")
+    bad = repo.resolve(bad_rev, "--bad")
+    if good == bad:
+        raise RepoError(f"--good and --bad are the same commit {good[:12]}: nothing to bisect")
+    if not repo.is_ancestor(good, bad):
+        if repo.is_ancestor(bad, good):
+            raise RepoError(f"--good {good_rev} is newer than --bad {bad_rev}: swap them")
+        raise RepoError(f"--good {good_rev} is not an ancestor of --bad {bad_rev}: pick a GOOD on BAD's history (e.g. `git merge-base`)")
+    head = repo.resolve(config.onto or bad, "--onto") if config.verify_revert else None
+    if head and not repo.is_ancestor(bad, head):
+        raise RepoError(f"--onto {config.onto} does not contain --bad {bad_rev}: the revert must go on a branch that has the culprit")
+    graph = repo.range_graph(good, bad)
+    new = NewBisection(str(repo.path), good_rev, bad_rev, good, bad, list(config.command), config.to_json(), head, origin, origin_key,
+                       repo.first_parent_log(good, bad))
+    bisection_id = store.create(new, Phase.CALIBRATING.value)
+    return Loaded(bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id))
+
+
+def load(store: Store, bisection_id: int) -> Loaded:
+    row = store.get(bisection_id)
+    repo = GitRepo(row.repo)
+    config = BisectConfig.from_json(row.settings)
+    graph = repo.range_graph(row.good, row.bad)
+    return Loaded(bisection_id, repo, Problem(graph, row.good, row.bad, config.settings(), row.head), config, row)

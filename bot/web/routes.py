@@ -1,0 +1,321 @@
+"""The dashboard's pages (server-rendered), their live-update stream, and the JSON API with the same data."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
+from jinja2 import Environment, PackageLoader, select_autoescape
+from pydantic import BaseModel
+from sqlalchemy import Engine, case, func, select
+from sqlalchemy.orm import selectinload, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from bot.domain import trust
+from bot.settings import default_workspace  # the same default the bot clones into
+from bot.domain.bisect.model import Phase, Status
+from bot.web import auth
+from bot.web.chart import render_svg
+from bot.web.views import (
+    FINISHED_STEP_STATES,
+    BisectionDetail,
+    BisectionPage,
+    BisectionSummary,
+    TrustReportView,
+    aware,
+    collapse_untested,
+    detail,
+    matches,
+    summary,
+    trust_view,
+    version_text,
+)
+from bot.domain.errors import RepoError
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.holds import Holds
+from bot.adapters.store.models import BisectionRow, StepRow
+
+PER_PAGE = 50
+SCAN_CHUNK = 500
+EVENT_INTERVAL_S = 1.0
+EVENT_STREAM_MAX_S = 6 * 3600  # a browser left open reconnects after this; nothing streams forever
+# After a bisection ends the bot still writes to it (the revert PR and its body, a refusal): an open page follows
+# until the row has been quiet this long.
+EVENT_SETTLE_S = 120.0
+PHASES = [p.value for p in Phase if p is not Phase.DONE]
+STATES = ["running", *PHASES, *(s.value for s in Status)]
+
+_templates = Environment(loader=PackageLoader("bot.web", "templates"), autoescape=select_autoescape(["j2", "html"]),
+                         trim_blocks=True, lstrip_blocks=True)
+
+
+class Detail(BaseModel):
+    detail: str
+
+
+ERRORS = {
+    401: {"model": Detail, "description": "not on loopback and no valid token"},
+    403: {"model": Detail, "description": "not on loopback and no dashboard token configured"},
+}
+
+
+class Bisections:
+    """The dashboard's reads (the store's writers stay in bot.adapters.store.store)."""
+
+    def __init__(self, engine: Engine):
+        self._session = sessionmaker(engine, expire_on_commit=False)
+
+    def get(self, bisection_id: int) -> BisectionRow | None:
+        with self._session() as s:
+            return s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
+
+    def version(self, bisection_id: int, now: datetime, settle_s: float) -> tuple[str, bool] | None:
+        """(version_text, settled: finished and unwritten for settle_s) from one aggregate query: what the live
+        update polls every second."""
+        finished = func.sum(case((StepRow.state.in_(FINISHED_STEP_STATES), 1), else_=0))
+        query = (select(BisectionRow.phase, BisectionRow.status, BisectionRow.updated_at, func.count(StepRow.id), finished)
+                 .outerjoin(StepRow, StepRow.bisection_id == BisectionRow.id)
+                 .where(BisectionRow.id == bisection_id).group_by(BisectionRow.id))
+        with self._session() as s:
+            row = s.execute(query).first()
+        if row is None:
+            return None
+        phase, status, updated_at, steps, done = row
+        quiet = (now - aware(updated_at)).total_seconds() if updated_at else settle_s
+        return version_text(int(done or 0), steps, phase, status, updated_at), status is not None and quiet >= settle_s
+
+    def page(self, now: datetime, repository: str | None, state: str | None, test: str | None, page: int,
+             per_page: int = PER_PAGE) -> tuple[list[BisectionSummary], bool]:
+        """Newest first; state filters in SQL, repository and test (JSON origin) here, scanning in chunks."""
+        query = select(BisectionRow).order_by(BisectionRow.id.desc())
+        if state == "running":
+            query = query.where(BisectionRow.status.is_(None))
+        elif state in PHASES:
+            query = query.where(BisectionRow.status.is_(None), BisectionRow.phase == state)
+        elif state:
+            query = query.where(BisectionRow.status == state)
+        skip, wanted = (page - 1) * per_page, per_page + 1
+        found: list[BisectionSummary] = []
+        offset = 0
+        with self._session() as s:
+            while len(found) < skip + wanted:
+                rows = s.scalars(query.offset(offset).limit(SCAN_CHUNK)).all()
+                if not rows:
+                    break
+                offset += len(rows)
+                found += [v for v in (summary(r, now) for r in rows) if matches(v, repository, None, test)]
+        items = found[skip:skip + wanted]
+        return items[:per_page], len(items) > per_page
+
+
+    def finished(self) -> list:
+        """What the trust report reads of every finished bisection (no steps)."""
+        columns = (BisectionRow.repo, BisectionRow.status, BisectionRow.outcome, BisectionRow.origin, BisectionRow.head)
+        with self._session() as s:
+            return list(s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all())
+
+
+SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def clone_of(workspace: Path, repo: str) -> Path | None:
+    """The bot's clone of `owner/repo` (bot.service.bisections keeps it at <workspace>/<owner>__<repo>), if there is one."""
+    if not SLUG.match(repo) or any(part in (".", "..") for part in repo.split("/")):
+        return None
+    path = workspace / repo.replace("/", "__")
+    return path if (path / ".git").is_dir() else None
+
+
+def relanded_in_clones(workspace: Path, bases: dict[tuple[str, str], str],
+                       known: dict[tuple, bool] | None = None) -> Callable[[str, str], bool | None]:
+    """bot.domain.trust's `relanded`, answered from the clones under workspace: since = the head the revert was made on
+    (trust.revert_bases), ref = the clone's default branch. None when there is no clone or git cannot tell.
+    `known` keeps answers across calls, keyed by the branch's sha: git runs again only once the branch moved."""
+    known = {} if known is None else known
+    branches: dict[str, tuple[GitRepo, str] | None] = {}
+
+    def branch_of(repo: str) -> tuple[GitRepo, str] | None:
+        if repo not in branches:
+            path = clone_of(workspace, repo)
+            try:
+                clone = GitRepo(path) if path else None
+                branches[repo] = (clone, clone.resolve(clone.default_branch())) if clone else None
+            except RepoError:
+                branches[repo] = None
+        return branches[repo]
+
+    def relanded(repo: str, culprit: str) -> bool | None:
+        since = bases.get((repo, culprit))
+        found = branch_of(repo) if since is not None else None
+        if found is None:
+            return None
+        clone, head = found
+        key = (str(clone.path), culprit, since, head)
+        if key not in known:
+            try:
+                known[key] = clone.relanded(culprit, since, head)
+            except (RepoError, OSError):  # the culprit or the head is not in the clone (yet): ask again next time
+                return None
+        return known[key]
+
+    return relanded
+
+
+def _workspace(request: Request) -> Path | None:
+    settings = getattr(request.app.state, "settings", None)
+    if settings is None:
+        return None
+    return default_workspace(settings)
+
+
+def trust_report(request: Request) -> trust.TrustReport:
+    rows = _store(request).finished()
+    workspace = _workspace(request)
+    if workspace is None:
+        return trust.build(rows, lambda repo, culprit: None)
+    return trust.build(rows, relanded_in_clones(workspace, trust.revert_bases(rows), request.app.state.trust_relanded))
+
+
+def _store(request: Request) -> Bisections:
+    return request.app.state.dashboard
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _clean(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None
+
+
+pages = APIRouter(dependencies=[Depends(auth.require_access)], include_in_schema=False)
+api = APIRouter(prefix="/api", tags=["dashboard"], dependencies=[Depends(auth.require_access)], responses=ERRORS)
+login = APIRouter(include_in_schema=False)
+
+
+def _html(name: str, status_code: int = 200, **context) -> HTMLResponse:
+    return HTMLResponse(_templates.get_template(name).render(**context), status_code=status_code)
+
+
+@pages.get("/", response_class=HTMLResponse)
+def list_page(request: Request, repository: str | None = None, state: str | None = None, test: str | None = None,
+              page: int = Query(1, ge=1)) -> HTMLResponse:
+    repository, state, test = _clean(repository), _clean(state), _clean(test)
+    items, has_next = _store(request).page(_now(), repository, state, test, page)
+    filters = {k: v for k, v in (("repository", repository), ("state", state), ("test", test)) if v}
+    return _html("list.html.j2", items=items, has_next=has_next, page=page, filters=filters, qs=urlencode(filters), states=STATES,
+                 repository=repository or "", state=state or "", test=test or "")
+
+
+@pages.get("/trust", response_class=HTMLResponse)
+def trust_page(request: Request) -> HTMLResponse:
+    return _html("trust.html.j2", t=trust_view(trust_report(request), request.app.state.holds.recent()))
+
+
+@pages.get("/bisections/{bisection_id}", response_class=HTMLResponse)
+def detail_page(request: Request, bisection_id: int) -> HTMLResponse:
+    row = _store(request).get(bisection_id)
+    if row is None:
+        return _html("not_found.html.j2", status_code=404, bisection_id=bisection_id)
+    view = detail(row, _now())
+    labels = {e.position: f"#{e.position} {e.sha[:12]}" for e in view.timeline}
+    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels),
+                 timeline_rows=collapse_untested(view.timeline))
+
+
+@pages.get("/bisections/{bisection_id}/events")
+async def events(request: Request, bisection_id: int) -> StreamingResponse:
+    """Server-sent events: `version` every second while the bisection runs (and until what the bot records after
+    it has settled), then `done`."""
+    store = _store(request)
+    first = await run_in_threadpool(store.version, bisection_id, _now(), EVENT_SETTLE_S)
+    if first is None:
+        raise HTTPException(404, f"no bisection #{bisection_id}")
+
+    async def stream():
+        yield "retry: 2000\n\n"
+        loop = asyncio.get_running_loop()
+        start, now = loop.time(), first
+        while loop.time() - start < EVENT_STREAM_MAX_S:
+            if now is None:
+                return
+            text, settled = now
+            if settled:
+                yield f"event: done\ndata: {text}\n\n"
+                return
+            yield f"event: version\ndata: {text}\n\n"
+            await asyncio.sleep(EVENT_INTERVAL_S)
+            if await request.is_disconnected():
+                return
+            now = await run_in_threadpool(store.version, bisection_id, _now(), EVENT_SETTLE_S)
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _login(request: Request, token: str) -> RedirectResponse:
+    configured = auth.configured_token(request)
+    if configured is None:
+        if auth.is_loopback(request.client.host if request.client else None):
+            return RedirectResponse("/", status_code=303)
+        raise HTTPException(403, auth.NOT_CONFIGURED)
+    if not auth.token_matches(token, configured):
+        raise HTTPException(401, auth.NEEDS_TOKEN)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(auth.COOKIE, auth.cookie_value(configured), httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", max_age=30 * 86400)
+    return response
+
+
+@login.get("/login", response_model=None)
+def login_with_token(request: Request, token: str = "") -> RedirectResponse | HTMLResponse:
+    """`?token=` sets the session cookie (an HMAC of the token) and goes to the list; without it, a form
+    that POSTs the token (so it stays out of access logs and browser history)."""
+    if not token:
+        return _html("login.html.j2")
+    return _login(request, token)
+
+
+@login.post("/login")
+async def login_with_form(request: Request) -> RedirectResponse:
+    fields = parse_qs((await request.body()).decode("utf-8", "replace"))
+    return _login(request, (fields.get("token") or [""])[0])
+
+
+@api.get("/bisections", response_model=BisectionPage)
+def api_list(request: Request, repository: str | None = None, state: str | None = None, test: str | None = None,
+             page: int = Query(1, ge=1), per_page: int = Query(PER_PAGE, ge=1, le=200)) -> BisectionPage:
+    items, has_next = _store(request).page(_now(), _clean(repository), _clean(state), _clean(test), page, per_page)
+    return BisectionPage(items=items, page=page, per_page=per_page, has_next=has_next)
+
+
+@api.get("/bisections/{bisection_id}", response_model=BisectionDetail, responses={404: {"model": Detail, "description": "no such bisection"}})
+def api_detail(request: Request, bisection_id: int) -> BisectionDetail:
+    row = _store(request).get(bisection_id)
+    if row is None:
+        raise HTTPException(404, f"no bisection #{bisection_id}")
+    return detail(row, _now())
+
+
+@api.get("/trust", response_model=TrustReportView)
+def api_trust(request: Request) -> TrustReportView:
+    """Per repository: reverts opened and how many were re-landed unchanged (false positives), culprits confirmed
+    against inconclusive bisections, reverts the guards refused, by reason, and what the kill switch held back."""
+    return trust_view(trust_report(request), request.app.state.holds.recent())
+
+
+def install(app: FastAPI, engine: Engine) -> None:
+    """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API (/api/bisections, /api/trust) on the app."""
+    app.state.dashboard = Bisections(engine)
+    app.state.holds = Holds(engine)
+    app.state.trust_relanded = {}  # relanded_in_clones' answers, kept until a branch moves
+    app.include_router(login)
+    app.include_router(pages)
+    app.include_router(api)

@@ -1,0 +1,418 @@
+"""The sandbox's in-memory state: users, tokens, repositories (real bare git repositories on disk),
+issues and pull requests (one number space per repository, as on GitHub), comments, reactions,
+labels, statuses, check runs -- and the fault injector. Every mutation holds `state.lock`."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import gitstore
+from .apps import App, AppRegistry
+
+NIGHTLY_WORKFLOW = ".github/workflows/nightly-test.yml"
+STEP_WORKFLOW = ".github/workflows/revert-bisect-step.yml"
+PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass
+class User:
+    login: str
+    id: int
+    name: str | None = None
+    email: str | None = None
+    type: str = "User"
+
+
+@dataclass
+class Comment:
+    id: int
+    issue_number: int
+    user: str
+    body: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass
+class Reaction:
+    id: int
+    user: str
+    content: str
+    created_at: str
+
+
+@dataclass
+class Issue:
+    """An issue or, with `pull` set, a pull request (GitHub: every PR is also an issue)."""
+    number: int
+    id: int
+    title: str
+    body: str | None
+    user: str
+    state: str = "open"
+    labels: list[str] = field(default_factory=list)
+    created_at: str = field(default_factory=now_iso)
+    updated_at: str = field(default_factory=now_iso)
+    closed_at: str | None = None
+    pull: PullInfo | None = None
+
+
+@dataclass
+class PullInfo:
+    head: str  # branch name in this repository
+    base: str
+    merged: bool = False
+    merge_commit_sha: str | None = None
+    merged_at: str | None = None
+    head_sha: str | None = None  # fixed for merged PRs whose branch is gone; else read from git
+    base_sha: str | None = None
+    draft: bool = False
+    requested_reviewers: list[str] = field(default_factory=list)
+    id: int = 0
+
+
+@dataclass
+class Repo:
+    owner: str
+    name: str
+    id: int
+    path: Path
+    default_branch: str = "main"
+    description: str | None = None
+    private: bool = False
+    created_at: str = field(default_factory=now_iso)
+    permissions: dict[str, str] = field(default_factory=dict)  # login -> admin|maintain|write|triage|read
+    issues: dict[int, Issue] = field(default_factory=dict)
+    labels: dict[str, dict] = field(default_factory=dict)  # name -> {id, color, description}
+    statuses: list[dict] = field(default_factory=list)
+    check_runs: dict[int, dict] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    def next_number(self) -> int:
+        return max(self.issues, default=0) + 1
+
+
+class Faults:
+    """Injected failures for REST responses: `set(rate, kinds, seed)`; off by default."""
+
+    KINDS = ("5xx", "403-ratelimit", "429", "slow")
+
+    def __init__(self) -> None:
+        self.rate = 0.0
+        self.kinds: tuple[str, ...] = self.KINDS
+        self.include_git = False
+        self.slow_seconds = 1.0
+        self.injected: list[tuple[str, str, str]] = []  # (kind, method, path), for tests and logs
+        self._rng = random.Random(0)
+        self._lock = threading.Lock()
+
+    def set(self, rate: float, kinds: tuple[str, ...] | list[str] = KINDS, seed: int | None = 0, *,
+            include_git: bool = False, slow_seconds: float = 1.0) -> None:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError("fault rate must be within [0, 1]")
+        unknown = set(kinds) - set(self.KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds: {sorted(unknown)} (known: {self.KINDS})")
+        with self._lock:
+            self.rate, self.kinds, self.include_git = rate, tuple(kinds), include_git
+            self.slow_seconds = slow_seconds
+            self._rng = random.Random(seed)
+
+    def off(self) -> None:
+        self.set(0.0)
+
+    def draw(self, method: str, path: str, git: bool = False) -> str | None:
+        """The fault to inject into this request, or None."""
+        with self._lock:
+            if self.rate <= 0 or not self.kinds or (git and not self.include_git):
+                return None
+            if self._rng.random() >= self.rate:
+                return None
+            kind = self._rng.choice(self.kinds)
+            self.injected.append((kind, method, path))
+            return kind
+
+
+class SandboxState:
+    """Everything the sandbox knows. Repositories live under `root` as `owner/name.git`."""
+
+    def __init__(self, root: Path | str | None = None) -> None:
+        if root is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="gh-sandbox-")
+            root = self._tmp.name
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.RLock()
+        self.users: dict[str, User] = {}
+        self.tokens: dict[str, str] = {}  # token -> login
+        self.apps = AppRegistry()  # GitHub Apps: JWT -> installation -> installation token
+        self.repos: dict[str, Repo] = {}  # "owner/name" (lower case) -> Repo
+        self.comments: dict[int, tuple[str, Comment]] = {}  # id -> (repo key, comment)
+        self.reactions: dict[int, list[Reaction]] = {}  # comment id -> reactions
+        self.faults = Faults()
+        self._ids = itertools.count(1000)
+        # GitHub Actions emulation (workflows, runs, webhooks)
+        from .actions import Actions
+
+        self.actions = Actions(self)
+
+    def new_id(self) -> int:
+        with self.lock:
+            return next(self._ids)
+
+    # -- seeding --
+
+    def add_user(self, login: str, *, name: str | None = None, email: str | None = None,
+                 token: str | None = None, type: str = "User") -> User:
+        with self.lock:
+            user = self.users.get(login)
+            if user is None:
+                user = self.users[login] = User(login, self.new_id(), name, email, type)
+            if token:
+                self.tokens[token] = login
+            return user
+
+    def register_app(self, app_id: int, public_key_pem: str, repos: list[str], slug: str = "revert-bisect") -> dict[str, int]:
+        """A GitHub App installed on `repos`; its installation ids by repository."""
+        with self.lock:
+            app = self.apps.apps.setdefault(app_id, App(app_id, slug, public_key_pem))
+            for name in repos:
+                app.installations.setdefault(name.lower(), self.new_id())
+            self.add_user(app.bot_login, type="Bot")
+            return dict(app.installations)
+
+    def add_token(self, token: str, login: str) -> None:
+        with self.lock:
+            if login not in self.users:
+                self.add_user(login)
+            self.tokens[token] = login
+
+    def user_for_token(self, token: str) -> User | None:
+        with self.lock:
+            login = self.tokens.get(token)
+            return self.users.get(login) if login else None
+
+    def user_by_email(self, email: str) -> User | None:
+        with self.lock:
+            return next((u for u in self.users.values() if u.email and u.email.lower() == email.lower()), None)
+
+    def create_repo(self, full_name: str, *, default_branch: str = "main", source: Path | str | None = None,
+                    description: str | None = None, owner_permission: str = "admin") -> Repo:
+        """A repository backed by a bare git repository: empty, or a bare clone of `source`."""
+        owner, name = full_name.split("/")
+        with self.lock:
+            if full_name.lower() in self.repos:
+                raise ValueError(f"repository {full_name} already exists")
+            path = self.root / owner / f"{name}.git"
+            if source is not None:
+                gitstore.clone_bare(Path(source), path)
+                gitstore.git(path, "symbolic-ref", "HEAD", f"refs/heads/{default_branch}")
+            else:
+                gitstore.init_bare(path, default_branch)
+            repo = Repo(owner, name, self.new_id(), path, default_branch, description)
+            self.repos[full_name.lower()] = repo
+            self.add_user(owner, type="Organization" if owner not in self.users else self.users[owner].type)
+            self.actions.discover(repo)
+            return repo
+
+    def repo(self, full_name: str) -> Repo | None:
+        with self.lock:
+            return self.repos.get(full_name.lower())
+
+    def set_permission(self, full_name: str, login: str, permission: str) -> None:
+        if permission not in PERMISSIONS:
+            raise ValueError(f"permission must be one of {PERMISSIONS}")
+        with self.lock:
+            self.add_user(login)
+            repo = self._need(full_name)
+            if permission == "none":
+                repo.permissions.pop(login, None)
+            else:
+                repo.permissions[login] = permission
+
+    # -- GitHub Actions (sandbox/actions.py) --
+
+    def bind_workflow(self, full_name: str, path: str, argv: list[str], env: dict | None = None,
+                      timeout: float | None = None):
+        """Run `argv` (in a worktree of the run's head sha) for each run of the workflow at `path`."""
+        return self.actions.bind(self._need(full_name), path, argv, env, timeout)
+
+    def start_run(self, full_name: str, workflow: int | str, ref_or_sha: str, event: str = "schedule",
+                  inputs: dict | None = None, actor: str | None = None, branch_of_sha: str | None = None) -> int:
+        """Start a workflow run (on a background runner slot); its id. `branch_of_sha` labels a run
+        at a sha with the branch it stood for (an earlier nightly of that branch)."""
+        return self.actions.start(self._need(full_name), workflow, ref_or_sha, event=event, inputs=inputs,
+                                  actor=actor, branch_of_sha=branch_of_sha).id
+
+    def add_hook(self, url: str, secret: str, events: tuple[str, ...] | list[str] = ("workflow_run",),
+                 repo: str | None = None):
+        """Deliver signed webhooks (`workflow_run`) to `url`."""
+        return self.actions.add_hook(url, secret, events, repo)
+
+    @property
+    def hook_deliveries(self) -> list[dict]:
+        return self.actions.deliveries
+
+    def _need(self, full_name: str) -> Repo:
+        repo = self.repo(full_name)
+        if repo is None:
+            raise KeyError(full_name)
+        return repo
+
+    def add_issue(self, full_name: str, *, title: str, body: str | None = None, user: str,
+                  number: int | None = None, labels: list[str] | tuple[str, ...] = (), state: str = "open",
+                  created_at: str | None = None) -> Issue:
+        with self.lock:
+            repo = self._need(full_name)
+            self.add_user(user)
+            number = number or repo.next_number()
+            if number in repo.issues:
+                raise ValueError(f"{full_name}#{number} already exists")
+            for label in labels:
+                self.ensure_label(repo, label)
+            when = created_at or now_iso()
+            issue = Issue(number, self.new_id(), title, body, user, state, list(labels), when, when,
+                          when if state == "closed" else None)
+            repo.issues[number] = issue
+            return issue
+
+    def add_pull(self, full_name: str, *, title: str, body: str | None = None, user: str, head: str,
+                 base: str | None = None, number: int | None = None, merged: bool = False,
+                 merge_commit_sha: str | None = None, head_sha: str | None = None, base_sha: str | None = None,
+                 merged_at: str | None = None, created_at: str | None = None, state: str | None = None,
+                 labels: list[str] | tuple[str, ...] = ()) -> Issue:
+        with self.lock:
+            repo = self._need(full_name)
+            state = state or ("closed" if merged else "open")
+            issue = self.add_issue(full_name, title=title, body=body, user=user, number=number, labels=labels,
+                                   state=state, created_at=created_at)
+            if merged:
+                issue.closed_at = merged_at or issue.created_at
+            issue.pull = PullInfo(head, base or repo.default_branch, merged, merge_commit_sha,
+                                  (merged_at or issue.created_at) if merged else None, head_sha, base_sha,
+                                  id=self.new_id())
+            return issue
+
+    def add_comment(self, full_name: str, number: int, *, user: str, body: str,
+                    created_at: str | None = None) -> Comment:
+        with self.lock:
+            repo = self._need(full_name)
+            if number not in repo.issues:
+                raise KeyError(f"{full_name}#{number}")
+            self.add_user(user)
+            when = created_at or now_iso()
+            comment = Comment(self.new_id(), number, user, body, when, when)
+            self.comments[comment.id] = (repo.full_name.lower(), comment)
+            return comment
+
+    def issues_of(self, repo: Repo) -> list[Issue]:
+        """A snapshot of the repository's issues and pull requests (safe to iterate while others write)."""
+        with self.lock:
+            return list(repo.issues.values())
+
+    def comments_of(self, repo: Repo, number: int) -> list[Comment]:
+        with self.lock:
+            key = repo.full_name.lower()
+            return sorted((c for r, c in self.comments.values() if r == key and c.issue_number == number),
+                          key=lambda c: c.id)
+
+    def ensure_label(self, repo: Repo, name: str) -> dict:
+        with self.lock:
+            if name not in repo.labels:
+                repo.labels[name] = {"id": self.new_id(), "name": name, "color": "ededed", "description": None}
+            return repo.labels[name]
+
+
+@dataclass
+class Seeded:
+    repo: str
+    maintainer: str
+    tokens: dict[str, str]  # login -> token
+    scenario: dict
+
+
+def seed_from_scenario(state: SandboxState, scenario_dir: Path | str, *, maintainer: str = "sandbox-maintainer",
+                       bot: str = "revert-bisect-bot") -> Seeded:
+    """Seed `state` from a scenario written by `scenarios.mamba_track_boundary` (its scenario.json).
+
+    The repository is cloned into the sandbox's storage; each commit of the scenario becomes a merged
+    pull request (its number from the scenario, merge_commit_sha the commit); the follow-up becomes an
+    issue (or PR); authors get write permission, `maintainer` maintain and `bot` write. Each user gets
+    the token `sandbox-token-<login>`."""
+    import json
+
+    scenario_dir = Path(scenario_dir)
+    data = json.loads((scenario_dir / "scenario.json").read_text())
+    slug, branch = data["repo_slug"], data.get("default_branch", "main")
+    source = Path(data["repo"])
+    if not source.is_absolute():
+        source = scenario_dir / source
+    tokens: dict[str, str] = {}
+
+    def user(login: str, permission: str, name: str | None = None, email: str | None = None) -> None:
+        existing = state.users.get(login)
+        state.add_user(login, name=name or (existing.name if existing else None),
+                       email=email or (existing.email if existing else None), token=f"sandbox-token-{login}")
+        if existing is not None:
+            existing.name, existing.email = name or existing.name, email or existing.email
+        tokens[login] = f"sandbox-token-{login}"
+        if PERMISSIONS.index(permission) < PERMISSIONS.index(repo.permissions.get(login, "none")):
+            state.set_permission(slug, login, permission)
+
+    with state.lock:
+        repo = state.create_repo(slug, default_branch=branch, source=source)
+        owner = slug.split("/")[0]
+        user(owner, "admin")
+        user(maintainer, "maintain", name="Sandbox Maintainer", email=f"{maintainer}@sandbox.invalid")
+        user(bot, "write", name="revert-bisect", email=f"{bot}@sandbox.invalid")
+        # squash merges are committed by GitHub itself: `web-flow`
+        state.add_user("web-flow", name="GitHub", email="noreply@github.com")
+        for pr in data["prs"]:
+            user(pr["author"], "write", pr.get("author_name"), pr.get("author_email"))
+        follow = data.get("followup") or None
+        if follow:
+            user(follow["author"], "write", follow.get("author_name"), follow.get("author_email"))
+        for pr in data["prs"]:
+            parents = gitstore.commit(repo.path, pr["sha"])["parents"]
+            state.add_pull(slug, number=pr["number"], title=pr["title"], body=pr.get("body"), user=pr["author"],
+                           head=f"{pr['author']}/pr-{pr['number']}", base=branch, merged=True,
+                           merge_commit_sha=pr["sha"], head_sha=pr["sha"], base_sha=parents[0] if parents else None,
+                           merged_at=pr.get("merged_at"), created_at=pr.get("merged_at"))
+        if follow:
+            if follow.get("kind", "issue") == "pr":
+                state.add_pull(slug, number=follow["number"], title=follow["title"], body=follow.get("body"),
+                               user=follow["author"], head=f"{follow['author']}/fix-{follow['number']}",
+                               labels=follow.get("labels", ()), created_at=follow.get("created_at"))
+            else:
+                state.add_issue(slug, number=follow["number"], title=follow["title"], body=follow.get("body"),
+                                user=follow["author"], labels=follow.get("labels", ()),
+                                state=follow.get("state", "open"), created_at=follow.get("created_at"))
+        # the emulated self-hosted runner runs the scenario's scheduled test for the nightly workflow
+        if data.get("test_command") and state.actions.workflow(repo, NIGHTLY_WORKFLOW) is not None:
+            state.bind_workflow(slug, NIGHTLY_WORKFLOW, data["test_command"])
+        # ... and the bot's bisect steps, as the step workflow's `run:` line does on a real runner
+        if state.actions.workflow(repo, STEP_WORKFLOW) is not None:
+            bind_step_workflow(state, slug)
+    return Seeded(slug, maintainer, tokens, data)
+
+
+def bind_step_workflow(state: SandboxState, slug: str) -> None:
+    """The emulated runner runs `python -m runners.step` for the step workflow (runners/github/
+    revert-bisect-step.yml), with one runner cache -- clones, worktree slots, environments -- kept
+    across runs, as on a real self-hosted runner machine."""
+    state.bind_workflow(slug, STEP_WORKFLOW, [sys.executable, "-P", "-m", "runners.step", "--spec-env", "INPUT_SPEC"],
+                        env={"REVERT_BISECT_RUNNER_CACHE": str(state.root / "_runner-cache")})
