@@ -311,6 +311,10 @@ def demo(
     if directory and directory.exists() and any(directory.iterdir()):
         err.print(f"revert-bisect: error: --dir {directory} is not empty; give a new directory")
         raise typer.Exit(2)
+    if importlib.util.find_spec("sandbox") is None or importlib.util.find_spec("scenarios") is None:
+        err.print("revert-bisect: error: the demo needs the GitHub sandbox and the scenarios of a source checkout: "
+                  "git clone the project, then pip install -e '.[sandbox,model]'")
+        raise typer.Exit(2)
     if importlib.util.find_spec("torch") is None:
         err.print("revert-bisect: error: the demo's model needs torch: pip install 'revert-bisect[model]' (torch==2.13.0, CPU)")
         raise typer.Exit(2)
