@@ -99,7 +99,7 @@ def parse(body: str | None) -> Command | None:
     if verb in ("status", "cancel", "help"):
         if rest:
             return _invalid(f"`{verb}` takes no arguments (got {code(' '.join(rest)[:60])})")  # their words, quoted safely
-        return {"status": Status(), "cancel": Cancel(), "help": Help()}[verb]
+        return Status() if verb == "status" else Cancel() if verb == "cancel" else Help()
     if not TEST_ID.match(verb):
         return _invalid("a test id is letters, digits and `_ . : / -`, up to 120 characters")
     options: dict = {}

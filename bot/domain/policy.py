@@ -120,7 +120,7 @@ class Bisect(Closed):
     @field_validator("flake_rate")
     @classmethod
     def _rate(cls, value: str | float) -> str | float:
-        if value != "auto" and not 0 <= value < 0.5:
+        if not isinstance(value, str) and not 0 <= value < 0.5:
             raise ValueError("a flake rate is 'auto' or a probability in [0, 0.5)")
         return value
 
@@ -143,8 +143,11 @@ class Revert(Closed):
     never_revert_authors: list[str] = Field(default_factory=lambda: ["dependabot[bot]", "renovate[bot]"])
 
 
+Role = Literal["admin", "maintain", "write", "triage", "read"]
+
+
 class Commands(Closed):
-    allow_roles: list[Literal["admin", "maintain", "write", "triage", "read"]] = Field(default_factory=lambda: ["admin", "maintain", "write"])
+    allow_roles: list[Role] = Field(default_factory=lambda: list[Role](["admin", "maintain", "write"]))
     allow_users: list[str] = Field(default_factory=list)
     allow_edits: bool = False
 

@@ -104,6 +104,14 @@ def sample_kl(prefill_logprobs: list[float], decode_logprobs: list[float]) -> fl
     return total / len(decode_logprobs)
 
 
+def _complete(values: list[float | None], problem: str) -> list[float]:
+    """The logprobs, every one present; a null one is the server's protocol error."""
+    present = [v for v in values if v is not None]
+    if len(present) != len(values):
+        raise ProtocolError(problem)
+    return present
+
+
 def avg_kl(prefill: list[list[float]], decode: list[list[float]]) -> tuple[float, list[float]]:
     kl_divs = [sample_kl(p, d) for p, d in zip(prefill, decode, strict=True)]
     return sum(kl_divs) / len(kl_divs), kl_divs
@@ -223,7 +231,10 @@ def decode_cache_hit_kl(client: Client, prompts: list[list[int]], *, max_new_tok
 
     say("Turn 2: prompt + output + one token, which should hit the decode cache ...")
     turn2 = client.generate("turn 2", second, max_new_tokens, return_logprob=True)
-    replay, decode_logprobs, cached, hits = [], [], [], []
+    replay: list[list[int]] = []
+    decode_logprobs: list[list[float]] = []
+    cached: list[int] = []
+    hits: list[int] = []
     for i, result in enumerate(turn2):
         cached_tokens = field_of(result, "meta_info.cached_tokens", "turn 2", i, int)
         cached.append(cached_tokens)
@@ -233,14 +244,13 @@ def decode_cache_hit_kl(client: Client, prompts: list[list[int]], *, max_new_tok
             raise ProtocolError(f"turn 2: response {i} has {len(out_ids)} output_ids but {len(values)} output_token_logprobs")
         if not out_ids:
             raise ProtocolError(f"turn 2: response {i} generated no tokens (max_new_tokens={max_new_tokens}, ignore_eos)")
-        if any(v is None for v in values):
-            raise ProtocolError(f"turn 2: response {i} field 'meta_info.output_token_logprobs' has a null logprob")
+        logprobs = _complete(values, f"turn 2: response {i} field 'meta_info.output_token_logprobs' has a null logprob")
         if cached_tokens <= len(prompts[i]) + 1:
             say(f"Decode cache miss for prompt {i} (cached_tokens={cached_tokens}, prompt {len(prompts[i])}), skipping")
             continue
         hits.append(i)
         replay.append(second[i] + out_ids)
-        decode_logprobs.append(values)
+        decode_logprobs.append(logprobs)
     details: dict[str, Any] = {"samples": n, "cache_hits": len(hits), "cached_tokens": cached}
     say(f"decode cache hits: {len(hits)}/{n}")
     if len(hits) <= min_cache_hit_ratio * n:
@@ -249,17 +259,14 @@ def decode_cache_hit_kl(client: Client, prompts: list[list[int]], *, max_new_tok
     say("Flush cache; cold prefill of turn 2's input + output for the reference logprobs ...")
     client.flush("flush before the cold prefill")
     prefill = client.generate("cold prefill", replay, 0, return_logprob=True, logprob_start_len=0)
-    prefill_logprobs = []
+    prefill_logprobs: list[list[float]] = []
     for k, result in enumerate(prefill):
         values = logprob_values(result, "input_token_logprobs", "cold prefill", k)
         want = len(decode_logprobs[k])
         if len(values) < want:
             raise ProtocolError(f"cold prefill: response {k} has {len(values)} input_token_logprobs, needs at least {want}")
-        tail_values = values[-want:]
-        if any(v is None for v in tail_values):
-            raise ProtocolError(f"cold prefill: response {k} field 'meta_info.input_token_logprobs' has a null logprob "
-                                "where turn 2's output tokens are")
-        prefill_logprobs.append(tail_values)
+        prefill_logprobs.append(_complete(values[-want:], f"cold prefill: response {k} field 'meta_info.input_token_logprobs' "
+                                                         "has a null logprob where turn 2's output tokens are"))
 
     value, kl_divs = avg_kl(prefill_logprobs, decode_logprobs)
     details["kl_divs"] = kl_divs

@@ -12,7 +12,7 @@ from bot.domain.bisect.verdict import RawResult
 
 def linear_graph(n: int) -> tuple[dict[str, tuple[str, ...]], str, str]:
     """A range of n commits named c1..cn on top of c0 (GOOD); BAD is cn."""
-    graph = {f"c{i}": (f"c{i - 1}",) for i in range(1, n + 1)}
+    graph: dict[str, tuple[str, ...]] = {f"c{i}": (f"c{i - 1}",) for i in range(1, n + 1)}
     return graph, "c0", f"c{n}"
 
 
@@ -46,7 +46,7 @@ def simulate(n: int, test: FlakyTest, workers: int, settings: Settings = Setting
     """Run the engine in synchronous rounds of `workers` parallel runs each."""
     graph, good, bad = linear_graph(n)
     problem = Problem(graph, good, bad, settings)
-    state, runs = State(), []
+    state, runs = State(), list[Run]()
     rounds = {kind: 0 for kind in Kind}
     total = 0
     while True:
