@@ -221,7 +221,8 @@ def test_bisections_steps_and_durations_come_from_the_store(tmp_path, dialect, r
     store = Store(connect(db))
     new = NewBisection(str(tmp_path / "repo"), good, "main", good, bad, ["./t.sh"], {"workers": 2})
     running = store.create(new, "calibrating")
-    ids = store.add_steps(running, [NewStep(good, "calibrate", 1), NewStep(bad, "calibrate", 1), NewStep(bad, "search", 1), NewStep(good, "search", 1), NewStep(bad, "confirm", 1)])
+    ids = store.add_steps(running, [NewStep(good, "calibrate", 1, backend="local"), NewStep(bad, "calibrate", 1, backend="github_actions"),
+                                     NewStep(bad, "search", 1, backend="local"), NewStep(good, "search", 1), NewStep(bad, "confirm", 1)])
     actions = "actions-runner-3 (http://127.0.0.1:9/acme/engine/actions/runs/17)"
     store.finish_step(ids[0], StepReport(0, None, None, "good", "local/wt-0", 1.5, "ok"))
     store.finish_step(ids[1], StepReport(1, None, None, "bad", actions, 700.0, "failed"))

@@ -14,6 +14,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from bot.domain.outcome import parse_outcome
+
 PUBLISH_GRACE_S = 90.0  # from "found, revert proven" to the PR on GitHub: branch push, PR, labels, comments
 
 
@@ -82,15 +84,15 @@ class StoryWatch:
             return Ended(f"the bot's {failed[0].handler} job failed: {failed[0].error}")
         if row is None or not row.status:
             return None
-        outcome = row.outcome_json or {}
+        outcome = parse_outcome(row.outcome_json)
         if row.status != "found":
-            message = outcome.get("message")
+            message = outcome.message
             return Ended(f"bisection #{row.id} ended {row.status}" + (f": {message}" if message else ""), _failing_steps(self.engine, row.id))
-        if not (outcome.get("ab") or {}).get("passed"):
+        if not (outcome.ab and outcome.ab.passed):
             return Ended(f"bisection #{row.id} found {row.guess or 'a culprit'} but the revert was not proven: "
                          f"{row.revert_error or 'HEAD + revert did not pass every A/B run'}")
-        if outcome.get("revert_refused"):
-            return Ended(f"bisection #{row.id} found the culprit; the revert PR was refused: {outcome['revert_refused']}")
+        if outcome.revert_refused:
+            return Ended(f"bisection #{row.id} found the culprit; the revert PR was refused: {outcome.revert_refused}")
         self._proven_at = self._proven_at or self.clock()
         if self.clock() - self._proven_at > self.publish_grace_s:
             return Ended(f"bisection #{row.id} proved the revert, but no revert PR appeared within {self.publish_grace_s:.0f}s")

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from bot.domain.bisect.model import Status
 from bot.domain.errors import RevertBisectError
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.service.report import EXIT_CODES
@@ -186,16 +187,17 @@ def status(
         if bisection_id is None:
             table = Table("id", "repo", "range", "state", "culprit", "P", "runs", "created")
             for row in store.recent(limit):
-                culprit = (row.outcome or {}).get("culprit") or row.guess
+                outcome = outcome_of(row) or BisectionOutcome()
+                culprit = outcome.culprit or row.guess
                 ran = sum(s.state in ("done", "lost") for s in row.steps)
-                p = (row.outcome or {}).get("confidence") or row.guess_probability
+                p = outcome.confidence or row.guess_probability
                 table.add_row(str(row.id), Path(row.repo).name, f"{row.good[:8]}..{row.bad[:8]}", row.status or row.phase, (culprit or "-")[:12], f"{p:.3f}" if p else "-", str(ran), f"{row.created_at:%Y-%m-%d %H:%M}")
             out.print(table)
             return
         row = store.get(bisection_id)
         out.print(f"#{row.id} {row.repo} {row.good_rev}..{row.bad_rev}: {row.status or row.phase}")
-        if row.outcome:
-            out.print(row.outcome.get("message", ""))
+        if outcome := outcome_of(row):
+            out.print(outcome.message or "")
         table = Table("step", "round", "kind", "sha", "state", "verdict", "exit", "metric", "s", "runner")
         for s in row.steps:
             table.add_row(str(s.id), str(s.round), s.kind, s.sha[:12], s.state, s.verdict or "-", "-" if s.exit_code is None else str(s.exit_code), "-" if s.metric is None else f"{s.metric:.6g}", f"{s.duration_s:.1f}" if s.duration_s else "-", s.runner or "-")

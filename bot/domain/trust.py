@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.domain.guards import GUARDS
+from bot.domain.outcome import BisectionOutcome, outcome_of, parse_outcome
 
 CONFIRMED = "found"
 CANCELLED = "cancelled"
@@ -34,7 +35,7 @@ class Bisection(Protocol):
 
     repo: str
     status: str | None
-    outcome: dict | None
+    outcome: dict | None  # JSON; read with bot.domain.outcome.outcome_of
     origin: dict | None
     head: str | None
 
@@ -98,14 +99,13 @@ def repository_of(row: Bisection) -> str:
     return _str((row.origin or {}).get("repo")) or row.repo
 
 
-def revert_opened(outcome: dict) -> bool:
-    value = outcome.get("revert_pr")
-    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.lstrip("#").isdigit())
+def revert_opened(outcome: BisectionOutcome) -> bool:
+    return outcome.revert_pr is not None
 
 
-def refusal_reason(outcome: dict) -> str:
+def refusal_reason(outcome: BisectionOutcome | dict) -> str:
     """The guard that refused the revert, as stored with the bisection (bot.domain.guards.Refusal.key)."""
-    key = _str(outcome.get("revert_refused_reason"))
+    key = _str((parse_outcome(outcome) if isinstance(outcome, dict) else outcome).revert_refused_reason)
     return key if key in GUARDS else OTHER_REASON
 
 
@@ -114,8 +114,8 @@ def revert_bases(bisections: Iterable[Bisection]) -> dict[tuple[str, str], str]:
     reverted more than once): where a `relanded` callable starts looking for a re-land."""
     out: dict[tuple[str, str], str] = {}
     for row in bisections:
-        outcome = row.outcome if isinstance(row.outcome, dict) else {}
-        culprit, head = _str(outcome.get("culprit")), _str(row.head)
+        outcome = outcome_of(row) or BisectionOutcome()
+        culprit, head = _str(outcome.culprit), _str(row.head)
         if culprit and head and revert_opened(outcome):
             out.setdefault((repository_of(row), culprit), head)
     return out
@@ -130,7 +130,7 @@ def report(bisections: Iterable[Bisection], relanded: Callable[[str, str], bool 
             continue
         repo = repository_of(row)
         t = rows.setdefault(repo, TrustRow(repo))
-        outcome = row.outcome if isinstance(row.outcome, dict) else {}
+        outcome = outcome_of(row) or BisectionOutcome()
         t.bisections += 1
         t.statuses[row.status] = t.statuses.get(row.status, 0) + 1
         if row.status == CONFIRMED:
@@ -141,13 +141,13 @@ def report(bisections: Iterable[Bisection], relanded: Callable[[str, str], bool 
             t.inconclusive += 1
         if revert_opened(outcome):
             t.reverts_opened += 1
-            culprit = _str(outcome.get("culprit"))
+            culprit = _str(outcome.culprit)
             answer = relanded(repo, culprit) if culprit else None
             if answer is None:
                 t.relanded_unknown += 1
             elif answer:
                 t.relanded += 1
-        if _str(outcome.get("revert_refused")):
+        if _str(outcome.revert_refused):
             reason = refusal_reason(outcome)
             t.refused[reason] = t.refused.get(reason, 0) + 1
     return [rows[name] for name in sorted(rows)]

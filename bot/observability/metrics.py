@@ -28,13 +28,9 @@ DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 
 
 def _backend_sql():
-    """A step's backend from its runner, in SQL (steps are counted by the database): `local/<slot>` is the
-    local pool, a runner naming an Actions run URL is GitHub Actions."""
-    return case(
-        (StepRow.runner.like("local/%"), literal("local")),
-        (StepRow.runner.like("%/actions/runs/%"), literal("github_actions")),
-        else_=literal("other"),
-    )
+    """A step's backend as the dispatching backend recorded it (older rows were filled from the runner
+    string by migration 0011); `other` for steps no named backend ran."""
+    return func.coalesce(StepRow.backend, literal("other"))
 
 
 def _utc(value: datetime) -> datetime:

@@ -19,6 +19,7 @@ from bot.domain.bisect.model import Status
 from bot.domain.errors import RepoError, RevertBisectError
 from bot.service.backends import backend_for
 from bot.domain.guards import Culprit, Repository, revert_refusal, start_refusal
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.service.holds import held_revert, held_start, hold
 from bot.service.publish import publish
 from bot.service.status import render_status
@@ -267,7 +268,7 @@ class LocalBisections:
         return f"#{published.pr_number}"
 
     def _record(self, row, **extra) -> None:
-        self.store.save_progress(row.id, outcome={**(row.outcome or {}), **extra})
+        self.store.save_progress(row.id, outcome=(outcome_of(row) or BisectionOutcome()).with_facts(**extra).as_json())
 
     def status(self, repo: str, thread: int) -> str:
         rows = self.store.from_thread(repo, thread)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.adapters.git.repo import GitRepo
 from bot.service.driver import finished_runs
 from bot.service.report import replay_log
@@ -57,8 +58,8 @@ def draft(
     followups: list[int] = (),
 ) -> PullRequestDraft:
     """The revert PR for a found, proven culprit."""
-    outcome = row.outcome or {}
-    culprit = outcome["culprit"]
+    outcome = outcome_of(row) or BisectionOutcome()
+    culprit = outcome.culprit
     evidence = Evidence.of(problem, finished_runs(row))
     by_sha: dict[str, list] = defaultdict(list)
     for run, verdict in evidence.verdicts:
@@ -85,19 +86,18 @@ def draft(
     for run, verdict in evidence.verdicts:
         if run.kind in (Kind.AB_HEAD, Kind.AB_REVERT):
             ab_runs[run.kind].append((verdict, run.raw))
-    ab_out = outcome.get("ab") or {}
     ab = AB(
         revert.onto, revert.sha,
         _summary([v for v, _ in ab_runs[Kind.AB_HEAD]]), _summary([v for v, _ in ab_runs[Kind.AB_REVERT]]),
         _values([r.metric for _, r in ab_runs[Kind.AB_HEAD]], [r.exit_code for _, r in ab_runs[Kind.AB_HEAD]]),
         _values([r.metric for _, r in ab_runs[Kind.AB_REVERT]], [r.exit_code for _, r in ab_runs[Kind.AB_REVERT]]),
-        bool(ab_out.get("passed")),
+        bool(outcome.ab and outcome.ab.passed),
     )
     metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
     body = RevertEvidence(
         repo_slug=repo_slug, branch=branch, culprit=culprit_info, test=test, rows=rows, ab=ab,
         files=revert.files, diffstat=revert.diffstat, replay_log=replay_log(row, problem, repo).rstrip(),
-        bisection_id=row.id, confidence=outcome.get("confidence") or 0.0,
+        bisection_id=row.id, confidence=outcome.confidence or 0.0,
         runs=sum(s.state in ("done", "lost") for s in row.steps), commits=len(problem.graph),
         before=metric(parent), after=metric(culprit), followups=list(followups),
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, Status
 from bot.domain.bisect.verdict import RawResult, Verdict, classify
+from bot.domain.outcome import AB, BisectionOutcome
 from bot.service.config import BisectConfig
 from bot.adapters.store.models import BisectionRow, StepRow, utcnow
 from bot.adapters.store.store import NewStep, StepReport, Store
@@ -161,20 +162,22 @@ class Driver:
             fields.update(
                 status=out.status.value,
                 finished_at=utcnow(),
-                outcome=dict(
+                outcome=BisectionOutcome(
                     message=out.message, culprit=out.culprit, first_parent_culprit=out.first_parent_culprit, confidence=out.confidence,
                     candidates=list(out.candidates), revert_error=out.revert_error,
-                    ab=None if out.ab is None else dict(
+                    ab=None if out.ab is None else AB(
                         head=out.ab.head, revert=out.ab.revert, passed=out.ab.passed,
                         head_verdicts=[v.value for v in out.ab.head_verdicts], revert_verdicts=[v.value for v in out.ab.revert_verdicts],
                     ),
-                ),
+                ).as_json(),
             )
         self.store.save_progress(self.id, **fields)
 
     def _dispatch(self, probes: tuple[Probe, ...], flying: dict[int, Probe], state: State) -> None:
         refs = [new_ref() for _ in probes]  # stored first: a restarted driver finds the runs by them
-        ids = self.store.add_steps(self.id, [NewStep(p.sha, p.kind.value, p.round, ref) for p, ref in zip(probes, refs)])
+        # the backend's name ('local', 'github_actions') is what the metrics group by; a test double may have none
+        backend = getattr(self.backend, "name", None)
+        ids = self.store.add_steps(self.id, [NewStep(p.sha, p.kind.value, p.round, ref, backend) for p, ref in zip(probes, refs)])
         for step_id, probe, ref in zip(ids, probes, refs):
             flying[step_id] = probe
             self.backend.submit(self._spec(step_id, probe, state, ref))

@@ -8,6 +8,7 @@ from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.adapters.git.repo import GitRepo
 from bot.service.driver import finished_runs
 from bot.adapters.git.already import find_revert
@@ -26,10 +27,10 @@ EXIT_CODES = {
 
 
 def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
-    outcome = row.outcome or {}
+    outcome = outcome_of(row) or BisectionOutcome()
     evidence = Evidence.of(problem, finished_runs(row))
     ran = [s for s in row.steps if s.state in ("done", "lost")]
-    culprit = outcome.get("culprit")
+    culprit = outcome.culprit
     subjects = repo.subjects([culprit]) if culprit else {}
     rounds: dict[str, set[int]] = defaultdict(set)
     runs_by_kind: dict[str, int] = defaultdict(int)
@@ -42,12 +43,12 @@ def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
     return dict(
         id=row.id,
         status=row.status,
-        message=outcome.get("message"),
+        message=outcome.message,
         culprit=culprit,
         culprit_subject=subjects.get(culprit) if culprit else None,
-        first_parent_culprit=outcome.get("first_parent_culprit"),
-        confidence=outcome.get("confidence"),
-        candidates=outcome.get("candidates") or [],
+        first_parent_culprit=outcome.first_parent_culprit,
+        confidence=outcome.confidence,
+        candidates=outcome.candidates,
         good=row.good,
         bad=row.bad,
         range_size=len(problem.graph),
@@ -59,7 +60,7 @@ def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
         runs=len(ran),
         steps=steps,
         revert=_revert_info(row, repo),
-        ab=outcome.get("ab"),
+        ab=outcome.ab.as_json() if outcome.ab else None,
     )
 
 
@@ -117,7 +118,7 @@ def _revert_info(row: BisectionRow, repo: GitRepo) -> dict | None:
     if row.revert:
         branches = repo.repo.git.branch("--points-at", row.revert, "--format=%(refname:short)").split()
         branch = branches[0] if branches else None
-    culprit = (row.outcome or {}).get("culprit")
+    culprit = (outcome_of(row) or BisectionOutcome()).culprit
     # The driver kept only the reverter's words; the typed answer is asked of git again (ONTO is a sha: same answer).
     found = find_revert(repo, culprit, row.head) if culprit and not row.revert and row.revert_error else None
     status = "made" if row.revert else "already_reverted" if found else "not_made" if row.revert_error else None
@@ -131,7 +132,7 @@ def replay_log(row: BisectionRow, problem: Problem, repo: GitRepo) -> str:
     for run, verdict in evidence.verdicts:
         if run.kind in BISECT_KINDS:
             verdicts[run.sha].append(verdict)
-    culprit = (row.outcome or {}).get("culprit") if row.status == Status.FOUND.value else None
+    culprit = (outcome_of(row) or BisectionOutcome()).culprit if row.status == Status.FOUND.value else None
     first_parent = culprit is None or culprit in first_parent_chain(problem.graph, problem.bad)
     subjects = repo.subjects(list(verdicts) + ([culprit] if culprit else []))
     return render(problem.graph, problem.good, problem.bad, first_parent, verdicts, subjects, culprit)

@@ -6,6 +6,7 @@ from collections import Counter
 
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.service.driver import Snapshot
 from bot.adapters.store.models import BisectionRow
 
@@ -13,8 +14,8 @@ from bot.adapters.store.models import BisectionRow
 def render_status(test: str, problem: Problem, snap: Snapshot | None, row: BisectionRow | None, link: str | None = None) -> str:
     head = f"**revert-bisect** {code(test)}: {len(problem.graph)} commits in `{problem.good[:12]}..{problem.bad[:12]}`"
     if row is not None and row.status:
-        outcome = row.outcome or {}
-        lines = [head, "", f"**{row.status}**: {text(str(outcome.get('message') or ''))}"]
+        outcome = outcome_of(row) or BisectionOutcome()
+        lines = [head, "", f"**{row.status}**: {text(outcome.message or '')}"]
         if link:
             lines.append(f"\nRevert PR: {link}")
         ran = [s for s in row.steps if s.state in ("done", "lost")]

@@ -21,6 +21,7 @@ from bot.domain.bisect.evidence import Evidence, effective_flake
 from bot.domain.bisect.model import Kind, Problem, Run, Settings
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
 from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.adapters.store.models import BisectionRow, HoldRow, StepRow
 from bot.domain.trust import REASON_LABELS, TrustReport, TrustRow, repository_of
@@ -161,7 +162,7 @@ class BisectionDetail(BaseModel):
     revert_error: str | None = None
     threshold: float | None = None
     boundary: float | None = None
-    outcome: dict | None = Field(None, description="the stored outcome, as the driver wrote it")
+    outcome: BisectionOutcome | None = Field(None, description="the stored outcome, as the driver and the publisher wrote it")
     version: str = Field(description="changes whenever a step finishes or the bisection's row is written (the live page's signal)")
     order_note: str
     steps: list[StepView]
@@ -232,8 +233,9 @@ def state_of(row: BisectionRow) -> str:
     return row.status or row.phase
 
 
-def _lookup(row: BisectionRow, *keys: str):
-    for source in (row.outcome or {}, row.origin or {}):
+def _lookup(outcome: BisectionOutcome, row: BisectionRow, *keys: str):
+    """The first of `keys` the outcome has (a field, or a key older rows kept, like `pr_number`), else the origin's."""
+    for source in (outcome.as_json(), row.origin or {}):
         for key in keys:
             if source.get(key) is not None:
                 return source[key]
@@ -241,13 +243,13 @@ def _lookup(row: BisectionRow, *keys: str):
 
 
 def summary(row: BisectionRow, now: datetime) -> BisectionSummary:
-    outcome = row.outcome or {}
-    url = _str(_lookup(row, "revert_pr_url"))
+    outcome = outcome_of(row) or BisectionOutcome()
+    url = _str(_lookup(outcome, row, "revert_pr_url"))
     return BisectionSummary(
         id=row.id, repository=repository_of(row), test=test_name(row), good=row.good, bad=row.bad,
         good_rev=row.good_rev, bad_rev=row.bad_rev, state=state_of(row), running=row.status is None,
-        culprit=_str(outcome.get("culprit")), culprit_pr=_int(_lookup(row, "culprit_pr")),
-        revert_pr=_int(_lookup(row, "revert_pr", "pr_number")), revert_pr_url=url if url and url.startswith(("https://", "http://")) else None,
+        culprit=_str(outcome.culprit), culprit_pr=_int(_lookup(outcome, row, "culprit_pr")),
+        revert_pr=_int(_lookup(outcome, row, "revert_pr", "pr_number")), revert_pr_url=url if url and url.startswith(("https://", "http://")) else None,
         created_at=aware(row.created_at) or now, finished_at=aware(row.finished_at), age=age(row.created_at, now),
     )
 
@@ -380,9 +382,9 @@ def _posterior(row: BisectionRow, order: list[str], by_sha: dict[str, list[str]]
 PULL_URL = re.compile(r"^(https?://.+)/pull/\d+$")
 
 
-def culprit_view(sha: str, described: dict[str, list], head: BisectionSummary, outcome: dict) -> CommitView:
+def culprit_view(sha: str, described: dict[str, list], head: BisectionSummary, outcome: BisectionOutcome) -> CommitView:
     """The culprit as the range recorded it (author, subject), else as the outcome stored it (subject, PR number)."""
-    author, subject = (described[sha][1], described[sha][2]) if sha in described else (None, _str(outcome.get("culprit_subject")))
+    author, subject = (described[sha][1], described[sha][2]) if sha in described else (None, _str(outcome.culprit_subject))
     pr = head.culprit_pr or (pr_number(subject) if subject else None)
     base = PULL_URL.match(head.revert_pr_url or "")
     return CommitView(sha=sha, pr=pr, title=strip_pr_number(subject) if subject else None, author=author or None,
@@ -412,7 +414,8 @@ ORDER_NOTE = ("Commits that were run, oldest first. The store does not keep the 
 
 
 def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
-    outcome = row.outcome or {}
+    stored = outcome_of(row)
+    outcome = stored or BisectionOutcome()
     config = _config(row)
     verdict_of = verdicts(row)
     steps = sorted(row.steps, key=lambda s: s.id)
@@ -431,8 +434,8 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
             by_sha[s.sha].append(verdict_of[s.id])
     posterior = _posterior(row, order, by_sha)
     mass = {e.sha: e.probability for e in posterior.entries}
-    culprit = _str(outcome.get("culprit"))
-    candidates = [c for c in outcome.get("candidates") or [] if isinstance(c, str)]
+    culprit = _str(outcome.culprit)
+    candidates = outcome.candidates
 
     def role(sha: str) -> str:
         if sha == row.good:
@@ -477,21 +480,19 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
     round_views.sort(key=lambda r: (r.started_at or now, r.round))
 
     ab = None
-    ab_out = outcome.get("ab") if isinstance(outcome.get("ab"), dict) else None
-    if ab_out or ab_steps:
-        ab_out = ab_out or {}
-        ab = ABView(head=_str(ab_out.get("head")) or row.head, revert=_str(ab_out.get("revert")) or row.revert,
-                    passed=ab_out.get("passed") if isinstance(ab_out.get("passed"), bool) else None,
-                    head_verdicts=[str(v) for v in ab_out.get("head_verdicts") or []],
-                    revert_verdicts=[str(v) for v in ab_out.get("revert_verdicts") or []], steps=ab_steps)
-    body = _str(outcome.get("pr_body"))  # the body as drafted and published (LocalBisections._publish)
-    confidence = outcome.get("confidence")
+    if outcome.ab or ab_steps:
+        ab_out = outcome.ab
+        ab = ABView(head=_str(ab_out and ab_out.head) or row.head, revert=_str(ab_out and ab_out.revert) or row.revert,
+                    passed=ab_out.passed if ab_out and "passed" in ab_out.model_fields_set else None,
+                    head_verdicts=ab_out.head_verdicts if ab_out else [],
+                    revert_verdicts=ab_out.revert_verdicts if ab_out else [], steps=ab_steps)
+    body = _str(outcome.pr_body)  # the body as drafted and published (Bisections._publish)
     head = summary(row, now)
     return BisectionDetail(
-        summary=head, phase=row.phase, status=row.status, message=_str(outcome.get("message")),
-        confidence=float(confidence) if isinstance(confidence, (int, float)) else None, candidates=candidates,
-        revert_error=_str(outcome.get("revert_error")) or row.revert_error, threshold=threshold, boundary=row.boundary,
-        outcome=outcome or None, version=version(row), order_note=order_note, steps=list(views.values()),
+        summary=head, phase=row.phase, status=row.status, message=_str(outcome.message),
+        confidence=outcome.confidence, candidates=candidates,
+        revert_error=_str(outcome.revert_error) or row.revert_error, threshold=threshold, boundary=row.boundary,
+        outcome=stored, version=version(row), order_note=order_note, steps=list(views.values()),
         timeline=timeline, rounds=round_views, chart=chart, posterior=posterior, ab=ab, revert_pr_body=body,
         culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
     )

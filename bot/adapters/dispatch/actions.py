@@ -74,6 +74,8 @@ def _now() -> datetime:
 
 
 class GitHubActionsBackend:
+    name = "github_actions"  # the steps' `backend` column
+
     def __init__(self, actions: Actions, ref: str, inputs_for: Callable[[StepSpec, str], dict[str, str]],
                  parallelism: int, labels: list[str], limits: Limits = Limits(), clock: Callable[[], float] = time.monotonic):
         self.actions = actions

@@ -39,6 +39,8 @@ class LocalPool:
     each is held with an exclusive lock while in use, so two pools on one repository never share one.
     Environments (for steps that ask for one) are kept under `root/envs`, keyed by pins."""
 
+    name = "local"  # the steps' `backend` column
+
     def __init__(self, repo: GitRepo, workers: int, root: Path):
         self.repo = repo
         self.root = root

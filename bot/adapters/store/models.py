@@ -73,6 +73,7 @@ class StepRow(Base):
     infra_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     verdict: Mapped[str | None] = mapped_column(String(16), nullable=True)
     runner: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    backend: Mapped[str | None] = mapped_column(String(32), nullable=True)  # local, github_actions (metrics group by it)
     duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     log_tail: Mapped[str | None] = mapped_column(Text, nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

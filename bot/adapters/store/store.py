@@ -33,6 +33,7 @@ class NewStep:
     kind: str
     round: int
     runner_ref: str | None = None
+    backend: str | None = None  # 'local' or 'github_actions': the backend dispatching it
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ class Store:
     def add_steps(self, bisection_id: int, steps: Iterable[NewStep]) -> list[int]:
         """Record steps as running, in one transaction, before they are dispatched."""
         with self._session.begin() as s:
-            rows = [StepRow(bisection_id=bisection_id, sha=st.sha, kind=st.kind, round=st.round, state="running", runner_ref=st.runner_ref)
+            rows = [StepRow(bisection_id=bisection_id, sha=st.sha, kind=st.kind, round=st.round, state="running", runner_ref=st.runner_ref,
+                            backend=st.backend)
                     for st in steps]
             s.add_all(rows)
             s.flush()
