@@ -10,7 +10,7 @@ import sys
 import uvicorn
 
 from .app import create_sandbox
-from .state import SandboxState, seed_from_scenario
+from .state import NIGHTLY_WORKFLOW, SandboxState, seed_from_scenario
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,8 +49,6 @@ def _schedule_when_serving(state: SandboxState, repo: str, host: str, port: int)
     import socket
     import threading
     import time
-
-    from .state import NIGHTLY_WORKFLOW
 
     def start() -> None:
         deadline = time.monotonic() + 60

@@ -7,7 +7,7 @@ import re
 
 from . import gitstore
 from .schema import conform
-from .state import Comment, Issue, Reaction, Repo, SandboxState, User
+from .models import Comment, Issue, Reaction, Repo, SandboxStore, User
 
 DOCS = "https://docs.github.com/rest"
 
@@ -17,7 +17,7 @@ def node_id(kind: str, ident: int | str) -> str:
 
 
 class Renderer:
-    def __init__(self, state: SandboxState, base: str) -> None:
+    def __init__(self, state: SandboxStore, base: str) -> None:
         self.state = state
         self.base = base.rstrip("/")
 

@@ -9,101 +9,17 @@ import random
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitstore
+from .actions.engine import Actions
 from .apps import App, AppRegistry
+from .models import Comment, Issue, PullInfo, Reaction, Repo, User, now_iso
 
 NIGHTLY_WORKFLOW = ".github/workflows/nightly-test.yml"
 STEP_WORKFLOW = ".github/workflows/revert-bisect-step.yml"
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-@dataclass
-class User:
-    login: str
-    id: int
-    name: str | None = None
-    email: str | None = None
-    type: str = "User"
-
-
-@dataclass
-class Comment:
-    id: int
-    issue_number: int
-    user: str
-    body: str
-    created_at: str
-    updated_at: str
-
-
-@dataclass
-class Reaction:
-    id: int
-    user: str
-    content: str
-    created_at: str
-
-
-@dataclass
-class Issue:
-    """An issue or, with `pull` set, a pull request (GitHub: every PR is also an issue)."""
-    number: int
-    id: int
-    title: str
-    body: str | None
-    user: str
-    state: str = "open"
-    labels: list[str] = field(default_factory=list)
-    created_at: str = field(default_factory=now_iso)
-    updated_at: str = field(default_factory=now_iso)
-    closed_at: str | None = None
-    pull: PullInfo | None = None
-
-
-@dataclass
-class PullInfo:
-    head: str  # branch name in this repository
-    base: str
-    merged: bool = False
-    merge_commit_sha: str | None = None
-    merged_at: str | None = None
-    head_sha: str | None = None  # fixed for merged PRs whose branch is gone; else read from git
-    base_sha: str | None = None
-    draft: bool = False
-    requested_reviewers: list[str] = field(default_factory=list)
-    id: int = 0
-
-
-@dataclass
-class Repo:
-    owner: str
-    name: str
-    id: int
-    path: Path
-    default_branch: str = "main"
-    description: str | None = None
-    private: bool = False
-    created_at: str = field(default_factory=now_iso)
-    permissions: dict[str, str] = field(default_factory=dict)  # login -> admin|maintain|write|triage|read
-    issues: dict[int, Issue] = field(default_factory=dict)
-    labels: dict[str, dict] = field(default_factory=dict)  # name -> {id, color, description}
-    statuses: list[dict] = field(default_factory=list)
-    check_runs: dict[int, dict] = field(default_factory=dict)
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner}/{self.name}"
-
-    def next_number(self) -> int:
-        return max(self.issues, default=0) + 1
 
 
 class Faults:
@@ -166,8 +82,6 @@ class SandboxState:
         self.faults = Faults()
         self._ids = itertools.count(1000)
         # GitHub Actions emulation (workflows, runs, webhooks)
-        from .actions import Actions
-
         self.actions = Actions(self)
 
     def new_id(self) -> int:
@@ -244,7 +158,7 @@ class SandboxState:
             else:
                 repo.permissions[login] = permission
 
-    # -- GitHub Actions (sandbox/actions.py) --
+    # -- GitHub Actions (sandbox/actions/) --
 
     def bind_workflow(self, full_name: str, path: str, argv: list[str], env: dict | None = None,
                       timeout: float | None = None):

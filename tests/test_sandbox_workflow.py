@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import workflow as wf
-from sandbox.workflow import ExpressionError, InputError
+from sandbox.actions import workflow as wf
+from sandbox.actions.workflow import ExpressionError, InputError
 
 STEP_WORKFLOW = Path(__file__).resolve().parent.parent / "runners" / "github" / "revert-bisect-step.yml"
 

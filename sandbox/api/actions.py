@@ -1,0 +1,217 @@
+"""The GitHub Actions operations: workflows, dispatches, runs, jobs, logs, artifacts, cancellation; and
+the signed download links the log and artifact redirects point at."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+
+from ..actions import workflow as wfspec
+from ..actions.engine import Actions
+from ..actions.model import Run, Workflow
+from ..actions.render import render_artifact, render_job, render_run, render_workflow
+from ..models import Repo
+from .deps import Access, State, body_of, need_write, page
+from .errors import ApiError, invalid, not_found
+
+router = APIRouter()
+
+
+BLOB_ROUTE = re.compile(r"^/_sandbox/actions/(logs|artifacts)/(\d+)(?:\.zip|\.txt)?$")
+
+
+def actions_engine(state: State) -> Actions:
+    return state.actions
+
+
+Engine = Annotated[Actions, Depends(actions_engine)]
+
+
+async def signed_downloads(request: Request, call_next):
+    """Outermost middleware (the app factory adds it last): learn the base URL for webhooks; serve signed
+    download links without credentials."""
+    actions: Actions = request.app.state.sandbox.actions
+    if actions.base_url is None:
+        actions.base_url = str(request.base_url).rstrip("/")
+    m = BLOB_ROUTE.match(request.url.path)
+    if m and request.method == "GET" and "sig" in request.query_params:
+        kind, ident = m.group(1), int(m.group(2))
+        if not actions.link_ok(kind, ident, request.query_params.get("expires"), request.query_params.get("sig")):
+            return Response("Signature expired or invalid.\n", status_code=403, media_type="text/plain")
+        found = actions.blob(kind, ident)
+        if found is None:
+            return Response("Not found.\n", status_code=404, media_type="text/plain")
+        return Response(found[0], media_type=found[1])
+    return await call_next(request)
+
+
+@router.get("/_sandbox/actions/{kind}/{name}")
+
+
+def blob(request: Request, actions: Engine, kind: str, name: str):
+    """A download link followed with credentials instead of the signed token."""
+    m = BLOB_ROUTE.match(f"/_sandbox/actions/{kind}/{name}")
+    found = actions.blob(m.group(1), int(m.group(2))) if m else None
+    if found is None:
+        raise not_found()
+    return Response(found[0], media_type=found[1])
+
+
+def flow_of(actions: Actions, r: Repo, workflow_id: str) -> Workflow:
+    wf = actions.workflow(r, workflow_id)
+    if wf is None:
+        raise not_found()
+    return wf
+
+
+def run_of(actions: Actions, r: Repo, run_id: int) -> Run:
+    run = actions.run(run_id)
+    if run is None or run.repo != r.full_name.lower():
+        raise not_found()
+    return run
+
+
+@router.get("/repos/{owner}/{repo}/actions/workflows")
+
+
+def list_workflows(request: Request, access: Access, actions: Engine):
+    """actions/list-repo-workflows (beyond the subset; PyGithub's `get_workflows`)."""
+    r, rr, _ = access
+    flows = actions.workflows_of(r)
+    items, headers = page(request, flows)
+    return JSONResponse({"total_count": len(flows), "workflows": [render_workflow(rr, r, w) for w in items]},
+                        headers=headers)
+
+
+@router.get("/repos/{owner}/{repo}/actions/workflows/{workflow_id}")
+
+
+def get_workflow(request: Request, access: Access, actions: Engine, workflow_id: str):
+    r, rr, _ = access
+    return render_workflow(rr, r, flow_of(actions, r, workflow_id))
+
+
+@router.post("/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches")
+
+
+async def dispatch(request: Request, access: Access, actions: Engine, workflow_id: str):
+    r, rr, login = access
+    wf = flow_of(actions, r, workflow_id)
+    need_write(r, login)
+    body = await body_of(request)
+    body = body if isinstance(body, dict) else {}
+    ref, inputs = body.get("ref"), body.get("inputs") or {}
+    if not isinstance(ref, str) or not ref:
+        raise invalid([{"resource": "WorkflowDispatch", "field": "ref", "code": "missing_field"}],
+                      "Invalid request.\n\n\"ref\" wasn't supplied.")
+    if not isinstance(inputs, dict):
+        raise invalid([{"resource": "WorkflowDispatch", "field": "inputs", "code": "invalid"}])
+    if "workflow_dispatch" not in wf.triggers:
+        raise invalid([], "Workflow does not have 'workflow_dispatch' trigger")
+    try:
+        run = actions.start(r, wf, ref, event="workflow_dispatch", inputs=inputs, actor=login)
+    except LookupError:
+        raise invalid([], f"No ref found for: {ref}")
+    except wfspec.InputError as exc:
+        raise invalid([], str(exc))
+    if body.get("return_run_details") is True and actions.run_details:
+        u = f"{rr.api(r)}/actions/runs/{run.id}"
+        return JSONResponse({"workflow_run_id": run.id, "run_url": u,
+                             "html_url": f"{rr.html(r)}/actions/runs/{run.id}"})
+    return Response(status_code=204)
+
+
+@router.get("/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs")
+
+
+def list_runs(request: Request, access: Access, actions: Engine, workflow_id: str, branch: str | None = None,
+              event: str | None = None, status: str | None = None, head_sha: str | None = None,
+              actor: str | None = None):
+    r, rr, _ = access
+    wf = flow_of(actions, r, workflow_id)
+    runs = actions.runs_of(r, wf)
+    if branch:
+        runs = [x for x in runs if x.head_branch == branch]
+    if event:
+        runs = [x for x in runs if x.event == event]
+    if status:
+        runs = [x for x in runs if status in (x.status, x.conclusion)]
+    if head_sha:
+        runs = [x for x in runs if x.head_sha == head_sha]
+    if actor:
+        runs = [x for x in runs if x.actor == actor]
+    items, headers = page(request, runs)
+    return JSONResponse({"total_count": len(runs), "workflow_runs": [render_run(rr, actions.workflow_of(x), r, x) for x in items]},
+                        headers=headers)
+
+
+@router.get("/repos/{owner}/{repo}/actions/runs/{run_id}")
+
+
+def get_run(request: Request, access: Access, actions: Engine, run_id: int):
+    r, rr, _ = access
+    run = run_of(actions, r, run_id)
+    return render_run(rr, actions.workflow_of(run), r, run)
+
+
+@router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/jobs")
+
+
+def list_jobs(request: Request, access: Access, actions: Engine, run_id: int):
+    r, rr, _ = access
+    run = run_of(actions, r, run_id)
+    return {"total_count": 1, "jobs": [render_job(rr, actions.workflow_of(run), r, run)]}
+
+
+@router.get("/repos/{owner}/{repo}/actions/jobs/{job_id}/logs")
+
+
+def job_logs(request: Request, access: Access, actions: Engine, job_id: int):
+    r, rr, _ = access
+    run_id = actions.jobs.get(job_id)
+    if run_id is None:
+        raise not_found()
+    run_of(actions, r, run_id)
+    location = f"{rr.base}/_sandbox/actions/logs/{job_id}.txt?{actions.sign_link('logs', job_id)}"
+    return Response(status_code=302, headers={"Location": location})
+
+
+@router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts")
+
+
+def list_artifacts(request: Request, access: Access, actions: Engine, run_id: int, name: str | None = None):
+    r, rr, _ = access
+    run = run_of(actions, r, run_id)
+    arts = [a for a in run.artifacts if name is None or a.name == name]
+    items, headers = page(request, arts)
+    return JSONResponse({"total_count": len(arts), "artifacts": [render_artifact(rr, r, run, a) for a in items]},
+                        headers=headers)
+
+
+@router.get("/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}")
+
+
+def download_artifact(request: Request, access: Access, actions: Engine, artifact_id: int, archive_format: str):
+    r, rr, _ = access
+    run_id = actions.artifacts.get(artifact_id)
+    if run_id is None or archive_format != "zip":
+        raise not_found()
+    run_of(actions, r, run_id)
+    location = f"{rr.base}/_sandbox/actions/artifacts/{artifact_id}.zip?{actions.sign_link('artifacts', artifact_id)}"
+    return Response(status_code=302, headers={"Location": location})
+
+
+@router.post("/repos/{owner}/{repo}/actions/runs/{run_id}/cancel")
+
+
+def cancel_run(request: Request, access: Access, actions: Engine, run_id: int):
+    r, _, login = access
+    run = run_of(actions, r, run_id)
+    need_write(r, login)
+    if not actions.cancel(run):
+        raise ApiError(409, "Cannot cancel a workflow run that is completed.")
+    return JSONResponse({}, status_code=202)
+
