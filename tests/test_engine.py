@@ -5,6 +5,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.cli.wording import said  # the remedies are worded per surface; the CLI's says flags
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.evidence import fewest_errors
 from bot.domain.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
@@ -107,7 +108,7 @@ def test_not_reproducible_when_bad_passes():
 def test_good_fails():
     graph, good, bad = linear_graph(16)
     d, _ = drive(Problem(graph, good, bad), exits(0))
-    assert d.outcome.status is Status.GOOD_FAILS and "older --good" in d.outcome.message
+    assert d.outcome.status is Status.GOOD_FAILS and "older --good" in said(d.outcome.message, d.outcome.reason, d.outcome.facts)
 
 
 def test_untestable_endpoint():
@@ -157,7 +158,7 @@ def test_flake_rate_zero_refuses_contradicting_results():
     runs = [Run("c0", Kind.CALIBRATE, RawResult(0), 1), Run("c16", Kind.CALIBRATE, RawResult(1), 1),
             Run("c4", Kind.SEARCH, RawResult(1), 1), Run("c12", Kind.SEARCH, RawResult(0), 1)]  # a pass above a failure
     d = decide(Problem(graph, good, bad, Settings(flake_rate=0.0)), State(), runs, (), 4)
-    assert d.outcome.status is Status.INCONCLUSIVE and "--flake-rate auto" in d.outcome.message
+    assert d.outcome.status is Status.INCONCLUSIVE and "--flake-rate auto" in said(d.outcome.message, d.outcome.reason, d.outcome.facts)
 
 
 def test_confirmation_disagreeing_sends_search_back():

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.domain.outcome import parse_outcome
+from bot.cli.wording import said
 
 PUBLISH_GRACE_S = 90.0  # from "found, revert proven" to the PR on GitHub: branch push, PR, labels, comments
 
@@ -86,7 +87,7 @@ class StoryWatch:
             return None
         outcome = parse_outcome(row.outcome_json)
         if row.status != "found":
-            message = outcome.message
+            message = said(outcome.message, outcome.reason, outcome.facts)
             return Ended(f"bisection #{row.id} ended {row.status}" + (f": {message}" if message else ""), _failing_steps(self.engine, row.id))
         if not (outcome.ab and outcome.ab.passed):
             return Ended(f"bisection #{row.id} found {row.guess or 'a culprit'} but the revert was not proven: "

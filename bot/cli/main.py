@@ -21,6 +21,7 @@ from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.service.report import EXIT_CODES
 from bot.cli.session import run_bisection
+from bot.cli.wording import said
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
 
@@ -197,7 +198,7 @@ def status(
         row = store.get(bisection_id)
         out.print(f"#{row.id} {row.repo} {row.good_rev}..{row.bad_rev}: {row.status or row.phase}")
         if outcome := outcome_of(row):
-            out.print(outcome.message or "")
+            out.print(said(outcome.message, outcome.reason, outcome.facts))
         table = Table("step", "round", "kind", "sha", "state", "verdict", "exit", "metric", "s", "runner")
         for s in row.steps:
             table.add_row(str(s.id), str(s.round), s.kind, s.sha[:12], s.state, s.verdict or "-", "-" if s.exit_code is None else str(s.exit_code), "-" if s.metric is None else f"{s.metric:.6g}", f"{s.duration_s:.1f}" if s.duration_s else "-", s.runner or "-")

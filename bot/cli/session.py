@@ -13,6 +13,7 @@ from bot.service.driver import Driver
 from bot.service.report import EXIT_CODES, replay_log, summary, to_json
 from bot.service.setup import Loaded
 from bot.cli.progress import LiveProgress
+from bot.cli.wording import said
 from bot.adapters.git.revert import reverter_for
 from bot.adapters.store.store import Store
 from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
@@ -37,12 +38,14 @@ def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json
     pool.remove_worktrees()  # finished: nothing will resume it, so the user's clone keeps no worktrees of ours
     row = store.get(loaded.id)
     report = to_json(row, problem, loaded.repo)
+    message = said(outcome.message, outcome.reason, outcome.facts)
+    report["message"] = message  # the JSON is read by CLI users: the remedy in flags, as on stderr
     if json_out:
         json_out.write_text(json.dumps(report, indent=2) + "\n")
     if log_out:
         log_out.write_text(replay_log(row, problem, loaded.repo))
     style = "green" if outcome.status is Status.FOUND else "yellow"
-    err.print(f"[{style}]{outcome.status.value}[/]: {outcome.message}")
+    err.print(f"[{style}]{outcome.status.value}[/]: {message}")
     if outcome.culprit:
         out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip())
     for sha in outcome.candidates:

@@ -40,6 +40,8 @@ class BisectionOutcome(BaseModel):
     candidates: list[str] = []
     revert_error: str | None = None
     ab: AB | None = None
+    reason: str | None = None  # bot.domain.reasons.Reason's code: each surface words its remedy from it and `facts`
+    facts: dict[str, Any] = {}
     # the publishing facts
     culprit_pr: int | None = None
     culprit_subject: str | None = None

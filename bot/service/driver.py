@@ -165,6 +165,7 @@ class Driver:
                 outcome=BisectionOutcome(
                     message=out.message, culprit=out.culprit, first_parent_culprit=out.first_parent_culprit, confidence=out.confidence,
                     candidates=list(out.candidates), revert_error=out.revert_error,
+                    reason=out.reason.value if out.reason else None, facts=dict(out.facts),
                     ab=None if out.ab is None else AB(
                         head=out.ab.head, revert=out.ab.revert, passed=out.ab.passed,
                         head_verdicts=[v.value for v in out.ab.head_verdicts], revert_verdicts=[v.value for v in out.ab.revert_verdicts],

@@ -8,6 +8,7 @@ from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.service.driver import Snapshot
+from bot.service.wording import said
 from bot.adapters.store.models import BisectionRow
 
 
@@ -15,7 +16,7 @@ def render_status(test: str, problem: Problem, snap: Snapshot | None, row: Bisec
     head = f"**revert-bisect** {code(test)}: {len(problem.graph)} commits in `{problem.good[:12]}..{problem.bad[:12]}`"
     if row is not None and row.status:
         outcome = outcome_of(row) or BisectionOutcome()
-        lines = [head, "", f"**{row.status}**: {text(outcome.message or '')}"]
+        lines = [head, "", f"**{row.status}**: {said(test, outcome.message, outcome.reason, outcome.facts)}"]
         if link:
             lines.append(f"\nRevert PR: {link}")
         ran = [s for s in row.steps if s.state in ("done", "lost")]

@@ -37,6 +37,7 @@ from bot.domain.bisect.model import (
     State,
     Status,
 )
+from bot.domain.reasons import Reason
 from bot.domain.bisect.planner import USEFUL, choose_probes
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
 from bot.domain.bisect.verdict import MetricRule, Verdict
@@ -69,7 +70,9 @@ def _calibrate(problem: Problem, state: State, ev: Evidence, in_flight: Sequence
     for sha, name in ((problem.bad, "BAD"), (problem.good, "GOOD")):
         if sha in untestable:
             why = "exited 125 (cannot be tested)" if Verdict.SKIP in ev.of_sha(sha) else f"failed on infrastructure {s.max_infra_per_commit} times"
-            return _done(state, Outcome(Status.UNTESTABLE, f"the {name} endpoint {sha[:12]} {why}; pick a {name} revision the test can run on"), ev)
+            found = f"the {name} endpoint {sha[:12]} {why}"
+            facts = dict(endpoint=name, side=name.lower(), sha=sha)
+            return _done(state, Outcome(Status.UNTESTABLE, found, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts), ev)
     rule = s.metric
     metric_verdict = _metric_calibration(problem, ev, rule) if rule is not None else None
     # An endpoint saying the unexpected (GOOD fails, BAD passes, or one reading each that leaves nothing to
@@ -83,9 +86,13 @@ def _calibrate(problem: Problem, state: State, ev: Evidence, in_flight: Sequence
         return _done(state, metric_verdict, ev)
     good, bad = ev.of_sha(problem.good), ev.of_sha(problem.bad)
     if all(v is Verdict.GOOD for v in bad if v.is_evidence):
-        return _done(state, Outcome(Status.NOT_REPRODUCIBLE, f"the test passes on BAD {problem.bad[:12]} every time ({len(bad)} runs): nothing to bisect; check the command and the BAD revision"), ev)
+        found = f"the test passes on BAD {problem.bad[:12]} every time ({len(bad)} runs): nothing to bisect"
+        facts = dict(sha=problem.bad)
+        return _done(state, Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=facts), ev)
     if all(v is Verdict.BAD for v in good if v.is_evidence):
-        return _done(state, Outcome(Status.GOOD_FAILS, f"the test also fails on GOOD {problem.good[:12]} ({len(good)} runs): the breakage is older; pass an older --good"), ev)
+        found = f"the test also fails on GOOD {problem.good[:12]} ({len(good)} runs): the breakage is older"
+        facts = dict(sha=problem.good)
+        return _done(state, Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=facts), ev)
     return _search(problem, replace(state, phase=Phase.SEARCHING), ev, in_flight, free, rnd)
 
 
@@ -144,14 +151,16 @@ def _metric_calibration(problem: Problem, ev: Evidence, rule: MetricRule) -> Out
     good, bad = readings[problem.good], readings[problem.bad]
     shown = lambda vals: ", ".join(f"{v:.6g}" for v in vals) or "no value"  # noqa: E731
     if not bad or not good:
-        return Outcome(Status.UNTESTABLE, f"the metric was not reported on the endpoints (GOOD: {shown(good)}; BAD: {shown(bad)}); check --metric-regex / --metric-file")
+        found = f"the metric was not reported on the endpoints (GOOD: {shown(good)}; BAD: {shown(bad)})"
+        return Outcome(Status.UNTESTABLE, found, reason=Reason.METRIC_MISSING)
     if ev.boundary is None:
         return Outcome(Status.NOT_REPRODUCIBLE, f"BAD's metric ({shown(bad)}) is not worse than GOOD's ({shown(good)}): nothing to bisect")
     if rule.threshold is not None:
         if not any(rule.worse(v, rule.threshold) for v in bad):
             return Outcome(Status.NOT_REPRODUCIBLE, f"BAD reads {shown(bad)}, within the threshold {rule.threshold:g}: the failure does not reproduce")
         if all(rule.worse(v, rule.threshold) for v in good):
-            return Outcome(Status.GOOD_FAILS, f"GOOD already reads {shown(good)}, beyond the threshold {rule.threshold:g}: pass an older --good")
+            found = f"GOOD already reads {shown(good)}, beyond the threshold {rule.threshold:g}"
+            return Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good))
     return None
 
 
@@ -185,7 +194,9 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     tallies = ev.tallies(scope)
     flake = effective_flake(s, tallies)
     if flake is None:
-        return _done(state, Outcome(Status.INCONCLUSIVE, "results contradict --flake-rate 0 (a commit both passed and failed, or a pass above a failure): the test is flaky; re-run with --flake-rate auto"), ev)
+        found = ("results contradict a flake rate of 0 (a commit both passed and failed, or a pass above a failure):"
+                 " the test is flaky")
+        return _done(state, Outcome(Status.INCONCLUSIVE, found, reason=Reason.FLAKY_UNDER_ZERO), ev)
     try:
         post = Posterior.compute(n, tallies, flake)
     except Contradiction:  # only reachable with a positive flake rate on impossible data
@@ -230,7 +241,9 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             return Decision(state, (), guess=guess, flake_rate=flake, boundary=ev.boundary)
         retries = state.confirmations + 1
         if retries >= s.max_confirmations:
-            return finish(Outcome(Status.INCONCLUSIVE, f"confirmation failed {retries} times: the test is too flaky for confidence {s.confidence}; raise --flake-rate or lower --confidence", culprit=guess.sha, confidence=block.mass))
+            found = f"confirmation failed {retries} times: the test is too flaky for confidence {s.confidence}"
+            return finish(Outcome(Status.INCONCLUSIVE, found, culprit=guess.sha, confidence=block.mass,
+                                  reason=Reason.TOO_FLAKY, facts=dict(confidence=s.confidence)))
         state = replace(state, phase=Phase.SEARCHING, confirming=None, confirmations=retries, revert=None, revert_error=None)
     if ev.evidence_count() >= s.run_budget(n):
         return finish(Outcome(Status.INCONCLUSIVE, f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
@@ -294,7 +307,9 @@ def _confirm(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[P
 
 def _confirmed_by(culprit_x: int, parent_x: int) -> str:
     if culprit_x == parent_x:
-        return f"confirmed by {culprit_x} re-runs of it and its parent" if culprit_x else "its FAIL and its parent's PASS taken as final: --flake-rate 0"
+        if not culprit_x:
+            return "its FAIL and its parent's PASS taken as final: a flake rate of 0"
+        return f"confirmed by {culprit_x} re-runs of it and its parent"
     return f"confirmed by {culprit_x} re-run{'s' if culprit_x > 1 else ''} of it; its parent's PASS stands"
 
 

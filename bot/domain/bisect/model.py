@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from bot.domain.bisect.candidates import Graph, Scope, first_parent_scope, merge_scope
 from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
+from bot.domain.reasons import Reason
 
 
 class Phase(str, enum.Enum):
@@ -138,6 +141,8 @@ class Outcome:
     candidates: tuple[str, ...] = ()
     ab: ABResult | None = None
     revert_error: str | None = None
+    reason: Reason | None = None  # why there is no answer to act on; each surface words its remedy (bot.domain.reasons)
+    facts: Mapping[str, Any] = field(default_factory=dict)  # the reason's numbers and shas
 
 
 @dataclass(frozen=True)
