@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
@@ -13,8 +14,16 @@ from bot.domain.bisect.model import Problem, Run, Settings, State
 from bot.domain.bisect.simulate import linear_graph
 from bot.domain.bisect.verdict import RawResult
 from bot.domain.reasons import Reason
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from bot.service import setup
 from bot.service import wording as github
+from bot.service.config import BisectConfig
+from bot.service.driver import Driver
 from bot.service.status import render_status
+from runners.spec import StepResult, StepSpec
+from scenarios.synthetic import build
 
 FLAG = re.compile(r"--[a-z]")
 FACTS = dict(endpoint="GOOD", side="good", sha="a" * 40, confidence=0.99)
@@ -56,3 +65,44 @@ def test_a_good_fails_status_comment_says_how_to_pass_an_older_good_commit():
     comment = render_status("kl-decode", problem, None, row)
     assert "pass an older good commit: `/revert-bisect kl-decode good=<sha>`" in comment, comment
     assert f"fails on GOOD {good[:12]}" in comment and not FLAG.search(comment)
+
+
+class EveryStepFails:
+    """A backend on which the test fails everywhere, GOOD included: the bisection ends good_fails."""
+
+    free = 2
+
+    def __init__(self):
+        self.pending: list[StepSpec] = []
+
+    def submit(self, spec: StepSpec) -> None:
+        self.pending.append(spec)
+
+    def wait(self, timeout: float | None) -> list[StepResult]:
+        now = datetime.now(timezone.utc)
+        done, self.pending = self.pending, []
+        return [StepResult(s.step_id, s.sha, 1, None, None, "fake", 0.0, "", now, now) for s in done]
+
+    def cancel(self, step_ids: list[int]) -> None:
+        pass
+
+    def waiting(self) -> dict[int, str]:
+        return {}
+
+    def adopt(self, spec: StepSpec, since: datetime) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_stored_outcome_keeps_the_reason_for_the_status_comment(tmp_path):
+    """What the driver stores is what the comment renders from: the reason and its facts survive the store."""
+    repo = build(tmp_path / "repo", 8, 3)
+    store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
+    loaded = setup.create(store, GitRepo(repo.path), repo.good, repo.bad, BisectConfig(command=("true",), workers=2))
+    Driver(store, loaded.id, loaded.problem, loaded.config, EveryStepFails()).run()
+    row = store.get(loaded.id)
+    assert row.status == "good_fails" and row.outcome["reason"] == "good_fails"
+    comment = render_status("kl-decode", loaded.problem, None, row)
+    assert "pass an older good commit: `/revert-bisect kl-decode good=<sha>`" in comment and not FLAG.search(comment)
