@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
 
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
 from bot.cli import wording as cli
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.model import Problem, Run, Settings, State
 from bot.domain.bisect.simulate import linear_graph
 from bot.domain.bisect.verdict import RawResult
 from bot.domain.reasons import Reason
-from bot.adapters.git.repo import GitRepo
-from bot.adapters.store.db import connect
-from bot.adapters.store.store import Store
 from bot.service import setup
 from bot.service import wording as github
 from bot.service.config import BisectConfig
@@ -79,7 +79,7 @@ class EveryStepFails:
         self.pending.append(spec)
 
     def wait(self, timeout: float | None) -> list[StepResult]:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         done, self.pending = self.pending, []
         return [StepResult(s.step_id, s.sha, 1, None, None, "fake", 0.0, "", now, now) for s in done]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 
-class Reason(str, enum.Enum):
+class Reason(enum.StrEnum):
     ENDPOINT_UNTESTABLE = "endpoint_untestable"  # facts: endpoint ("GOOD" | "BAD"), side ("good" | "bad"), sha
     BAD_PASSES = "bad_passes"  # facts: sha (BAD)
     GOOD_FAILS = "good_fails"  # facts: sha (GOOD)

@@ -15,8 +15,10 @@ from bot.domain.reasons import Reason, reason_of
 # Reason -> (the remedy, Markdown over the facts; the command to comment, a template over the facts and `test`)
 REMEDIES: Mapping[Reason, tuple[str, str | None]] = {
     Reason.ENDPOINT_UNTESTABLE: ("pick a {endpoint} commit the test can run on", "/revert-bisect {test} {side}=<sha>"),
-    Reason.BAD_PASSES: ("check the test's `probe.command` in the policy, and the BAD commit",
-                        "/revert-bisect {test} bad=<sha>"),
+    Reason.BAD_PASSES: (
+        "check the test's `probe.command` in the policy, and the BAD commit",
+        "/revert-bisect {test} bad=<sha>",
+    ),
     Reason.GOOD_FAILS: ("pass an older good commit", "/revert-bisect {test} good=<sha>"),
     Reason.METRIC_MISSING: ("check that the test's `probe` in the policy reports the metric `metric.name` names", None),
     Reason.FLAKY_UNDER_ZERO: ("set `bisect.flake_rate: auto` in the policy and bisect again", None),
