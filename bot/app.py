@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from bot.web import install as install_dashboard
 from bot.observability import observe
+from bot.observability.github_api import install as install_github_api
 from bot.settings import BotSettings
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Deliveries, Jobs
@@ -19,6 +20,7 @@ from bot.ingress.worker import Handler, Worker
 def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = None) -> FastAPI:
     """The app; with `handlers` (None: built from settings) a worker thread runs the queued jobs."""
     engine = connect(settings.db)
+    install_github_api()  # every PyGithub client built from here on (the handlers', their tokens') is counted
     if handlers is None:
         from bot.wiring import handlers as build_handlers
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from bot.service.bisections import LocalBisections
+from bot.service.bisections import Bisections
 from bot.adapters.github.app_auth import AppCredentials
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.ingress.jobs.command import CommandJob
@@ -15,6 +15,7 @@ from bot.adapters.policy_files import load_dir
 from bot.settings import BotSettings, default_workspace
 from bot.adapters.store.store import Store
 from bot.ingress.worker import Handler
+from bot.observability.github_api import install as install_github_api
 
 
 def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
@@ -27,6 +28,7 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     git_base = (settings.github_git_url or ("https://github.com" if api == "https://api.github.com" else api)).rstrip("/")
     workspace = default_workspace(settings)
     public = api == "https://api.github.com"
+    install_github_api()  # before the first client: each counts its requests (revert_bisect_github_api_* in /metrics)
     forges: dict[str, GitHubForge] = {}
     if settings.github_app_id:
         app = AppCredentials.from_file(settings.github_app_id, settings.github_app_private_key, api, throttle=public,
@@ -41,5 +43,5 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
             forges[repo] = GitHubForge(client_for(repo), repo)
         return forges[repo]
 
-    bisections = LocalBisections(Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=token_for)
+    bisections = Bisections(Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=token_for)
     return {"command": CommandJob(policies, forge_for, bisections), "nightly_failure": NightlyJob(policies, forge_for, bisections)}

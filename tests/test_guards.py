@@ -105,7 +105,7 @@ def test_a_range_longer_than_bisect_max_commits_is_refused_saying_how_to_narrow_
 
 
 def test_first_parent_false_searches_every_commit_as_all_commits_does():
-    from bot.service.bisections import bisect_config
+    from bot.service.config import bisect_config
 
     test = POLICY.tests[0]
     assert not bisect_config(POLICY, test, "origin/main", False).settings().descend_merges

@@ -17,9 +17,8 @@ revert: {kill_switch_label: stop-bot}
 class Forge:
     """comment_once as GitHub's adapter does it: one comment per (issue, key), edited in place."""
 
-    class repo:
-        html_url = "https://github.example/o/r"
-        full_name = "o/r"
+    site = "https://github.example/o/r"
+    slug = "o/r"
 
     def __init__(self):
         self.comments: dict[tuple[int, str], str] = {}

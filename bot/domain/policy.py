@@ -140,6 +140,9 @@ class Revert(Closed):
     max_culprit_age_days: float = Field(14, gt=0)
     opt_out_label: str = "no-revert-bisect"
     kill_switch_label: str = "revert-bisect-stop"
+    # Who may turn the kill switch on, besides `commands.allow_users`: narrower than `commands.allow_roles`, since
+    # anyone whose issue carries the label stops the bot for everyone.
+    kill_switch_roles: list[Role] = Field(default_factory=lambda: list[Role](["admin", "maintain"]))
     never_revert_authors: list[str] = Field(default_factory=lambda: ["dependabot[bot]", "renovate[bot]"])
 
 

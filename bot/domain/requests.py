@@ -7,14 +7,29 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class StartRequest:
-    """A validated request to bisect, handed to whatever runs bisections for this deployment."""
+    """A validated request to bisect, handed to whatever runs bisections for this deployment: a `/revert-bisect`
+    comment (`thread`, `comment_id`, `requested_by`), or a red scheduled run (`run`; no thread to answer in)."""
 
     repo: str
-    thread: int
-    comment_id: int
-    requested_by: str
+    thread: int | None
+    comment_id: int | None
+    requested_by: str | None
     test: str
     good: str | None
     bad: str | None
     followup: int | None
     dry_run: bool
+    run: int | None = None
+
+    @property
+    def key(self) -> str:
+        """One bisection per key: a retried job resumes it instead of starting another (a red run's: one per range)."""
+        if self.run is not None:
+            return f"{self.repo}@{self.test}:{self.good}..{self.bad}"
+        return f"{self.repo}#comment:{self.comment_id}"
+
+    def origin(self) -> dict:
+        """Where the bisection was asked for, as stored with it (the dashboard, holds and `status` read it)."""
+        if self.run is not None:
+            return dict(repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run)
+        return dict(repo=self.repo, thread=self.thread, comment_id=self.comment_id, requested_by=self.requested_by, test=self.test)

@@ -6,7 +6,8 @@ each answered request by method and status class (and "error" when no answer cam
 last `X-RateLimit-*` headers per resource, and registering the request's token for log redaction.
 
 It is process-wide (every Github, GithubIntegration and installation-token client built after
-`instrument_pygithub()`), like the rate limit it watches; `STATS.reset()` clears it for tests.
+`install()`, which the app factory and the wiring call before they build a client: importing a module
+patches nothing), like the rate limit it watches; `STATS.reset()` clears it for tests.
 Retries done inside urllib3 (GithubRetry) are invisible here: a call retried three times counts once,
 with its final status.
 """
@@ -78,8 +79,9 @@ _installed = False
 _install_lock = threading.Lock()
 
 
-def instrument_pygithub() -> None:
-    """Count every PyGithub request from now on (idempotent). Clients built before keep their class."""
+def install() -> None:
+    """Count every PyGithub request from now on (idempotent: the app factory and the wiring both call it).
+    Clients built before keep their class."""
     global _installed
     with _install_lock:
         if _installed:

@@ -9,7 +9,6 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 
-from bot.observability.github_api import instrument_pygithub
 from bot.observability.logs import ensure_logging, register_secret
 from bot.observability.metrics import Metrics
 from bot.observability.ready import check, policy_status
@@ -39,7 +38,6 @@ def register_settings_secrets(settings: BotSettings) -> None:
 def observe(app: FastAPI, engine: Engine, settings: BotSettings) -> Observability:
     register_settings_secrets(settings)
     ensure_logging()
-    instrument_pygithub()
     obs = Observability(engine, Metrics(engine), policy_status(settings.policies))
     app.state.observability = obs
     app.state.metrics = obs.metrics

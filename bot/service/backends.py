@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from bot.adapters.github.actions import GitHubActions
-from bot.adapters.github.forge import GitHubForge
+from bot.ports import Forge
 from bot.adapters.git.repo import GitRepo
 from bot.service.config import BisectConfig
 from bot.domain.policy import Test
@@ -28,7 +27,7 @@ def step_inputs(request: Request, labels: list[str], timeout_minutes: float, cor
     }
 
 
-def backend_for(test: Test, config: BisectConfig, repo: GitRepo, forge: GitHubForge, clone_url: str, branch: str,
+def backend_for(test: Test, config: BisectConfig, repo: GitRepo, forge: Forge, clone_url: str, branch: str,
                 bisection_id: int) -> Backend:
     runner = test.runner
     if runner.backend == "local":
@@ -40,4 +39,4 @@ def backend_for(test: Test, config: BisectConfig, repo: GitRepo, forge: GitHubFo
         return step_inputs(request, runner.labels, runner.timeout_minutes, correlation)
 
     limits = Limits(poll_s=runner.poll_seconds, queue_timeout_s=runner.queue_timeout_minutes * 60)
-    return GitHubActionsBackend(GitHubActions(forge.repo, runner.workflow), branch, inputs_for, runner.parallelism, runner.labels, limits)
+    return GitHubActionsBackend(forge.actions(runner.workflow), branch, inputs_for, runner.parallelism, runner.labels, limits)

@@ -1,15 +1,23 @@
-"""Publishing a proven revert: branch, PR, labels, review request, and the two comments that link it."""
+"""Publishing a proven revert: branch, PR, labels, review request, and the two comments that link it.
+
+What to publish is decided before (bot.service.bisections runs the guards): the publisher only writes what it is
+told, each write looked up first."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.adapters.github.forge import GitHubForge, push_branch
+from bot.adapters.github.forge import push_branch
+from bot.domain.bisect.model import Problem
+from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction
 from bot.adapters.git.already import RevertFound
-from bot.adapters.git.revert import Revert
-from bot.service.pr_body import PullRequestDraft
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.git.revert import Revert, create_revert
+from bot.service.draft import PrRecord, draft as draft_pr
+from bot.service.pr_body import FailingTest, PullRequestDraft
+from bot.ports import CulpritFacts, Forge
 
 CULPRIT_COMMENT = (
     "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) and opened {revert_ref} to revert it.\n\n"
@@ -21,6 +29,10 @@ EVIDENCE_COMMENT = (
     "`comment_only`, so no revert PR was opened: the revert below was proven on `{base}`, and a maintainer can "
     "open it by hand.\n\n<details>\n<summary>The evidence: bisect table, A/B of HEAD vs HEAD + revert, a replayable "
     "bisect log</summary>\n\n{body}\n\n</details>"
+)
+REFUSED_COMMENT = (
+    "revert-bisect bisected `{test}` to this PR ({evidence}) but opened no revert: {why}. "
+    "The runs are in bisection #{id}; a maintainer can revert by hand."
 )
 ALREADY_COMMENT = (
     "revert-bisect bisected `{test}` to {culprit} ({evidence}), which {by} already reverts on `{base}`: this confirms "
@@ -46,7 +58,7 @@ def branch_name(culprit_pr: int | None, culprit: str) -> str:
 
 
 def publish(
-    forge: GitHubForge,
+    forge: Forge,
     policy: Policy,
     repo_dir: Path,
     remote_url: str,
@@ -63,7 +75,7 @@ def publish(
     already: RevertFound | None = None,
 ) -> Published:
     """Every write is looked up first: re-running this after a crash changes nothing twice. (Shadow mode never
-    gets here: LocalBisections._publish stops before the first write.) `already`: the culprit is reverted on the
+    gets here: Bisections._publish stops before the first write.) `already`: the culprit is reverted on the
     branch (no `revert` or `draft` then); like an open revert PR, that revert's PR gets the evidence, else the
     culprit PR does, and nothing is pushed or opened."""
     branch = branch_name(culprit_pr, (already or revert).culprit)
@@ -100,3 +112,51 @@ def publish(
     if followup and culprit_pr:
         forge.comment_once(followup, f"followup-{bisection_id}", FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch))
     return Published(pr.number, pr.url, branch)
+
+
+@dataclass(frozen=True)
+class Publisher:
+    """One bisection's writes about its culprit, given the culprit's facts (bot.ports.CulpritFacts)."""
+
+    forge: Forge
+    policy: Policy
+    repo_slug: str
+    repo: GitRepo
+    remote_url: str
+    token: str
+    bisection_id: int
+    test_id: str
+
+    def confirm(self, found: RevertFound, proof: str, facts: CulpritFacts) -> Published:
+        """The culprit is reverted on the branch already: that revert's PR gets the evidence, nothing is opened."""
+        return publish(self.forge, self.policy, self.repo.path, self.remote_url, self.token, None, None,
+                       bisection_id=self.bisection_id, test_id=self.test_id, evidence=proof, culprit_pr=facts.pr,
+                       culprit_author=facts.author, followup=None, already=found)
+
+    def refused(self, facts: CulpritFacts, evidence: str, refusal: Refusal) -> None:
+        """A guard said no: the culprit PR (if any) is told why, so its author knows without the dashboard."""
+        if facts.pr:
+            self.forge.comment_once(facts.pr, f"culprit-{self.bisection_id}", REFUSED_COMMENT.format(
+                test=self.test_id, evidence=evidence, why=refusal, id=self.bisection_id))
+
+    def revert(self, row, problem: Problem, culprit: str, facts: CulpritFacts, evidence: str,
+               asked_followup: int | None) -> tuple[Published, PullRequestDraft, int | None]:
+        """The revert on `row.head`, its PR drafted and published; and the follow-up issue it links, found (the one
+        asked for, the policy's, a cross-reference on the culprit PR) or opened when there is none."""
+        policy, forge, culprit_pr = self.policy, self.forge, facts.pr
+        comment_only = policy.revert.action is RevertAction.COMMENT_ONLY
+        followup = asked_followup or policy.followups.get(culprit_pr or -1) or (forge.followup_for(culprit_pr) if culprit_pr else None)
+        if followup is None and culprit_pr and not comment_only:  # nowhere to track the proper fix yet: open the place
+            followup, _ = forge.ensure_issue(
+                f"tracking-{culprit_pr}", f"Fix the regression from #{culprit_pr} so it can be re-landed",
+                f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and reverted it. This issue tracks the proper fix.")
+        revert = create_revert(self.repo, culprit, row.head)
+        test = policy.test(self.test_id)
+        prs = {culprit: PrRecord(culprit_pr, facts.title, facts.author)} if culprit_pr else {}
+        pr = draft_pr(row, problem, self.repo, revert, repo_slug=self.repo_slug, branch=policy.default_branch,
+                      test=FailingTest(self.test_id, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None),
+                      prs=prs, followups=[followup] if followup else [])
+        published = publish(forge, policy, self.repo.path, self.remote_url, self.token, revert, pr,
+                            bisection_id=self.bisection_id, test_id=self.test_id, evidence=evidence, culprit_pr=culprit_pr,
+                            culprit_author=facts.author, followup=followup)
+        return published, pr, followup

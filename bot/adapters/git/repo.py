@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import git
@@ -49,6 +50,13 @@ class GitRepo:
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         return self.repo.is_ancestor(older, newer)
+
+    def count(self, good: str, bad: str, first_parent: bool) -> int:
+        """Commits in good..bad (only the first-parent chain with `first_parent`)."""
+        return int(self.repo.git.rev_list("--count", *(["--first-parent"] if first_parent else []), f"{good}..{bad}"))
+
+    def committed_at(self, sha: str) -> datetime:
+        return self.repo.commit(sha).committed_datetime
 
     def range_graph(self, good: str, bad: str) -> dict[str, tuple[str, ...]]:
         """sha -> parents for every commit in good..bad."""

@@ -8,24 +8,18 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import requests
 from github import Auth, Github, GithubException, GithubRetry
 from urllib3.util.retry import Retry
 from github.Repository import Repository
 
 from bot.domain.errors import RevertBisectError
-from bot.adapters.github.actions import artifact_files
+from bot.adapters.github.actions import GitHubActions, artifact_files
 from bot.adapters.git.repo import git_auth
 from bot.domain.scope import RunInfo
-from bot.observability.github_api import instrument_pygithub
-
-# Every PyGithub client of this process (connect(), AppCredentials, their installation tokens) counts
-# its requests and keeps the rate limit it sees (revert_bisect_github_api_* in /metrics).
-instrument_pygithub()
+from bot.ports import CulpritFacts, PullRef
 
 MARKER = "<!-- revert-bisect:{key} -->"
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
@@ -33,14 +27,6 @@ FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d
 
 class ForgeError(RevertBisectError):
     pass
-
-
-@dataclass(frozen=True)
-class PullRef:
-    number: int
-    url: str
-    head: str
-    created: bool
 
 
 def retry_policy(*, patient: bool) -> GithubRetry:
@@ -67,11 +53,34 @@ def marker(key: str) -> str:
 
 
 class GitHubForge:
+    """bot.ports.Forge on PyGithub. `gh` and `repo` are this adapter's own: callers use the methods (tests may
+    read the sandbox through `repo`)."""
+
     def __init__(self, gh: Github, repo_slug: str):
         self.gh = gh
         self.repo: Repository = gh.get_repo(repo_slug)
 
     # -- reads --
+
+    @property
+    def site(self) -> str:
+        return self.repo.html_url
+
+    @property
+    def slug(self) -> str:
+        return self.repo.full_name
+
+    def culprit_facts(self, sha: str, subject_pr: int | None) -> CulpritFacts:
+        """The culprit's PR as GitHub links it to the commit, else the `(#N)` its squash subject names."""
+        pulls = self.pulls_for_commit(sha)
+        number = pulls[0] if pulls else subject_pr
+        if not number:
+            return CulpritFacts(None, None, None, ())
+        pr = self.repo.get_pull(number)
+        return CulpritFacts(number, pr.title, pr.user.login, tuple(label.name for label in pr.labels))
+
+    def actions(self, workflow: str) -> GitHubActions:
+        return GitHubActions(self.repo, workflow)
 
     def role(self, user: str) -> str | None:
         """admin | maintain | write | triage | read, or None for a stranger (the only trustworthy check)."""
@@ -109,12 +118,12 @@ class GitHubForge:
         return out
 
     def run_log(self, run_id: int) -> str:
-        """Every job's log of a run, concatenated (GitHub redirects to short-lived, pre-signed URLs)."""
+        """Every job's log of a run, concatenated. GitHub redirects to a short-lived, pre-signed URL, which the
+        requester follows: the download has the client's retries, timeout and counting, like every other call."""
         texts = []
         for job in self.repo.get_workflow_run(run_id).jobs():
-            answer = requests.get(job.logs_url(), timeout=60)
-            answer.raise_for_status()
-            texts.append(answer.text)
+            _, _, chunks = self.repo.requester.getStream(f"{job.url}/logs", chunk_size=1 << 16)
+            texts.append(b"".join(chunks).decode("utf-8", "replace"))
         return "\n".join(texts)
 
     def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
