@@ -13,17 +13,15 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel
-from sqlalchemy import Engine, case, func, select
-from sqlalchemy.orm import selectinload, sessionmaker
+from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from bot.domain import trust
 from bot.settings import default_workspace  # the same default the bot clones into
-from bot.domain.bisect.model import Phase, Status
+from bot.domain.bisect.model import Status
 from bot.web import auth
 from bot.web.chart import render_svg
 from bot.web.views import (
-    FINISHED_STEP_STATES,
     BisectionDetail,
     BisectionPage,
     BisectionSummary,
@@ -39,16 +37,14 @@ from bot.web.views import (
 from bot.domain.errors import RepoError
 from bot.adapters.git.repo import GitRepo
 from bot.adapters.store.holds import Holds
-from bot.adapters.store.models import BisectionRow, StepRow
+from bot.adapters.store.queries import PHASES, Bisections
 
 PER_PAGE = 50
-SCAN_CHUNK = 500
 EVENT_INTERVAL_S = 1.0
 EVENT_STREAM_MAX_S = 6 * 3600  # a browser left open reconnects after this; nothing streams forever
 # After a bisection ends the bot still writes to it (the revert PR and its body, a refusal): an open page follows
 # until the row has been quiet this long.
 EVENT_SETTLE_S = 120.0
-PHASES = [p.value for p in Phase if p is not Phase.DONE]
 STATES = ["running", *PHASES, *(s.value for s in Status)]
 
 _templates = Environment(loader=PackageLoader("bot.web", "templates"), autoescape=select_autoescape(["j2", "html"]),
@@ -65,60 +61,21 @@ ERRORS = {
 }
 
 
-class Bisections:
-    """The dashboard's reads (the store's writers stay in bot.adapters.store.store)."""
-
-    def __init__(self, engine: Engine):
-        self._session = sessionmaker(engine, expire_on_commit=False)
-
-    def get(self, bisection_id: int) -> BisectionRow | None:
-        with self._session() as s:
-            return s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
-
-    def version(self, bisection_id: int, now: datetime, settle_s: float) -> tuple[str, bool] | None:
-        """(version_text, settled: finished and unwritten for settle_s) from one aggregate query: what the live
-        update polls every second."""
-        finished = func.sum(case((StepRow.state.in_(FINISHED_STEP_STATES), 1), else_=0))
-        query = (select(BisectionRow.phase, BisectionRow.status, BisectionRow.updated_at, func.count(StepRow.id), finished)
-                 .outerjoin(StepRow, StepRow.bisection_id == BisectionRow.id)
-                 .where(BisectionRow.id == bisection_id).group_by(BisectionRow.id))
-        with self._session() as s:
-            row = s.execute(query).first()
-        if row is None:
-            return None
-        phase, status, updated_at, steps, done = row
-        quiet = (now - aware(updated_at)).total_seconds() if updated_at else settle_s
-        return version_text(int(done or 0), steps, phase, status, updated_at), status is not None and quiet >= settle_s
-
-    def page(self, now: datetime, repository: str | None, state: str | None, test: str | None, page: int,
-             per_page: int = PER_PAGE) -> tuple[list[BisectionSummary], bool]:
-        """Newest first; state filters in SQL, repository and test (JSON origin) here, scanning in chunks."""
-        query = select(BisectionRow).order_by(BisectionRow.id.desc())
-        if state == "running":
-            query = query.where(BisectionRow.status.is_(None))
-        elif state in PHASES:
-            query = query.where(BisectionRow.status.is_(None), BisectionRow.phase == state)
-        elif state:
-            query = query.where(BisectionRow.status == state)
-        skip, wanted = (page - 1) * per_page, per_page + 1
-        found: list[BisectionSummary] = []
-        offset = 0
-        with self._session() as s:
-            while len(found) < skip + wanted:
-                rows = s.scalars(query.offset(offset).limit(SCAN_CHUNK)).all()
-                if not rows:
-                    break
-                offset += len(rows)
-                found += [v for v in (summary(r, now) for r in rows) if matches(v, repository, None, test)]
-        items = found[skip:skip + wanted]
-        return items[:per_page], len(items) > per_page
+def page_of(store: Bisections, now: datetime, repository: str | None, state: str | None, test: str | None, page: int,
+            per_page: int = PER_PAGE) -> tuple[list[BisectionSummary], bool]:
+    """A page of summaries, newest first, and whether there is a next one."""
+    rows = store.newest(state, lambda r: matches(summary(r, now), repository, None, test), (page - 1) * per_page, per_page + 1)
+    items = [summary(r, now) for r in rows]
+    return items[:per_page], len(items) > per_page
 
 
-    def finished(self) -> list:
-        """What the trust report reads of every finished bisection (no steps)."""
-        columns = (BisectionRow.repo, BisectionRow.status, BisectionRow.outcome, BisectionRow.origin, BisectionRow.head)
-        with self._session() as s:
-            return list(s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all())
+def version_of(store: Bisections, bisection_id: int, now: datetime, settle_s: float) -> tuple[str, bool] | None:
+    """(version_text, settled: finished and unwritten for settle_s): what the live update polls every second."""
+    p = store.progress(bisection_id)
+    if p is None:
+        return None
+    quiet = (now - aware(p.updated_at)).total_seconds() if p.updated_at else settle_s
+    return version_text(p.finished, p.steps, p.phase, p.status, p.updated_at), p.status is not None and quiet >= settle_s
 
 
 SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -208,7 +165,7 @@ def _html(name: str, status_code: int = 200, **context) -> HTMLResponse:
 def list_page(request: Request, repository: str | None = None, state: str | None = None, test: str | None = None,
               page: int = Query(1, ge=1)) -> HTMLResponse:
     repository, state, test = _clean(repository), _clean(state), _clean(test)
-    items, has_next = _store(request).page(_now(), repository, state, test, page)
+    items, has_next = page_of(_store(request), _now(), repository, state, test, page)
     filters = {k: v for k, v in (("repository", repository), ("state", state), ("test", test)) if v}
     return _html("list.html.j2", items=items, has_next=has_next, page=page, filters=filters, qs=urlencode(filters), states=STATES,
                  repository=repository or "", state=state or "", test=test or "")
@@ -235,7 +192,7 @@ async def events(request: Request, bisection_id: int) -> StreamingResponse:
     """Server-sent events: `version` every second while the bisection runs (and until what the bot records after
     it has settled), then `done`."""
     store = _store(request)
-    first = await run_in_threadpool(store.version, bisection_id, _now(), EVENT_SETTLE_S)
+    first = await run_in_threadpool(version_of, store, bisection_id, _now(), EVENT_SETTLE_S)
     if first is None:
         raise HTTPException(404, f"no bisection #{bisection_id}")
 
@@ -254,7 +211,7 @@ async def events(request: Request, bisection_id: int) -> StreamingResponse:
             await asyncio.sleep(EVENT_INTERVAL_S)
             if await request.is_disconnected():
                 return
-            now = await run_in_threadpool(store.version, bisection_id, _now(), EVENT_SETTLE_S)
+            now = await run_in_threadpool(version_of, store, bisection_id, _now(), EVENT_SETTLE_S)
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -292,7 +249,7 @@ async def login_with_form(request: Request) -> RedirectResponse:
 @api.get("/bisections", response_model=BisectionPage)
 def api_list(request: Request, repository: str | None = None, state: str | None = None, test: str | None = None,
              page: int = Query(1, ge=1), per_page: int = Query(PER_PAGE, ge=1, le=200)) -> BisectionPage:
-    items, has_next = _store(request).page(_now(), _clean(repository), _clean(state), _clean(test), page, per_page)
+    items, has_next = page_of(_store(request), _now(), _clean(repository), _clean(state), _clean(test), page, per_page)
     return BisectionPage(items=items, page=page, per_page=per_page, has_next=has_next)
 
 

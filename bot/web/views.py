@@ -1,11 +1,7 @@
 """Stored rows -> view models (pure: no I/O, no git). The same models are the JSON API's responses.
 
-The store does not keep the range's commit list (it is `git rev-list GOOD..BAD`, and the dashboard
-never runs git), so the timeline is the commits that were run, placed in range order by replaying
-the search: every new probe lies between the highest commit known good and the lowest known bad
-above it when its round started, and a round's probes are recorded in position order. That is the
-exact order for a search in synchronous rounds; runs that overlapped rounds may be placed inside the
-right interval but in the wrong order among other undecided commits.
+What the engine decided (each run's verdict, the commits' order, the posterior) comes from
+bot.domain.bisect.explain; this module only lays it out for the pages and the API.
 """
 
 from __future__ import annotations
@@ -17,18 +13,16 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field
 
-from bot.domain.bisect.evidence import Evidence, effective_flake
-from bot.domain.bisect.model import Kind, Problem, Run, Settings
-from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
-from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
+from bot.domain.bisect.explain import AB_KIND_VALUES, Masses, explain, order_commits  # noqa: F401 (order_commits: tests)
+from bot.domain.bisect.model import Settings
+from bot.domain.bisect.verdict import MetricRule
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.adapters.store.models import BisectionRow, HoldRow, StepRow
+from bot.adapters.store.queries import FINISHED_STEP_STATES
 from bot.domain.trust import REASON_LABELS, TrustReport, TrustRow, repository_of
 
-FINISHED_STEP_STATES = ("done", "lost", "cancelled")
 RUN_URL = re.compile(r"\((https?://[^()\s]+)\)")
-AB_KIND_VALUES = {Kind.AB_HEAD.value, Kind.AB_REVERT.value}
 
 
 # -- view models (also the JSON API's response models) --------------------------------------------
@@ -293,90 +287,19 @@ def _rule(config: dict) -> MetricRule | None:
     return MetricRule(float(threshold) if isinstance(threshold, (int, float)) else None, bool(config.get("higher_is_worse", True)))
 
 
-def verdicts(row: BisectionRow) -> dict[int, str]:
-    """Each finished step's verdict as report.py/--json give it: metric runs re-classified against the
-    boundary calibrated on the endpoints (stored verdicts used the boundary known at the time)."""
-    out = {s.id: s.verdict for s in row.steps if s.verdict}
-    finished = [s for s in row.steps if s.state in ("done", "lost")]
-    try:
-        runs = [Run(s.sha, Kind(s.kind), RawResult(s.exit_code, s.metric, s.infra_reason), s.round) for s in finished]
-        problem = Problem({}, row.good, row.bad, Settings(metric=_rule(_config(row))))
-        evidence = Evidence.of(problem, runs)
-    except (ValueError, TypeError):  # a kind this version does not know: keep the stored verdicts
-        return out
-    for step, (_, verdict) in zip(finished, evidence.verdicts):
-        out[step.id] = verdict.value
-    return out
+def _settings(config: dict) -> Settings:
+    declared = config.get("flake_rate")
+    return Settings(metric=_rule(config), flake_rate=float(declared) if isinstance(declared, (int, float)) else None)
 
 
-def _known(verdict_list: Iterable[str]) -> str | None:
-    """What the search knew of a commit: a pass makes it good (a bad commit never passes), else a fail bad."""
-    vs = set(verdict_list)
-    if Verdict.GOOD.value in vs:
-        return "good"
-    if Verdict.BAD.value in vs:
-        return "bad"
-    return None
-
-
-def commit_order(row: BisectionRow, steps: Sequence[StepRow], verdict_of: dict[int, str]) -> tuple[list[str], str]:
-    """The timeline: GOOD then the range's recorded commits (and any commit a merge was descended into, placed
-    by the search); for bisections stored without their commit list, the tested commits in search order."""
-    searched = order_commits(row.good, row.bad, steps, verdict_of)
-    recorded = [c[0] for c in row.commits or [] if isinstance(c, list) and c and isinstance(c[0], str)]
-    if not recorded:
-        return searched, ORDER_NOTE
-    order = [row.good, *recorded]
-    known = set(order)
-    return order + [sha for sha in searched if sha not in known], RANGE_NOTE
-
-
-def order_commits(good: str, bad: str, steps: Sequence[StepRow], verdict_of: dict[int, str]) -> list[str]:
-    """The range's tested commits, oldest first, reconstructed by replaying the search round by round."""
-    order = [good, bad]
-    by_round: dict[int, list[StepRow]] = defaultdict(list)
-    for s in steps:
-        if s.kind not in AB_KIND_VALUES:
-            by_round[s.round].append(s)
-    known: dict[str, list[str]] = defaultdict(list)
-    for rnd in sorted(by_round):
-        batch = sorted(by_round[rnd], key=lambda s: s.id)
-        new = list(dict.fromkeys(s.sha for s in batch if s.sha not in order))
-        if new:
-            lo = max((i for i, sha in enumerate(order) if i == 0 or _known(known[sha]) == "good"), default=0)
-            lo = min(lo, len(order) - 2)
-            hi = next((i for i in range(lo + 1, len(order)) if _known(known[order[i]]) == "bad"), len(order) - 1)
-            order[hi:hi] = new
-        for s in batch:
-            if s.id in verdict_of:
-                known[s.sha].append(verdict_of[s.id])
-    return order
-
-
-def _posterior(row: BisectionRow, order: list[str], by_sha: dict[str, list[str]]) -> PosteriorView:
-    config = _config(row)
+def _posterior(row: BisectionRow, order: list[str], masses: Masses) -> PosteriorView:
     base = dict(guess=row.guess, guess_probability=row.guess_probability, flake_rate=row.flake_rate)
     scope = ("the tested commits only, in the order above: the store does not keep the range's size, so untested "
              "commits between them are not weighed (the engine's own guess and probability above are over the whole range)")
-    n = len(order) - 1
-    tallies: dict[int, Tally] = {}
-    for position, sha in enumerate(order):
-        for v in by_sha.get(sha, []):
-            if v in (Verdict.GOOD.value, Verdict.BAD.value):
-                tallies[position] = tallies.get(position, Tally()).add(v == Verdict.GOOD.value)
-    if not tallies:
-        return PosteriorView(**base, scope=scope, note="no results yet")
-    declared = config.get("flake_rate")
-    settings = Settings(flake_rate=float(declared) if isinstance(declared, (int, float)) else None)
-    flake = row.flake_rate if row.flake_rate is not None else effective_flake(settings, tallies)
-    if flake is None:
-        return PosteriorView(**base, scope=scope, note="results contradict a flake rate of 0: no posterior")
-    try:
-        post = Posterior.compute(n, tallies, flake)
-    except (Contradiction, ValueError) as exc:
-        return PosteriorView(**base, scope=scope, note=f"no hypothesis explains the results ({exc})")
-    entries = [PosteriorEntry(sha=sha, position=i, probability=post.mass(i)) for i, sha in enumerate(order) if i >= 1]
-    return PosteriorView(**base, scope=scope, entries=entries, no_culprit=post.no_culprit, note=None)
+    if masses.note:
+        return PosteriorView(**base, scope=scope, note=masses.note)
+    entries = [PosteriorEntry(sha=sha, position=i, probability=masses.by_position[i]) for i, sha in enumerate(order) if i >= 1]
+    return PosteriorView(**base, scope=scope, entries=entries, no_culprit=masses.no_culprit, note=None)
 
 
 PULL_URL = re.compile(r"^(https?://.+)/pull/\d+$")
@@ -417,13 +340,15 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
     stored = outcome_of(row)
     outcome = stored or BisectionOutcome()
     config = _config(row)
-    verdict_of = verdicts(row)
     steps = sorted(row.steps, key=lambda s: s.id)
+    recorded = [c[0] for c in row.commits or [] if isinstance(c, list) and c and isinstance(c[0], str)]
+    told = explain(row.good, row.bad, _settings(config), steps, recorded, row.flake_rate)
+    verdict_of = told.verdicts
     views = {s.id: step_view(s, verdict_of.get(s.id)) for s in steps}
     range_steps = [s for s in steps if s.kind not in AB_KIND_VALUES]
     ab_steps = [views[s.id] for s in steps if s.kind in AB_KIND_VALUES]
 
-    order, order_note = commit_order(row, range_steps, verdict_of)
+    order, order_note = told.order, RANGE_NOTE if told.recorded else ORDER_NOTE
     position = {sha: i for i, sha in enumerate(order)}
     described = {c[0]: c for c in row.commits or [] if isinstance(c, list) and len(c) == 3}
     by_sha: dict[str, list[str]] = defaultdict(list)
@@ -432,7 +357,7 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
         by_sha_steps[s.sha].append(views[s.id])
         if s.id in verdict_of and s.state in ("done", "lost"):
             by_sha[s.sha].append(verdict_of[s.id])
-    posterior = _posterior(row, order, by_sha)
+    posterior = _posterior(row, order, told.posterior)
     mass = {e.sha: e.probability for e in posterior.entries}
     culprit = _str(outcome.culprit)
     candidates = outcome.candidates

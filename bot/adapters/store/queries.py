@@ -1,0 +1,78 @@
+"""The dashboard's reads of the store (the writers stay in bot.adapters.store.store). Rows and counts come back
+as stored: turning them into pages is bot.web.views' work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine, case, func, select
+from sqlalchemy.orm import selectinload, sessionmaker
+
+from bot.domain.bisect.model import Phase
+from bot.adapters.store.models import BisectionRow, StepRow
+
+FINISHED_STEP_STATES = ("done", "lost", "cancelled")
+PHASES = [p.value for p in Phase if p is not Phase.DONE]
+SCAN_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the live update polls every second: the row's state and its steps, counted."""
+
+    phase: str
+    status: str | None
+    updated_at: datetime | None
+    steps: int
+    finished: int
+
+
+class Bisections:
+    def __init__(self, engine: Engine):
+        self._session = sessionmaker(engine, expire_on_commit=False)
+
+    def get(self, bisection_id: int) -> BisectionRow | None:
+        with self._session() as s:
+            return s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
+
+    def progress(self, bisection_id: int) -> Progress | None:
+        """One aggregate query, not the row with its steps."""
+        finished = func.sum(case((StepRow.state.in_(FINISHED_STEP_STATES), 1), else_=0))
+        query = (select(BisectionRow.phase, BisectionRow.status, BisectionRow.updated_at, func.count(StepRow.id), finished)
+                 .outerjoin(StepRow, StepRow.bisection_id == BisectionRow.id)
+                 .where(BisectionRow.id == bisection_id).group_by(BisectionRow.id))
+        with self._session() as s:
+            row = s.execute(query).first()
+        if row is None:
+            return None
+        phase, status, updated_at, steps, done = row
+        return Progress(phase, status, updated_at, steps, int(done or 0))
+
+    def newest(self, state: str | None, keep: Callable[[BisectionRow], bool], skip: int, wanted: int) -> list[BisectionRow]:
+        """Newest first, `skip` then up to `wanted` of the rows `keep` accepts; state filters in SQL, `keep` (what
+        SQL cannot: the repository and test in the JSON origin) here, scanning in chunks."""
+        query = select(BisectionRow).order_by(BisectionRow.id.desc())
+        if state == "running":
+            query = query.where(BisectionRow.status.is_(None))
+        elif state in PHASES:
+            query = query.where(BisectionRow.status.is_(None), BisectionRow.phase == state)
+        elif state:
+            query = query.where(BisectionRow.status == state)
+        found: list[BisectionRow] = []
+        offset = 0
+        with self._session() as s:
+            while len(found) < skip + wanted:
+                rows = s.scalars(query.offset(offset).limit(SCAN_CHUNK)).all()
+                if not rows:
+                    break
+                offset += len(rows)
+                found += [r for r in rows if keep(r)]
+        return found[skip:skip + wanted]
+
+    def finished(self) -> list:
+        """What the trust report reads of every finished bisection (no steps)."""
+        columns = (BisectionRow.repo, BisectionRow.status, BisectionRow.outcome, BisectionRow.origin, BisectionRow.head)
+        with self._session() as s:
+            return list(s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all())
