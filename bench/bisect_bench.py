@@ -129,10 +129,29 @@ def run_git_bisect(synth: SyntheticRepo, work: Path) -> GitResult:
     out = open(work / "git-bisect.out", "w")
     try:
         t0 = time.perf_counter()
-        subprocess.run([*git, "bisect", "start", synth.bad, synth.good], check=True, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=synth.path)
-        subprocess.run([*git, "bisect", "run", *test_command(synth)], check=True, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=synth.path)
+        subprocess.run(
+            [*git, "bisect", "start", synth.bad, synth.good],
+            check=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=synth.path,
+        )
+        subprocess.run(
+            [*git, "bisect", "run", *test_command(synth)],
+            check=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=synth.path,
+        )
         wall = time.perf_counter() - t0
-        found = subprocess.run([*git, "rev-parse", "--verify", "--quiet", "refs/bisect/bad"], capture_output=True, text=True, env=env).stdout.strip() or None
+        found = (
+            subprocess.run(
+                [*git, "rev-parse", "--verify", "--quiet", "refs/bisect/bad"], capture_output=True, text=True, env=env
+            ).stdout.strip()
+            or None
+        )
     finally:
         subprocess.run([*git, "bisect", "reset", "--quiet"], stdout=out, stderr=subprocess.STDOUT, env=env)
         out.close()
@@ -140,11 +159,31 @@ def run_git_bisect(synth: SyntheticRepo, work: Path) -> GitResult:
     return GitResult(wall, runs, found)
 
 
-def run_revert_bisect(synth: SyntheticRepo, workers: int, work: Path, db_url: str, env: dict[str, str]) -> RbResult | None:
+def run_revert_bisect(
+    synth: SyntheticRepo, workers: int, work: Path, db_url: str, env: dict[str, str]
+) -> RbResult | None:
     out_json = work / f"rb-k{workers}.json"
     out_json.unlink(missing_ok=True)
-    argv = [sys.executable, "-m", "bot.cli.main", "bisect", "--repo", str(synth.path), "--good", synth.good, "--bad", synth.bad,
-            "--workers", str(workers), "--json", str(out_json), "--db", db_url, "--", *test_command(synth)]
+    argv = [
+        sys.executable,
+        "-m",
+        "bot.cli.main",
+        "bisect",
+        "--repo",
+        str(synth.path),
+        "--good",
+        synth.good,
+        "--bad",
+        synth.bad,
+        "--workers",
+        str(workers),
+        "--json",
+        str(out_json),
+        "--db",
+        db_url,
+        "--",
+        *test_command(synth),
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.perf_counter() - t0
@@ -156,17 +195,36 @@ def run_revert_bisect(synth: SyntheticRepo, workers: int, work: Path, db_url: st
     durations = [s["duration_s"] for s in data["steps"] if s.get("duration_s") and s["kind"] == "search"]
     durations = durations or [s["duration_s"] for s in data["steps"] if s.get("duration_s")]
     by_kind = {kind: sum(s["kind"] == kind for s in data["steps"]) for kind in ("calibrate", "search", "confirm")}
-    return RbResult(wall, data["runs"], data["rounds"], data["rounds_by_kind"], med(durations), data.get("culprit"), data.get("status"), by_kind)
+    return RbResult(
+        wall,
+        data["runs"],
+        data["rounds"],
+        data["rounds_by_kind"],
+        med(durations),
+        data.get("culprit"),
+        data.get("status"),
+        by_kind,
+    )
 
 
 def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
     seeds = dict(zip(args.sizes, args.seeds))
     sizes = [n for n in args.sizes if seeds[n] > 0]
-    env = {**os.environ, "XDG_DATA_HOME": str(work / "xdg-data"), "XDG_CACHE_HOME": str(work / "xdg-cache"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(work / "xdg-data"),
+        "XDG_CACHE_HOME": str(work / "xdg-cache"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     db_url = f"sqlite:///{work / 'bench.db'}"
     # Create and migrate the store once, so no bisection below pays for the migrations.
-    subprocess.run([sys.executable, "-m", "bot.cli.main", "status", "--db", db_url], check=True, capture_output=True, env=env, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-m", "bot.cli.main", "status", "--db", db_url],
+        check=True,
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+    )
     cells: dict[tuple[int, str, int], Cell] = {}
     ok = True
     for n in sizes:
@@ -189,7 +247,9 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
             cell.search_ratio.append(1.0)
             cell.e2e_ratio.append(1.0)
             cell.runs_ratio.append(1.0)
-            log(f"  git bisect run: {git_res.runs} runs, {git_res.wall:.1f}s, {'correct' if git_res.culprit == synth.culprit else 'WRONG'}")
+            log(
+                f"  git bisect run: {git_res.runs} runs, {git_res.wall:.1f}s, {'correct' if git_res.culprit == synth.culprit else 'WRONG'}"
+            )
             for k in args.workers:
                 res = run_revert_bisect(synth, k, case, db_url, env)
                 cell = cells.setdefault((n, "rb", k), Cell())
@@ -203,7 +263,9 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
                 cell.search_ratio.append(res.search_wall / git_res.wall)
                 cell.e2e_ratio.append(res.wall / git_res.wall)
                 cell.runs_ratio.append(res.runs / git_res.runs)
-                log(f"  revert-bisect k={k}: {res.runs} runs, rounds {res.by_kind}, {res.wall:.1f}s, {res.status}, {'correct' if cell.correct[-1] else 'WRONG'}")
+                log(
+                    f"  revert-bisect k={k}: {res.runs} runs, rounds {res.by_kind}, {res.wall:.1f}s, {res.status}, {'correct' if cell.correct[-1] else 'WRONG'}"
+                )
             if not args.keep:
                 shutil.rmtree(case, ignore_errors=True)
     rows = []
@@ -216,27 +278,70 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
             acc = f"{sum(cell.correct)}/{len(cell.correct)}" + (f" ({cell.failures} crashed)" if cell.failures else "")
             if tool == "git":
                 runs = [r.runs for r in cell.results]
-                rows.append([str(n), "git bisect run", "1", acc, fmt_num(med(runs)), str(ceil_log(n, 2)), fmt_num(med(runs)), fmt_num(med(runs)), "-", "1.00",
-                             "1.00", "1.00", fmt(med([r.wall for r in cell.results]), 1)])
+                rows.append(
+                    [
+                        str(n),
+                        "git bisect run",
+                        "1",
+                        acc,
+                        fmt_num(med(runs)),
+                        str(ceil_log(n, 2)),
+                        fmt_num(med(runs)),
+                        fmt_num(med(runs)),
+                        "-",
+                        "1.00",
+                        "1.00",
+                        "1.00",
+                        fmt(med([r.wall for r in cell.results]), 1),
+                    ]
+                )
             else:
-                rows.append([str(n), "revert-bisect", str(k), acc,
-                             fmt_num(med([r.by_kind.get("search", 0) for r in cell.results])), str(ceil_log(n, k + 1)),
-                             fmt_num(med([r.rounds for r in cell.results])), fmt_num(med([r.runs for r in cell.results])),
-                             " + ".join(fmt_num(med([r.runs_by_kind[kind] for r in cell.results])) for kind in ("calibrate", "search", "confirm")),
-                             fmt(med(cell.runs_ratio)), fmt(med(cell.search_ratio)), fmt(med(cell.e2e_ratio)), fmt(med([r.wall for r in cell.results]), 1)])
+                rows.append(
+                    [
+                        str(n),
+                        "revert-bisect",
+                        str(k),
+                        acc,
+                        fmt_num(med([r.by_kind.get("search", 0) for r in cell.results])),
+                        str(ceil_log(n, k + 1)),
+                        fmt_num(med([r.rounds for r in cell.results])),
+                        fmt_num(med([r.runs for r in cell.results])),
+                        " + ".join(
+                            fmt_num(med([r.runs_by_kind[kind] for r in cell.results]))
+                            for kind in ("calibrate", "search", "confirm")
+                        ),
+                        fmt(med(cell.runs_ratio)),
+                        fmt(med(cell.search_ratio)),
+                        fmt(med(cell.e2e_ratio)),
+                        fmt(med([r.wall for r in cell.results]), 1),
+                    ]
+                )
     seeds_txt = ", ".join(f"n={n}: {seeds[n]}" for n in sizes)
     table(
         f"Real processes and git: revert-bisect vs `git bisect run` (test: {TEST_KIND} script sleeping {args.sleep:g}s, flake {args.flake:g}; seeds {seeds_txt}; {os.cpu_count()} CPUs)",
-        ["n", "tool", "k", "accuracy (culprit == expected)", "search rounds (median; JSON rounds_by_kind.search; git: runs)", "ideal ceil(log_(k+1) n)",
-         "all rounds (median; calibrate+search+confirm)", "test runs (median; JSON runs; git: lines in SYNTH_RUN_LOG)",
-         "calibration + search + confirmation runs (medians)", "test runs / git (median of per-seed ratios)", "search wall / git (median of per-seed ratios; estimate: search rounds x median search-step duration_s, over git's measured wall)",
-         "end-to-end wall / git (median of per-seed ratios; measured CLI process wall / git's measured wall)", "end-to-end s (median, measured)"],
+        [
+            "n",
+            "tool",
+            "k",
+            "accuracy (culprit == expected)",
+            "search rounds (median; JSON rounds_by_kind.search; git: runs)",
+            "ideal ceil(log_(k+1) n)",
+            "all rounds (median; calibrate+search+confirm)",
+            "test runs (median; JSON runs; git: lines in SYNTH_RUN_LOG)",
+            "calibration + search + confirmation runs (medians)",
+            "test runs / git (median of per-seed ratios)",
+            "search wall / git (median of per-seed ratios; estimate: search rounds x median search-step duration_s, over git's measured wall)",
+            "end-to-end wall / git (median of per-seed ratios; measured CLI process wall / git's measured wall)",
+            "end-to-end s (median, measured)",
+        ],
         rows,
-        ["git's wall clock is measured around `git bisect start BAD GOOD` + `git bisect run TEST` (checkouts included). revert-bisect's end-to-end wall "
-         "is the whole `python -m bot.cli.main bisect` process: interpreter start, store, worktree creation and removal, calibration, search and confirmation. "
-         "Its search wall is an estimate: the JSON has no step timestamps, so it is (search rounds) x (median duration_s of its search steps; a step's "
-         "duration includes its worktree checkout). Ratios below 1 mean faster than `git bisect run`. Rounds are the distinct round numbers the driver "
-         "gave its steps: a step dispatched on its own while a round-mate is still running starts a new round."],
+        [
+            "git's wall clock is measured around `git bisect start BAD GOOD` + `git bisect run TEST` (checkouts included). revert-bisect's end-to-end wall "
+            "is the whole `python -m bot.cli.main bisect` process: interpreter start, store, worktree creation and removal, calibration, search and confirmation. "
+            "Its search wall is an estimate: the JSON has no step timestamps, so it is (search rounds) x (median duration_s of its search steps; a step's "
+            "duration includes its worktree checkout). Ratios below 1 mean faster than `git bisect run`. Rounds are the distinct round numbers the driver "
+            "gave its steps: a step dispatched on its own while a round-mate is still running starts a new round."
+        ],
     )
     return ok
 
@@ -261,23 +366,53 @@ def flaky_accuracy(seeds: int, n: int = 64, flake: float = 0.05) -> None:
                 runs += res.runs
                 rounds += res.total_rounds
                 search += res.rounds[Kind.SEARCH]
-            rows.append([f"revert-bisect, {label}", str(k), f"{100 * correct / seeds:.1f}%", f"{100 * wrong / seeds:.1f}%",
-                         f"{100 * (seeds - correct - wrong) / seeds:.1f}%", f"{runs / seeds:.1f}", f"{rounds / seeds:.1f}", f"{search / seeds:.1f}"])
+            rows.append(
+                [
+                    f"revert-bisect, {label}",
+                    str(k),
+                    f"{100 * correct / seeds:.1f}%",
+                    f"{100 * wrong / seeds:.1f}%",
+                    f"{100 * (seeds - correct - wrong) / seeds:.1f}%",
+                    f"{runs / seeds:.1f}",
+                    f"{rounds / seeds:.1f}",
+                    f"{search / seeds:.1f}",
+                ]
+            )
     correct = runs = 0
     for seed in range(seeds):
         culprit = random.Random(seed).randint(1, n)
         found, used = git_bisect(n, FlakyTest(culprit, flake, random.Random(10_000 + seed)))
         correct += found == culprit
         runs += used
-    rows.append(["`git_bisect` model (one run per step, no repeats)", "1", f"{100 * correct / seeds:.1f}%", f"{100 * (seeds - correct) / seeds:.1f}%", "0.0%",
-                 f"{runs / seeds:.1f}", f"{runs / seeds:.1f}", f"{runs / seeds:.1f}"])
+    rows.append(
+        [
+            "`git_bisect` model (one run per step, no repeats)",
+            "1",
+            f"{100 * correct / seeds:.1f}%",
+            f"{100 * (seeds - correct) / seeds:.1f}%",
+            "0.0%",
+            f"{runs / seeds:.1f}",
+            f"{runs / seeds:.1f}",
+            f"{runs / seeds:.1f}",
+        ]
+    )
     table(
         f"Simulation: accuracy with a flaky test ({n} commits, a good commit fails {100 * flake:g}% of the time, {seeds} seeds; culprit uniform per seed)",
-        ["tool / settings", "k", "accuracy (found & correct)", "wrong answer (found, not the culprit)", "no answer (ambiguous/inconclusive/no culprit)",
-         "mean test runs", "mean rounds (all kinds)", "mean search rounds"],
+        [
+            "tool / settings",
+            "k",
+            "accuracy (found & correct)",
+            "wrong answer (found, not the culprit)",
+            "no answer (ambiguous/inconclusive/no culprit)",
+            "mean test runs",
+            "mean rounds (all kinds)",
+            "mean search rounds",
+        ],
         rows,
-        ["Each seed draws the culprit and the flaky test's random stream; every row uses the same seeds. bot.domain.bisect.simulate runs the engine in "
-         "synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (BAD and GOOD taken on trust, one run per midpoint)."],
+        [
+            "Each seed draws the culprit and the flaky test's random stream; every row uses the same seeds. bot.domain.bisect.simulate runs the engine in "
+            "synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (BAD and GOOD taken on trust, one run per midpoint)."
+        ],
     )
 
 
@@ -288,25 +423,59 @@ def deterministic_rounds(seeds: int) -> None:
         culprits = [random.Random(seed).randint(1, n) for seed in range(seeds)]
         git_runs = [git_bisect(n, FlakyTest(c))[1] for c in culprits]
         git_ok = sum(git_bisect(n, FlakyTest(c))[0] == c for c in culprits)
-        rows.append([str(n), "`git_bisect` model", "1", f"{fmt_num(med(git_runs))} / {max(git_runs)}", fmt_num(med(git_runs)), fmt_num(med(git_runs)),
-                     str(ceil_log(n, 2)), str(ceil_log(n, 2)), f"{100 * git_ok / seeds:.1f}%"])
+        rows.append(
+            [
+                str(n),
+                "`git_bisect` model",
+                "1",
+                f"{fmt_num(med(git_runs))} / {max(git_runs)}",
+                fmt_num(med(git_runs)),
+                fmt_num(med(git_runs)),
+                str(ceil_log(n, 2)),
+                str(ceil_log(n, 2)),
+                f"{100 * git_ok / seeds:.1f}%",
+            ]
+        )
         for k in (1, 2, 3, 4):
             results = [simulate(n, FlakyTest(c), k) for c in culprits]
             search = [r.rounds[Kind.SEARCH] for r in results]
-            correct = sum(r.outcome.status is Status.FOUND and r.culprit_index() == c for r, c in zip(results, culprits))
-            rows.append([str(n), "revert-bisect (auto)", str(k), f"{fmt_num(med(search))} / {max(search)}",
-                         fmt_num(med([r.total_rounds for r in results])), fmt_num(med([r.runs for r in results])),
-                         str(ceil_log(n, 2)), str(ceil_log(n, k + 1)), f"{100 * correct / seeds:.1f}%"])
+            correct = sum(
+                r.outcome.status is Status.FOUND and r.culprit_index() == c for r, c in zip(results, culprits)
+            )
+            rows.append(
+                [
+                    str(n),
+                    "revert-bisect (auto)",
+                    str(k),
+                    f"{fmt_num(med(search))} / {max(search)}",
+                    fmt_num(med([r.total_rounds for r in results])),
+                    fmt_num(med([r.runs for r in results])),
+                    str(ceil_log(n, 2)),
+                    str(ceil_log(n, k + 1)),
+                    f"{100 * correct / seeds:.1f}%",
+                ]
+            )
     table(
         f"Simulation: rounds with a deterministic test ({seeds} seeds per n; default Settings(), i.e. flake rate auto)",
-        ["n", "tool", "k", "search rounds median / max (git: runs)", "all rounds median (calibrate+search+confirm)", "test runs median",
-         "ceil(log2 n)", "ceil(log_(k+1) n)", "accuracy"],
+        [
+            "n",
+            "tool",
+            "k",
+            "search rounds median / max (git: runs)",
+            "all rounds median (calibrate+search+confirm)",
+            "test runs median",
+            "ceil(log2 n)",
+            "ceil(log_(k+1) n)",
+            "accuracy",
+        ],
         rows,
-        ["With nothing contradicting a deterministic test, revert-bisect (auto) adds one calibration run on each endpoint and one re-run of the culprit "
-         "to the search; `git bisect run` does neither. With k > 2 the search starts on the runners calibration leaves free, in the same round. "
-         "With k > 1 the search probes k commits per round, so it runs more tests in fewer rounds. A round holding calibration and search counts once "
-         f"in all rounds. Once a result contradicts, the endpoints get {s.calibration_runs} runs each and culprit and parent x = ceil(log(1-C)/log f) "
-         "re-runs each, as for a declared flake rate."],
+        [
+            "With nothing contradicting a deterministic test, revert-bisect (auto) adds one calibration run on each endpoint and one re-run of the culprit "
+            "to the search; `git bisect run` does neither. With k > 2 the search starts on the runners calibration leaves free, in the same round. "
+            "With k > 1 the search probes k commits per round, so it runs more tests in fewer rounds. A round holding calibration and search counts once "
+            f"in all rounds. Once a result contradicts, the endpoints get {s.calibration_runs} runs each and culprit and parent x = ceil(log(1-C)/log f) "
+            "re-runs each, as for a declared flake rate."
+        ],
     )
 
 
@@ -321,24 +490,64 @@ def versus_git(seeds: int, sizes: tuple[int, ...] = (64, 240, 512), workers: tup
         git = [git_bisect(n, FlakyTest(c)) for c in culprits]
         git_runs = med([used for _, used in git])
         git_ok = sum(found == c for (found, _), c in zip(git, culprits))
-        rows.append([str(n), "`git bisect run` (model)", "1", fmt_num(git_runs), "-", fmt_num(git_runs), "1.00", "-", f"{100 * git_ok / seeds:.1f}%"])
+        rows.append(
+            [
+                str(n),
+                "`git bisect run` (model)",
+                "1",
+                fmt_num(git_runs),
+                "-",
+                fmt_num(git_runs),
+                "1.00",
+                "-",
+                f"{100 * git_ok / seeds:.1f}%",
+            ]
+        )
         for label, settings in (("auto", Settings()), ("0", Settings(flake_rate=0.0))):
             for k in workers:
                 results = [simulate(n, FlakyTest(c), k, settings) for c in culprits]
                 runs = med([r.runs for r in results])
-                split = " + ".join(fmt_num(med([r.runs_by_kind[kind] for r in results])) for kind in (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM))
+                split = " + ".join(
+                    fmt_num(med([r.runs_by_kind[kind] for r in results]))
+                    for kind in (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM)
+                )
                 ratio = runs / git_runs
                 target = f"<= {TARGETS[k]:.1f}x: {'met' if ratio <= TARGETS[k] else 'MISSED'}" if k in TARGETS else "-"
-                correct = sum(r.outcome.status is Status.FOUND and r.culprit_index() == c for r, c in zip(results, culprits))
-                rows.append([str(n), f"revert-bisect, --flake-rate {label}", str(k), fmt_num(runs), split, fmt_num(med([r.total_rounds for r in results])),
-                             f"{ratio:.2f}", target, f"{100 * correct / seeds:.1f}%"])
+                correct = sum(
+                    r.outcome.status is Status.FOUND and r.culprit_index() == c for r, c in zip(results, culprits)
+                )
+                rows.append(
+                    [
+                        str(n),
+                        f"revert-bisect, --flake-rate {label}",
+                        str(k),
+                        fmt_num(runs),
+                        split,
+                        fmt_num(med([r.total_rounds for r in results])),
+                        f"{ratio:.2f}",
+                        target,
+                        f"{100 * correct / seeds:.1f}%",
+                    ]
+                )
     table(
         f"Simulation: test runs and rounds against `git bisect run`, deterministic test ({seeds} seeds per n, culprit uniform)",
-        ["n", "tool", "k", "test runs (median)", "calibration + search + confirmation runs (medians)", "rounds (median)", "runs / git", "target (issue 11)", "accuracy"],
+        [
+            "n",
+            "tool",
+            "k",
+            "test runs (median)",
+            "calibration + search + confirmation runs (medians)",
+            "rounds (median)",
+            "runs / git",
+            "target (issue 11)",
+            "accuracy",
+        ],
         rows,
-        ["bot.domain.bisect.simulate runs the engine in synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (one run per midpoint, "
-         "endpoints taken on trust), which the real-process table matches. A round holding calibration and search runs counts once. "
-         "Targets: at most 1.5x git's test runs at k = 1 and 2.0x at k = 3."],
+        [
+            "bot.domain.bisect.simulate runs the engine in synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (one run per midpoint, "
+            "endpoints taken on trust), which the real-process table matches. A round holding calibration and search runs counts once. "
+            "Targets: at most 1.5x git's test runs at k = 1 and 2.0x at k = 3."
+        ],
     )
 
 
@@ -365,19 +574,46 @@ def engine_timing(n: int, workers: int, seeds: int) -> None:
             call_ms.append(ms)
             state = decision.state
             if decision.outcome is not None:
-                assert decision.outcome.status is Status.FOUND and int(decision.outcome.culprit[1:]) == culprit, decision.outcome
+                assert decision.outcome.status is Status.FOUND and int(decision.outcome.culprit[1:]) == culprit, (
+                    decision.outcome
+                )
                 break
             probe_ms.append(ms / len(decision.probes))
             probes_total += len(decision.probes)
             runs += [Run(p.sha, p.kind, test.run(p.sha), p.round) for p in decision.probes]
     table(
         f"Engine alone: `decide` on {n:,} commits, k={workers}, deterministic test, {seeds} full search(es) (synchronous rounds)",
-        ["n", "k", "candidate list, once (ms)", "decide calls", "probes planned", "ms per call (median)", "ms per call (max)", "ms per probe (median)", "ms per probe (max)", "total decide s"],
-        [[f"{n:,}", str(workers), fmt(setup_ms), str(len(call_ms)), str(probes_total), fmt(med(call_ms)), fmt(max(call_ms)), fmt(med(probe_ms)), fmt(max(probe_ms)),
-          fmt(sum(call_ms) / 1000, 3)]],
-        ["Wall time of each `decide(problem, state, runs, (), k)` call along whole searches (linear_graph from bot.domain.bisect.simulate; building the "
-         "graph is not timed). The first-parent candidate list is built once per bisection and timed on its own. Per probe: a call's time divided by "
-         "the probes it returned (calls that finish return none and are left out of that column)."],
+        [
+            "n",
+            "k",
+            "candidate list, once (ms)",
+            "decide calls",
+            "probes planned",
+            "ms per call (median)",
+            "ms per call (max)",
+            "ms per probe (median)",
+            "ms per probe (max)",
+            "total decide s",
+        ],
+        [
+            [
+                f"{n:,}",
+                str(workers),
+                fmt(setup_ms),
+                str(len(call_ms)),
+                str(probes_total),
+                fmt(med(call_ms)),
+                fmt(max(call_ms)),
+                fmt(med(probe_ms)),
+                fmt(max(probe_ms)),
+                fmt(sum(call_ms) / 1000, 3),
+            ]
+        ],
+        [
+            "Wall time of each `decide(problem, state, runs, (), k)` call along whole searches (linear_graph from bot.domain.bisect.simulate; building the "
+            "graph is not timed). The first-parent candidate list is built once per bisection and timed on its own. Per probe: a call's time divided by "
+            "the probes it returned (calls that finish return none and are left out of that column)."
+        ],
     )
 
 
@@ -386,20 +622,55 @@ def engine_timing(n: int, workers: int, seeds: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="2/1/0 seeds for n=64/512/4096 (skip 4096), fewer simulated seeds")
-    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[64, 512, 4096], help="range sizes of the real benchmark (default 64,512,4096)")
-    parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], help="seeds per size of the real benchmark, e.g. 5,5,2 (the default; --quick: 2,1,0)")
-    parser.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4], help="revert-bisect worker counts (default 1,2,4)")
+    parser.add_argument(
+        "--quick", action="store_true", help="2/1/0 seeds for n=64/512/4096 (skip 4096), fewer simulated seeds"
+    )
+    parser.add_argument(
+        "--sizes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[64, 512, 4096],
+        help="range sizes of the real benchmark (default 64,512,4096)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=lambda s: [int(x) for x in s.split(",")],
+        help="seeds per size of the real benchmark, e.g. 5,5,2 (the default; --quick: 2,1,0)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[1, 2, 4],
+        help="revert-bisect worker counts (default 1,2,4)",
+    )
     parser.add_argument("--sleep", type=float, default=0.25, help="seconds each real test run sleeps (default 0.25)")
-    parser.add_argument("--test", choices=["sh", "python"], default="sh", help="the synthetic test as /bin/sh (default) or Python; both tools run the same one")
-    parser.add_argument("--flake", type=float, default=0.0, help="chance a good commit's real test run fails (default 0: deterministic)")
-    parser.add_argument("--sim-seeds", type=int, help="seeds of the flaky simulation (default 10000, known to about +-0.1%%; --quick: 1000)")
-    parser.add_argument("--det-seeds", type=int, help="seeds per n of the deterministic simulation (default 200; --quick: 50)")
+    parser.add_argument(
+        "--test",
+        choices=["sh", "python"],
+        default="sh",
+        help="the synthetic test as /bin/sh (default) or Python; both tools run the same one",
+    )
+    parser.add_argument(
+        "--flake", type=float, default=0.0, help="chance a good commit's real test run fails (default 0: deterministic)"
+    )
+    parser.add_argument(
+        "--sim-seeds",
+        type=int,
+        help="seeds of the flaky simulation (default 10000, known to about +-0.1%%; --quick: 1000)",
+    )
+    parser.add_argument(
+        "--det-seeds", type=int, help="seeds per n of the deterministic simulation (default 200; --quick: 50)"
+    )
     parser.add_argument("--engine-n", type=int, default=100_000, help="commits for the engine timing (default 100000)")
     parser.add_argument("--engine-seeds", type=int, help="full searches timed (default 3; --quick: 1)")
-    parser.add_argument("--workdir", type=Path, help="where the run's temporary directory (repositories, worktrees, store) is made (default: the system temp dir); e.g. /dev/shm to take disk speed out")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="where the run's temporary directory (repositories, worktrees, store) is made (default: the system temp dir); e.g. /dev/shm to take disk speed out",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    parser.add_argument("--only", choices=["real", "sim", "engine"], action="append", help="run only these parts (repeatable)")
+    parser.add_argument(
+        "--only", choices=["real", "sim", "engine"], action="append", help="run only these parts (repeatable)"
+    )
     args = parser.parse_args()
     global TEST_KIND
     TEST_KIND = args.test
@@ -412,7 +683,9 @@ def main() -> int:
     parts = set(args.only or ["real", "sim", "engine"])
 
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"## revert-bisect benchmark\n\n{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {git_version}\n")
+    print(
+        f"## revert-bisect benchmark\n\n{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {git_version}\n"
+    )
     started = time.perf_counter()
     ok = True
     if "real" in parts:

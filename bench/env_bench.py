@@ -22,40 +22,53 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bot.adapters.dispatch.local_pool import LocalPool  # noqa: E402
 from bot.adapters.git.repo import GitRepo  # noqa: E402
-from bot.service import setup  # noqa: E402
-from bot.service.config import BisectConfig  # noqa: E402
-from bot.service.driver import Driver  # noqa: E402
 from bot.adapters.git.revert import reverter_for  # noqa: E402
 from bot.adapters.store.db import connect  # noqa: E402
 from bot.adapters.store.store import Store  # noqa: E402
-from scenarios.mamba_track_boundary import build  # noqa: E402
-from bot.adapters.dispatch.local_pool import LocalPool  # noqa: E402
+from bot.service import setup  # noqa: E402
+from bot.service.config import BisectConfig  # noqa: E402
+from bot.service.driver import Driver  # noqa: E402
 from runners.envs import EnvError, EnvSpec, pins  # noqa: E402
+from scenarios.mamba_track_boundary import build  # noqa: E402
 
 
 def one(workdir: Path, commits: int, seed: int, workers: int) -> dict:
     scenario = build(workdir / "scenario", commits=commits, seed=seed)
     repo = GitRepo(scenario.repo)
     store = Store(connect(f"sqlite:///{workdir / 'bench.db'}"))
-    config = BisectConfig(command=tuple(scenario.test_command), workers=workers, metric_file=True, threshold=scenario.threshold,
-                          verify_revert=True, env=EnvSpec(offline=True).to_json())
+    config = BisectConfig(
+        command=tuple(scenario.test_command),
+        workers=workers,
+        metric_file=True,
+        threshold=scenario.threshold,
+        verify_revert=True,
+        env=EnvSpec(offline=True).to_json(),
+    )
     loaded = setup.create(store, repo, scenario.good, scenario.bad, config)
     t0 = time.monotonic()
     pool = LocalPool(repo, workers, workdir / "worktrees")
     outcome = Driver(store, loaded.id, loaded.problem, loaded.config, pool, reverter=reverter_for(repo)).run()
     wall = time.monotonic() - t0
     steps = [s for s in store.get(loaded.id).steps if s.state == "done" and s.env_key]
-    return dict(seed=seed, culprit_ok=outcome.culprit == scenario.culprit, steps=len(steps),
-                commits=len({s.sha for s in steps}), keys=len({s.env_key for s in steps}),
-                built=sum(not s.env_reused for s in steps), pins=pin_changes_only(repo, scenario.good, scenario.bad),
-                wall=wall)
+    return dict(
+        seed=seed,
+        culprit_ok=outcome.culprit == scenario.culprit,
+        steps=len(steps),
+        commits=len({s.sha for s in steps}),
+        keys=len({s.env_key for s in steps}),
+        built=sum(not s.env_reused for s in steps),
+        pins=pin_changes_only(repo, scenario.good, scenario.bad),
+        wall=wall,
+    )
 
 
 def pin_changes_only(repo: GitRepo, good: str, bad: str) -> int:
     """Commits of the range whose dependency lists differ from their parent's (not version bumps)."""
     count = 0
     for sha in repo.repo.git.rev_list("--first-parent", "--reverse", f"{good}..{bad}", "--", "pyproject.toml").split():
+
         def deps(rev: str) -> list[str]:
             with tempfile.TemporaryDirectory() as tmp:
                 Path(tmp, "pyproject.toml").write_text(repo.repo.git.show(f"{rev}:pyproject.toml"))
@@ -63,6 +76,7 @@ def pin_changes_only(repo: GitRepo, good: str, bad: str) -> int:
                     return pins(Path(tmp), EnvSpec())
                 except EnvError:
                     return []
+
         count += deps(sha) != deps(f"{sha}^")
     return count
 
@@ -81,12 +95,18 @@ def main() -> int:
             print(f"  {rows[-1]}", file=sys.stderr)
     print(f"### Environment builds per bisection ({args.commits} commits, k={args.workers})\n")
     print(f"`python bench/env_bench.py --commits {args.commits} --seeds {args.seeds} --workers {args.workers}`\n")
-    print("| seed | pin changes in range | steps | commits tested | env builds (keyed by pins) | builds, one per commit | builds, one per step | culprit |")
+    print(
+        "| seed | pin changes in range | steps | commits tested | env builds (keyed by pins) | builds, one per commit | builds, one per step | culprit |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['seed']} | {r['pins']} | {r['steps']} | {r['commits']} | **{r['built']}** | {r['commits']} | {r['steps']} | {'correct' if r['culprit_ok'] else 'WRONG'} |")
-    print(f"\nMedian: {statistics.median(r['built'] for r in rows):g} builds vs {statistics.median(r['steps'] for r in rows):g} "
-          f"without reuse; median bisection wall {statistics.median(r['wall'] for r in rows):.1f} s.")
+        print(
+            f"| {r['seed']} | {r['pins']} | {r['steps']} | {r['commits']} | **{r['built']}** | {r['commits']} | {r['steps']} | {'correct' if r['culprit_ok'] else 'WRONG'} |"
+        )
+    print(
+        f"\nMedian: {statistics.median(r['built'] for r in rows):g} builds vs {statistics.median(r['steps'] for r in rows):g} "
+        f"without reuse; median bisection wall {statistics.median(r['wall'] for r in rows):.1f} s."
+    )
     return 0 if all(r["culprit_ok"] for r in rows) else 1
 
 

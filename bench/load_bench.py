@@ -128,7 +128,6 @@ def make_plan(n: int, replicas: int, dup: float, payloads: list[Payload], seed: 
 # -- the servers ---------------------------------------------------------------------------------
 
 
-
 @dataclass
 class Replica:
     url: str
@@ -147,16 +146,25 @@ class Replica:
 def server_env(work: Path, n: int) -> dict[str, str]:
     # No GitHub credentials (none inherited either): the service records deliveries and runs no worker.
     env = {k: v for k, v in os.environ.items() if not k.startswith("REVERT_BISECT_")}
-    env.update(REVERT_BISECT_WEBHOOK_SECRET=SECRET, REVERT_BISECT_POLICIES=str(ROOT / "policies"),
-               XDG_DATA_HOME=str(work / f"data-{n}"), XDG_CACHE_HOME=str(work / f"cache-{n}"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.update(
+        REVERT_BISECT_WEBHOOK_SECRET=SECRET,
+        REVERT_BISECT_POLICIES=str(ROOT / "policies"),
+        XDG_DATA_HOME=str(work / f"data-{n}"),
+        XDG_CACHE_HOME=str(work / f"cache-{n}"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
     return env
 
 
 def log_format_args() -> list[str]:
     """`--log-format text` when this version of `serve` has the option (JSON logs are the default)."""
-    out = subprocess.run([sys.executable, "-m", "bot.cli.main", "serve", "--help"], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "COLUMNS": "200"})
+    out = subprocess.run(
+        [sys.executable, "-m", "bot.cli.main", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     return ["--log-format", "text"] if "--log-format" in out.stdout else []
 
 
@@ -166,8 +174,13 @@ def start_replicas(count: int, db_url: str, work: Path, extra: list[str]) -> lis
         port = free_port()
         log_path = work / f"replica-{n}.log"
         out = open(log_path, "w")
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db_url, *extra],
-                                env=server_env(work, n), stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db_url, *extra],
+            env=server_env(work, n),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
         out.close()
         replicas.append(Replica(f"http://127.0.0.1:{port}", proc, log_path))
     return replicas
@@ -188,7 +201,9 @@ def wait_healthy(replicas: list[Replica], timeout: float = 60) -> None:
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"replica {r.url} not healthy after {timeout:.0f}s:\n{r.log_path.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"replica {r.url} not healthy after {timeout:.0f}s:\n{r.log_path.read_text()[-2000:]}"
+                )
             time.sleep(0.2)
 
 
@@ -232,15 +247,25 @@ async def drive(plan: list[Planned], urls: list[str], rate: float, timeout: floa
     # replica gets SHARDS clients instead, request i using shard i // replicas % SHARDS.
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
     tls = httpx.create_ssl_context()  # plain http; one context instead of one per client
-    clients = [[httpx.AsyncClient(base_url=u, limits=limits, timeout=httpx.Timeout(timeout), verify=tls) for _ in range(SHARDS)] for u in urls]
+    clients = [
+        [
+            httpx.AsyncClient(base_url=u, limits=limits, timeout=httpx.Timeout(timeout), verify=tls)
+            for _ in range(SHARDS)
+        ]
+        for u in urls
+    ]
     loop = asyncio.get_running_loop()
     results: list[Result] = []
     fired: list[float] = []
 
     async def fire(req: Planned, planned: float) -> None:
         start = loop.time()
-        headers = {"X-GitHub-Event": req.payload.event, "X-GitHub-Delivery": req.delivery,
-                   "X-Hub-Signature-256": req.payload.signature, "Content-Type": "application/json"}
+        headers = {
+            "X-GitHub-Event": req.payload.event,
+            "X-GitHub-Delivery": req.delivery,
+            "X-Hub-Signature-256": req.payload.signature,
+            "Content-Type": "application/json",
+        }
         status, error = None, None
         try:
             client = clients[req.replica][req.index // len(urls) % SHARDS]
@@ -341,7 +366,9 @@ def run_one(count: int, args: argparse.Namespace, payloads: list[Payload], work:
             log(f"{count} replica(s) healthy in {time.monotonic() - t0:.1f}s: {', '.join(r.url for r in replicas)}")
             n = round(args.rate * args.seconds)
             plan = make_plan(n, count, args.dup, payloads, args.seed, window=max(1, round(args.rate)))
-            log(f"  firing {n} requests at {args.rate:g}/s for {args.seconds:g}s ({sum(p.duplicate for p in plan)} duplicates) ...")
+            log(
+                f"  firing {n} requests at {args.rate:g}/s for {args.seconds:g}s ({sum(p.duplicate for p in plan)} duplicates) ..."
+            )
             cpu0, srv0 = time.process_time(), sum(r.cpu_s() for r in replicas)
             stats = asyncio.run(drive(plan, [r.url for r in replicas], args.rate, args.timeout))
             stats.gen_cpu = time.process_time() - cpu0
@@ -365,32 +392,61 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
         non2xx = sum(1 for r in res if r.status is not None and not 200 <= r.status < 300)
         errors = [r for r in res if r.status is None]
         achieved = (len(res) - 1) / row.stats.span if row.stats.span else math.nan
-        out.append([str(row.replicas), str(len(res)), f"{achieved:.1f}/s", fmt(quantile(answered, 0.5)), fmt(quantile(answered, 0.99)),
-                    fmt(max(answered) if answered else math.nan), str(non2xx), str(row.lost), str(len(errors)),
-                    f"{row.rows} / {row.accepted}"])
+        out.append(
+            [
+                str(row.replicas),
+                str(len(res)),
+                f"{achieved:.1f}/s",
+                fmt(quantile(answered, 0.5)),
+                fmt(quantile(answered, 0.99)),
+                fmt(max(answered) if answered else math.nan),
+                str(non2xx),
+                str(row.lost),
+                str(len(errors)),
+                f"{row.rows} / {row.accepted}",
+            ]
+        )
         lag = [r.lag * 1000 for r in res]
         codes: dict[str, int] = {}
         for r in res:
             key = str(r.status) if r.status is not None else r.error or "error"
             codes[key] = codes.get(key, 0) + 1
-        notes.append(f"{row.replicas} replica(s): answers {', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}; "
-                     f"generator lag (fired - planned) p50 {fmt(quantile(lag, 0.5))} ms, p99 {fmt(quantile(lag, 0.99))} ms, max {fmt(max(lag))} ms; "
-                     f"CPU during the run: servers {fmt(row.stats.server_cpu)} s, generator {fmt(row.stats.gen_cpu)} s "
-                     f"(of {fmt(row.stats.wall * NPROC)} CPU-s available in {fmt(row.stats.wall)} s wall); "
-                     f"stored but not acknowledged: {row.stored_unacked}.")
-    db = "PostgreSQL (a fresh schema per replica count)" if args.db == "postgres" else "SQLite (a fresh file per replica count, WAL)"
+        notes.append(
+            f"{row.replicas} replica(s): answers {', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}; "
+            f"generator lag (fired - planned) p50 {fmt(quantile(lag, 0.5))} ms, p99 {fmt(quantile(lag, 0.99))} ms, max {fmt(max(lag))} ms; "
+            f"CPU during the run: servers {fmt(row.stats.server_cpu)} s, generator {fmt(row.stats.gen_cpu)} s "
+            f"(of {fmt(row.stats.wall * NPROC)} CPU-s available in {fmt(row.stats.wall)} s wall); "
+            f"stored but not acknowledged: {row.stored_unacked}."
+        )
+    db = (
+        "PostgreSQL (a fresh schema per replica count)"
+        if args.db == "postgres"
+        else "SQLite (a fresh file per replica count, WAL)"
+    )
     table(
         f"Webhook load: {args.rate:g} req/s offered for {args.seconds:g} s, {100 * args.dup:g}% duplicate deliveries, store {db}",
-        ["replicas", "requests", "achieved rate (fired)", "p50 ack ms", "p99 ack ms", "max ms", "non-2xx", "lost", "errors (no answer)",
-         "rows stored / ids acked"],
+        [
+            "replicas",
+            "requests",
+            "achieved rate (fired)",
+            "p50 ack ms",
+            "p99 ack ms",
+            "max ms",
+            "non-2xx",
+            "lost",
+            "errors (no answer)",
+            "rows stored / ids acked",
+        ],
         out,
-        [f"Machine: nproc = {NPROC} ({platform.platform()}, Python {platform.python_version()}); the load generator, the replicas and "
-         "the database share these CPUs.",
-         "Latency is measured from each request's planned send time to its answer (open loop: a slow server does not slow the "
-         f"generator down, so queueing is included). Percentiles are nearest-rank over every answered request of the run; requests "
-         f"without an answer within {args.timeout:g} s are counted under errors. lost = delivery ids that got a 2xx but have no row "
-         "in `deliveries`.",
-         *notes],
+        [
+            f"Machine: nproc = {NPROC} ({platform.platform()}, Python {platform.python_version()}); the load generator, the replicas and "
+            "the database share these CPUs.",
+            "Latency is measured from each request's planned send time to its answer (open loop: a slow server does not slow the "
+            f"generator down, so queueing is included). Percentiles are nearest-rank over every answered request of the run; requests "
+            f"without an answer within {args.timeout:g} s are counted under errors. lost = delivery ids that got a 2xx but have no row "
+            "in `deliveries`.",
+            *notes,
+        ],
     )
 
 
@@ -398,21 +454,35 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=200, help="requests per second offered (default 200)")
     parser.add_argument("--seconds", type=float, default=30, help="length of the load per replica count (default 30)")
-    parser.add_argument("--dup", type=float, default=0.1, help="fraction of requests that re-send an earlier delivery id (default 0.1)")
-    parser.add_argument("--replicas", type=lambda s: [int(x) for x in s.split(",")], default=[1, 3], help="replica counts (default 1,3)")
-    parser.add_argument("--db", choices=["postgres", "sqlite"], default="postgres",
-                        help=f"store: PostgreSQL at $REVERT_BISECT_TEST_PG (default {PG_URL}), or an SQLite file")
-    parser.add_argument("--timeout", type=float, default=10, help="seconds before a request counts as an error (default 10)")
+    parser.add_argument(
+        "--dup", type=float, default=0.1, help="fraction of requests that re-send an earlier delivery id (default 0.1)"
+    )
+    parser.add_argument(
+        "--replicas", type=lambda s: [int(x) for x in s.split(",")], default=[1, 3], help="replica counts (default 1,3)"
+    )
+    parser.add_argument(
+        "--db",
+        choices=["postgres", "sqlite"],
+        default="postgres",
+        help=f"store: PostgreSQL at $REVERT_BISECT_TEST_PG (default {PG_URL}), or an SQLite file",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=10, help="seconds before a request counts as an error (default 10)"
+    )
     parser.add_argument("--seed", type=int, default=1, help="seed of the plan (payloads, duplicates)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (replica logs)")
     args = parser.parse_args()
     if args.rate <= 0 or args.seconds <= 0 or not 0 <= args.dup < 1 or min(args.replicas) < 1:
         parser.error("--rate and --seconds must be positive, --dup in [0, 1), replica counts at least 1")
 
-    print(f"## revert-bisect webhook load benchmark\n\n{platform.platform()}, nproc {NPROC}, Python {platform.python_version()}\n")
+    print(
+        f"## revert-bisect webhook load benchmark\n\n{platform.platform()}, nproc {NPROC}, Python {platform.python_version()}\n"
+    )
     payloads = load_payloads()
     extra = log_format_args()
-    log(f"{len(payloads)} payloads ({', '.join(sorted({p.event for p in payloads}))}); serve {' '.join(extra) or '(no --log-format option)'}")
+    log(
+        f"{len(payloads)} payloads ({', '.join(sorted({p.event for p in payloads}))}); serve {' '.join(extra) or '(no --log-format option)'}"
+    )
     work = Path(tempfile.mkdtemp(prefix="revert-bisect-load-"))
     rows: list[Row] = []
     ok = True
@@ -426,7 +496,9 @@ def main() -> int:
                 continue
             rows.append(row)
             res = row.stats.results
-            log(f"  done: {len(res)} answers/errors, {row.rows} rows stored, {row.accepted} ids acknowledged, {row.lost} lost")
+            log(
+                f"  done: {len(res)} answers/errors, {row.rows} rows stored, {row.accepted} ids acknowledged, {row.lost} lost"
+            )
     finally:
         if args.keep:
             log(f"work directory kept: {work}")

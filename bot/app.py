@@ -7,14 +7,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from bot.web import install as install_dashboard
-from bot.observability import observe
-from bot.observability.github_api import install as install_github_api
-from bot.settings import BotSettings
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Deliveries, Jobs
 from bot.ingress.webhooks.router import router as webhooks
 from bot.ingress.worker import Handler, Worker
+from bot.observability import observe
+from bot.observability.github_api import install as install_github_api
+from bot.settings import BotSettings
+from bot.web import install as install_dashboard
 
 
 def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = None) -> FastAPI:

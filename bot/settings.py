@@ -18,7 +18,9 @@ class BotSettings(BaseSettings):
     db: str | None = None  # SQLAlchemy URL; None: SQLite in the user data directory
     policies: Path = Path("policies")
     max_body_bytes: int = 10 * 1024 * 1024
-    github_timeout_s: int = 15  # seconds per GitHub request (PyGithub takes whole seconds); a slower answer is a timeout, retried
+    github_timeout_s: int = (
+        15  # seconds per GitHub request (PyGithub takes whole seconds); a slower answer is a timeout, retried
+    )
     job_lease_s: float = 60.0  # a job whose worker stops renewing (a killed replica) is retried after this
     local: bool = False  # development on loopback: a missing secret is tolerated (every delivery is refused)
     github_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3; the sandbox: its base URL
@@ -33,7 +35,9 @@ class BotSettings(BaseSettings):
     @model_validator(mode="after")
     def _real_secret(self) -> BotSettings:
         if not self.local and self.webhook_secret.get_secret_value().strip().lower() in PLACEHOLDERS:
-            raise ValueError("REVERT_BISECT_WEBHOOK_SECRET is unset or a placeholder: set the secret configured on the GitHub App's webhook")
+            raise ValueError(
+                "REVERT_BISECT_WEBHOOK_SECRET is unset or a placeholder: set the secret configured on the GitHub App's webhook"
+            )
         return self
 
 

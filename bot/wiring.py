@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sqlalchemy import Engine
 
-from bot.service.bisections import Bisections
 from bot.adapters.github.app_auth import AppCredentials
 from bot.adapters.github.forge import GitHubForge, connect
+from bot.adapters.policy_files import load_dir
+from bot.adapters.store.store import Store
 from bot.ingress.jobs.command import CommandJob
 from bot.ingress.jobs.nightly import NightlyJob
-from bot.adapters.policy_files import load_dir
-from bot.settings import BotSettings, default_workspace
-from bot.adapters.store.store import Store
 from bot.ingress.worker import Handler
 from bot.observability.github_api import install as install_github_api
+from bot.service.bisections import Bisections
+from bot.settings import BotSettings, default_workspace
 
 
 def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
@@ -25,14 +23,21 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
         return {}
     policies = load_dir(settings.policies)
     api = settings.github_url.rstrip("/")
-    git_base = (settings.github_git_url or ("https://github.com" if api == "https://api.github.com" else api)).rstrip("/")
+    git_base = (settings.github_git_url or ("https://github.com" if api == "https://api.github.com" else api)).rstrip(
+        "/"
+    )
     workspace = default_workspace(settings)
     public = api == "https://api.github.com"
     install_github_api()  # before the first client: each counts its requests (revert_bisect_github_api_* in /metrics)
     forges: dict[str, GitHubForge] = {}
     if settings.github_app_id:
-        app = AppCredentials.from_file(settings.github_app_id, settings.github_app_private_key, api, throttle=public,
-                                       timeout=settings.github_timeout_s)
+        app = AppCredentials.from_file(
+            settings.github_app_id,
+            settings.github_app_private_key,
+            api,
+            throttle=public,
+            timeout=settings.github_timeout_s,
+        )
         client_for, token_for = app.client, app.token  # an installation token per repository, refreshed by PyGithub
     else:
         gh = connect(api, token, throttle=public, timeout=settings.github_timeout_s)
@@ -43,5 +48,10 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
             forges[repo] = GitHubForge(client_for(repo), repo)
         return forges[repo]
 
-    bisections = Bisections(Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=token_for)
-    return {"command": CommandJob(policies, forge_for, bisections), "nightly_failure": NightlyJob(policies, forge_for, bisections)}
+    bisections = Bisections(
+        Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=token_for
+    )
+    return {
+        "command": CommandJob(policies, forge_for, bisections),
+        "nightly_failure": NightlyJob(policies, forge_for, bisections),
+    }

@@ -44,12 +44,21 @@ class EnvSpec:
     offline: bool = False  # uv --offline: only what the cache (or the base interpreter) already has
 
     def to_json(self) -> dict:
-        return {"project": self.project, "extras": list(self.extras), "pythonpath": list(self.pythonpath), "offline": self.offline}
+        return {
+            "project": self.project,
+            "extras": list(self.extras),
+            "pythonpath": list(self.pythonpath),
+            "offline": self.offline,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> EnvSpec:
-        return cls(str(data.get("project", "pyproject.toml")), tuple(data.get("extras", ())),
-                   tuple(data.get("pythonpath", (".",))), bool(data.get("offline", False)))
+        return cls(
+            str(data.get("project", "pyproject.toml")),
+            tuple(data.get("extras", ())),
+            tuple(data.get("pythonpath", (".",))),
+            bool(data.get("offline", False)),
+        )
 
 
 @dataclass(frozen=True)
@@ -65,8 +74,13 @@ class Env:
         if base.get("PYTHONPATH"):
             paths.append(base["PYTHONPATH"])
         bindir = str(self.python.parent)
-        return {**base, "VIRTUAL_ENV": str(self.python.parent.parent), "PATH": bindir + os.pathsep + base.get("PATH", ""),
-                "PYTHONPATH": os.pathsep.join(paths), "REVERT_BISECT_PYTHON": str(self.python)}
+        return {
+            **base,
+            "VIRTUAL_ENV": str(self.python.parent.parent),
+            "PATH": bindir + os.pathsep + base.get("PATH", ""),
+            "PYTHONPATH": os.pathsep.join(paths),
+            "REVERT_BISECT_PYTHON": str(self.python),
+        }
 
 
 def pins(worktree: Path, spec: EnvSpec) -> list[str]:
@@ -88,9 +102,13 @@ def pins(worktree: Path, spec: EnvSpec) -> list[str]:
 
 
 def env_key(requirements: list[str], base_python: str) -> str:
-    facts = {"schema": 2,  # 2: layered on the base by a .pth, not --system-site-packages
-              "python": platform.python_version(), "implementation": platform.python_implementation(),
-             "base": base_python, "requirements": requirements}
+    facts = {
+        "schema": 2,  # 2: layered on the base by a .pth, not --system-site-packages
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "base": base_python,
+        "requirements": requirements,
+    }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -118,7 +136,9 @@ LAYER = "_revert_bisect_base.pth"
 def base_sites(base_python: str) -> list[str]:
     """The site-packages directories the base interpreter sees (read from the base itself)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    proc = subprocess.run([base_python, "-c", _BASE_SITES], capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
+    proc = subprocess.run(
+        [base_python, "-c", _BASE_SITES], capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env
+    )
     if proc.returncode != 0:
         raise EnvError(f"cannot ask the base interpreter {base_python} for its packages: {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout)
@@ -143,7 +163,12 @@ def unsatisfied(python: str, requirements: list[str]) -> list[str]:
         return []
     import packaging
 
-    argv = [python, str(Path(__file__).with_name("unmet.py")), "--packaging-dir", str(Path(packaging.__file__).parent.parent)]
+    argv = [
+        python,
+        str(Path(__file__).with_name("unmet.py")),
+        "--packaging-dir",
+        str(Path(packaging.__file__).parent.parent),
+    ]
     proc = subprocess.run([*argv, *requirements], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise EnvError(f"cannot check the requirements {requirements}: {proc.stderr.strip()[-500:]}")
@@ -182,7 +207,9 @@ class EnvCache:
         layer_on(home, base_sites(self.base_python))
         python = str(home / "bin" / "python")
         missing = unsatisfied(python, requirements)
-        log(f"revert-bisect: {len(requirements) - len(missing)} requirements met by the base interpreter, installing {len(missing)}")
+        log(
+            f"revert-bisect: {len(requirements) - len(missing)} requirements met by the base interpreter, installing {len(missing)}"
+        )
         # uv does not see the base's packages (it reads only the environment's own site-packages), so it
         # installs without dependencies, and each round installs only what is still unmet.
         extra = ["--offline"] if offline else []
@@ -192,7 +219,9 @@ class EnvCache:
             self._uv(log, uv, "pip", "install", "--quiet", "--no-deps", "--python", python, *extra, *missing)
             before, missing = missing, unsatisfied(python, requirements)
             if set(missing) & set(before):
-                raise EnvError(f"installed {sorted(set(missing) & set(before))} but they are still unmet: conflicting pins?")
+                raise EnvError(
+                    f"installed {sorted(set(missing) & set(before))} but they are still unmet: conflicting pins?"
+                )
         raise EnvError(f"the requirements still need {missing} after {MAX_ROUNDS} install rounds")
 
     @staticmethod
@@ -205,7 +234,7 @@ class EnvCache:
 
     def _evict(self) -> None:
         built = sorted(self.root.glob(f"*/{READY}"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for ready in built[self.keep - 1:]:
+        for ready in built[self.keep - 1 :]:
             home = ready.parent
             with open(self.root / f"{home.name}.lock", "w") as lock:
                 try:

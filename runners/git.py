@@ -21,7 +21,9 @@ class RevertConflictError(GitError):
 
     def __init__(self, culprit: str, onto: str, files: list[str]):
         self.culprit, self.onto, self.files = culprit, onto, files
-        super().__init__(f"reverting {culprit[:12]} on {onto[:12]} conflicts in {', '.join(files) or '(git named no file)'}")
+        super().__init__(
+            f"reverting {culprit[:12]} on {onto[:12]} conflicts in {', '.join(files) or '(git named no file)'}"
+        )
 
 
 def git_auth(token: str | None) -> list[str]:
@@ -34,7 +36,9 @@ def git_auth(token: str | None) -> list[str]:
 
 
 def run(tree: Path, *args: str, auth: list[str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["git", *(auth or []), "-C", str(tree), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        ["git", *(auth or []), "-C", str(tree), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
     if check and proc.returncode != 0:
         raise GitError(f"git {args[0]} failed: {proc.stderr.strip()[-300:]}")
     return proc
@@ -43,7 +47,10 @@ def run(tree: Path, *args: str, auth: list[str] | None = None, check: bool = Tru
 def sync_clone(url: str, target: Path, token: str | None) -> None:
     """A `--no-checkout` clone of url at target, or, when it exists, its branches fetched again (origin/*)."""
     if (target / ".git").is_dir():
-        verb, args = "fetch", ["-C", str(target), "fetch", "--quiet", "--prune", url, "+refs/heads/*:refs/remotes/origin/*"]
+        verb, args = (
+            "fetch",
+            ["-C", str(target), "fetch", "--quiet", "--prune", url, "+refs/heads/*:refs/remotes/origin/*"],
+        )
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
         verb, args = "clone", ["clone", "--quiet", "--no-checkout", url, str(target)]
@@ -66,7 +73,9 @@ def checkout(worktree: Path, sha: str) -> None:
 def add_worktree(repo: Path, path: Path) -> None:
     """A detached worktree of repo at path, reusing one registered by an earlier run; created without a
     checkout (the first step's checkout fills it, on the worker)."""
-    if (path / ".git").is_file() and f"worktree {path.resolve()}" in run(repo, "worktree", "list", "--porcelain").stdout.splitlines():
+    if (path / ".git").is_file() and f"worktree {path.resolve()}" in run(
+        repo, "worktree", "list", "--porcelain"
+    ).stdout.splitlines():
         return
     if path.exists():
         shutil.rmtree(path)

@@ -19,13 +19,27 @@ class Exit:
     infra: str | None  # why the run says nothing about the commit, if it does not
 
 
-def run_logged(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None, log_path: Path,
-               pidfile: Path | None = None, started: Callable[[subprocess.Popen], None] | None = None) -> Exit:
+def run_logged(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float | None,
+    log_path: Path,
+    pidfile: Path | None = None,
+    started: Callable[[subprocess.Popen], None] | None = None,
+) -> Exit:
     """Run argv (never through a shell) with its output in log_path; a missing program exits 127 like a shell's."""
     with open(log_path, "ab") as log:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError as exc:
             log.write(f"revert-bisect: cannot run {argv[0]!r}: {exc.strerror}\n".encode())
             return Exit(127, None)

@@ -36,12 +36,22 @@ class ResultError(ValueError):
 def to_json(result: StepResult, metric_name: str | None = None, threshold: float | None = None) -> dict[str, Any]:
     verdict = "infra" if result.infra_reason is not None else exit_verdict(result.exit_code)
     data = {
-        "schema": SCHEMA, "step_id": result.step_id, "sha": result.sha, "verdict": verdict,
-        "exit_code": result.exit_code, "infra_reason": result.infra_reason,
-        "metric": None if result.metric is None else {"name": metric_name or "metric", "value": result.metric, "threshold": threshold},
-        "duration_s": round(result.duration_s, 3), "runner": result.runner, "log_tail": result.log_tail[-LOG_TAIL_CHARS:],
-        "env_key": result.env_key, "env_reused": result.env_reused,
-        "started_at": result.started_at.isoformat(), "finished_at": result.finished_at.isoformat(),
+        "schema": SCHEMA,
+        "step_id": result.step_id,
+        "sha": result.sha,
+        "verdict": verdict,
+        "exit_code": result.exit_code,
+        "infra_reason": result.infra_reason,
+        "metric": None
+        if result.metric is None
+        else {"name": metric_name or "metric", "value": result.metric, "threshold": threshold},
+        "duration_s": round(result.duration_s, 3),
+        "runner": result.runner,
+        "log_tail": result.log_tail[-LOG_TAIL_CHARS:],
+        "env_key": result.env_key,
+        "env_reused": result.env_reused,
+        "started_at": result.started_at.isoformat(),
+        "finished_at": result.finished_at.isoformat(),
     }
     return validate(data)
 
@@ -54,15 +64,37 @@ def from_json(data: Any, step_id: int | None = None, sha: str | None = None) -> 
     if sha is not None and data["sha"] != sha:
         raise ResultError(f"result.json is for commit {data['sha'][:12]}, not {sha[:12]}")
     metric = data["metric"]["value"] if data["metric"] else None
-    return StepResult(data["step_id"], data["sha"], data["exit_code"], metric, data["infra_reason"], data["runner"],
-                      data["duration_s"], data["log_tail"], _time(data["started_at"]), _time(data["finished_at"]),
-                      data["env_key"], data["env_reused"])
+    return StepResult(
+        data["step_id"],
+        data["sha"],
+        data["exit_code"],
+        metric,
+        data["infra_reason"],
+        data["runner"],
+        data["duration_s"],
+        data["log_tail"],
+        _time(data["started_at"]),
+        _time(data["finished_at"]),
+        data["env_key"],
+        data["env_reused"],
+    )
 
 
 _FIELDS: dict[str, tuple[type, ...]] = {
-    "schema": (int,), "step_id": (int,), "sha": (str,), "verdict": (str,), "exit_code": (int, type(None)),
-    "infra_reason": (str, type(None)), "metric": (dict, type(None)), "duration_s": (int, float), "runner": (str,),
-    "log_tail": (str,), "env_key": (str, type(None)), "env_reused": (bool,), "started_at": (str,), "finished_at": (str,),
+    "schema": (int,),
+    "step_id": (int,),
+    "sha": (str,),
+    "verdict": (str,),
+    "exit_code": (int, type(None)),
+    "infra_reason": (str, type(None)),
+    "metric": (dict, type(None)),
+    "duration_s": (int, float),
+    "runner": (str,),
+    "log_tail": (str,),
+    "env_key": (str, type(None)),
+    "env_reused": (bool,),
+    "started_at": (str,),
+    "finished_at": (str,),
 }
 
 
@@ -70,14 +102,18 @@ def validate(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ResultError("result.json is not a JSON object")
     if data.get("schema") != SCHEMA:
-        raise ResultError(f"result.json schema {data.get('schema')!r} is not {SCHEMA}: the runner and the bot run different versions")
+        raise ResultError(
+            f"result.json schema {data.get('schema')!r} is not {SCHEMA}: the runner and the bot run different versions"
+        )
     missing = sorted(set(_FIELDS) - set(data))
     if missing:
         raise ResultError(f"result.json lacks {', '.join(missing)}")
     for key, kinds in _FIELDS.items():
         value = data[key]
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise ResultError(f"result.json: {key} is {type(value).__name__}, expected {'/'.join(k.__name__ for k in kinds)}")
+            raise ResultError(
+                f"result.json: {key} is {type(value).__name__}, expected {'/'.join(k.__name__ for k in kinds)}"
+            )
     if data["verdict"] not in ("good", "bad", "skip", "infra"):
         raise ResultError(f"result.json: verdict {data['verdict']!r} is not good, bad, skip or infra")
     if data["exit_code"] is None and data["infra_reason"] is None:

@@ -29,21 +29,20 @@ import json
 import os
 import re
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
+from runners import result as result_json
+from runners.envs import EnvCache, EnvError, EnvSpec
 from runners.git import checkout as git_checkout
 from runners.git import git_auth, has_commit, revert_into, sync_clone
 from runners.git import run as git_run
-from runners import result as result_json
-from runners.spec import RevertOf, StepResult, StepSpec
-from runners.envs import EnvCache, EnvError, EnvSpec
 from runners.metric import compile_metric_regex, metric_from_file, metric_from_output
 from runners.proc import run_logged
+from runners.spec import RevertOf, StepResult, StepSpec
 from runners.worktrees import acquire
 
 SPEC_SCHEMA = 1
@@ -69,9 +68,16 @@ class Request:
     def to_json(self) -> dict:
         s = self.spec
         return {
-            "schema": SPEC_SCHEMA, "repository": self.repository, "sha": s.sha, "step_id": s.step_id,
-            "bisection_id": self.bisection_id, "test": self.test, "command": list(s.command), "timeout_s": s.timeout_s,
-            "metric_regex": s.metric_regex, "metric": {"name": self.metric_name, "threshold": self.threshold},
+            "schema": SPEC_SCHEMA,
+            "repository": self.repository,
+            "sha": s.sha,
+            "step_id": s.step_id,
+            "bisection_id": self.bisection_id,
+            "test": self.test,
+            "command": list(s.command),
+            "timeout_s": s.timeout_s,
+            "metric_regex": s.metric_regex,
+            "metric": {"name": self.metric_name, "threshold": self.threshold},
             "revert": None if s.revert is None else {"culprit": s.revert.culprit, "onto": s.revert.onto},
             "env": None if s.env_spec is None else s.env_spec.to_json(),
         }
@@ -81,7 +87,9 @@ class Request:
         if not isinstance(data, dict):
             raise SpecError("the step spec is not a JSON object")
         if data.get("schema") != SPEC_SCHEMA:
-            raise SpecError(f"step spec schema {data.get('schema')!r} is not {SPEC_SCHEMA}: install the bot's version on this runner")
+            raise SpecError(
+                f"step spec schema {data.get('schema')!r} is not {SPEC_SCHEMA}: install the bot's version on this runner"
+            )
         try:
             command = data["command"]
             if not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
@@ -90,13 +98,24 @@ class Request:
             revert = data.get("revert")
             metric = data.get("metric") or {}
             spec = StepSpec(
-                step_id=int(data["step_id"]), sha=sha, command=tuple(command),
+                step_id=int(data["step_id"]),
+                sha=sha,
+                command=tuple(command),
                 timeout_s=None if data.get("timeout_s") is None else float(data["timeout_s"]),
                 metric_regex=data.get("metric_regex"),
-                revert=None if revert is None else RevertOf(_sha(revert["culprit"], "revert.culprit"), _sha(revert["onto"], "revert.onto")),
+                revert=None
+                if revert is None
+                else RevertOf(_sha(revert["culprit"], "revert.culprit"), _sha(revert["onto"], "revert.onto")),
                 env_spec=None if data.get("env") is None else EnvSpec.from_json(data["env"]),
             )
-            return cls(str(data["repository"]), spec, data.get("bisection_id"), data.get("test"), metric.get("name"), metric.get("threshold"))
+            return cls(
+                str(data["repository"]),
+                spec,
+                data.get("bisection_id"),
+                data.get("test"),
+                metric.get("name"),
+                metric.get("threshold"),
+            )
         except KeyError as exc:
             raise SpecError(f"the step spec lacks {exc.args[0]!r}") from None
         except (TypeError, ValueError, AttributeError) as exc:
@@ -109,10 +128,11 @@ def _sha(value: object, name: str) -> str:
     return value
 
 
-def run_in_tree(spec: StepSpec, tree: Path, out: Path, envs: EnvCache | None, runner: str,
-                pidfile: Path | None = None, started=None) -> StepResult:
+def run_in_tree(
+    spec: StepSpec, tree: Path, out: Path, envs: EnvCache | None, runner: str, pidfile: Path | None = None, started=None
+) -> StepResult:
     """Run one step in a worktree this caller holds; every file it writes goes under `out`."""
-    begun, t0 = datetime.now(timezone.utc), time.monotonic()
+    begun, t0 = datetime.now(UTC), time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     log_path, probe_result = out / "test.log", out / "probe.json"
     log_path.unlink(missing_ok=True)
@@ -123,9 +143,21 @@ def run_in_tree(spec: StepSpec, tree: Path, out: Path, envs: EnvCache | None, ru
             f.write(text.rstrip("\n") + "\n")
 
     def finish(exit_code: int | None, infra: str | None, metric: float | None = None, env=None) -> StepResult:
-        tail = log_path.read_text(errors="replace")[-result_json.LOG_TAIL_CHARS:] if log_path.exists() else ""
-        return StepResult(spec.step_id, spec.sha, exit_code, metric, infra, runner, time.monotonic() - t0, tail,
-                          begun, datetime.now(timezone.utc), env.key if env else None, bool(env and env.reused))
+        tail = log_path.read_text(errors="replace")[-result_json.LOG_TAIL_CHARS :] if log_path.exists() else ""
+        return StepResult(
+            spec.step_id,
+            spec.sha,
+            exit_code,
+            metric,
+            infra,
+            runner,
+            time.monotonic() - t0,
+            tail,
+            begun,
+            datetime.now(UTC),
+            env.key if env else None,
+            bool(env and env.reused),
+        )
 
     checkout(tree, spec, log)
     env = None
@@ -139,8 +171,14 @@ def run_in_tree(spec: StepSpec, tree: Path, out: Path, envs: EnvCache | None, ru
         log(f"revert-bisect: environment {env.key} ({'reused' if env.reused else 'built'})")
         variables = env.variables(variables)
     variables.update(spec.env)
-    variables.update({"REVERT_BISECT_SHA": spec.sha, "REVERT_BISECT_WORKTREE": str(tree),
-                      "REVERT_BISECT_RESULT": str(probe_result), "REVERT_BISECT_STEP_ID": str(spec.step_id)})
+    variables.update(
+        {
+            "REVERT_BISECT_SHA": spec.sha,
+            "REVERT_BISECT_WORKTREE": str(tree),
+            "REVERT_BISECT_RESULT": str(probe_result),
+            "REVERT_BISECT_STEP_ID": str(spec.step_id),
+        }
+    )
     argv = [sys.executable if a == RUNNER_PYTHON else a for a in spec.command]
     done = run_logged(argv, tree, variables, spec.timeout_s, log_path, pidfile, started)
     metric = metric_from_file(probe_result)
@@ -211,10 +249,21 @@ def main(argv: list[str] | None = None) -> int:
     given.add_argument("--spec-file", help="a file holding the step spec")
     given.add_argument("--spec-env", help="an environment variable holding the step spec")
     temp = os.environ.get("RUNNER_TEMP")
-    p.add_argument("--out", type=Path, default=Path(temp) / "revert-bisect" if temp else None, required=not temp,
-                   help="directory for result.json and logs, i.e. the artifact (default: $RUNNER_TEMP/revert-bisect)")
-    p.add_argument("--cache", type=Path, default=Path(os.environ.get("REVERT_BISECT_RUNNER_CACHE") or Path.home() / ".cache" / "revert-bisect" / "runner"),
-                   help="clones, worktrees and environments kept between steps")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(temp) / "revert-bisect" if temp else None,
+        required=not temp,
+        help="directory for result.json and logs, i.e. the artifact (default: $RUNNER_TEMP/revert-bisect)",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(
+            os.environ.get("REVERT_BISECT_RUNNER_CACHE") or Path.home() / ".cache" / "revert-bisect" / "runner"
+        ),
+        help="clones, worktrees and environments kept between steps",
+    )
     args = p.parse_args(argv)
     try:
         request = Request.from_json(_read_spec(args))
@@ -225,9 +274,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         res = execute(request, args.cache, args.out, os.environ.get("GITHUB_TOKEN"))
     except Exception as exc:  # noqa: BLE001 -- the runner failed, not the commit: an infra result says so
-        now = datetime.now(timezone.utc)
-        res = StepResult(spec.step_id, spec.sha, None, None, f"runner error: {exc}", os.environ.get("RUNNER_NAME") or socket.gethostname(),
-                         0.0, "", now, now)
+        now = datetime.now(UTC)
+        res = StepResult(
+            spec.step_id,
+            spec.sha,
+            None,
+            None,
+            f"runner error: {exc}",
+            os.environ.get("RUNNER_NAME") or socket.gethostname(),
+            0.0,
+            "",
+            now,
+            now,
+        )
     data = result_json.to_json(res, request.metric_name, request.threshold)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "result.json").write_text(json.dumps(data, indent=2) + "\n")

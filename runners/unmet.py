@@ -63,6 +63,7 @@ def main(argv: list[str]) -> None:
         except ImportError:
             sys.path.append(argv[1])
             import packaging.requirements  # noqa: F401
+
             sys.path.remove(argv[1])  # imported; its neighbours must not count as installed here
         argv = argv[2:]
     print(json.dumps(unmet(argv)))

@@ -19,11 +19,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--root", help="where the bare repositories live (default: a temporary directory)")
-    parser.add_argument("--hook", action="append", default=[], metavar="URL",
-                        help="deliver signed workflow_run webhooks to URL (repeatable)")
+    parser.add_argument(
+        "--hook",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="deliver signed workflow_run webhooks to URL (repeatable)",
+    )
     parser.add_argument("--hook-secret", default="", help="the webhook secret (X-Hub-Signature-256)")
-    parser.add_argument("--schedule", action="store_true",
-                        help="once serving, start one scheduled run of the nightly workflow on the default branch")
+    parser.add_argument(
+        "--schedule",
+        action="store_true",
+        help="once serving, start one scheduled run of the nightly workflow on the default branch",
+    )
     args = parser.parse_args(argv)
     if args.schedule and not args.scenario:
         parser.error("--schedule needs --scenario")

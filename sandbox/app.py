@@ -58,11 +58,16 @@ def create_sandbox(state: SandboxState) -> FastAPI:
             message = "Server Error" if status == 502 else "Service Unavailable"
             return respond(status, {"message": message, "documentation_url": DOCS})
         elif kind in ("403-ratelimit", "429"):
-            return respond(403 if kind == "403-ratelimit" else 429, {
-                "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
-                           "again. If you reach out to GitHub Support for help, please include the request ID.",
-                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
-                                     "#about-secondary-rate-limits"}, {"Retry-After": "1"})
+            return respond(
+                403 if kind == "403-ratelimit" else 429,
+                {
+                    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
+                    "again. If you reach out to GitHub Support for help, please include the request ID.",
+                    "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
+                    "#about-secondary-rate-limits",
+                },
+                {"Retry-After": "1"},
+            )
         token = _token(request)
         app_jwt = state.apps.app_for(token)
         if app_jwt is not None:  # a GitHub App's JWT: only the app endpoints accept it
@@ -95,8 +100,13 @@ def create_sandbox(state: SandboxState) -> FastAPI:
     async def bad_params(request: Request, exc: RequestValidationError):
         if any(e.get("loc", ("",))[0] == "path" for e in exc.errors()):
             return respond(404, {"message": "Not Found", "documentation_url": DOCS})
-        return respond(422, {"message": "Validation Failed", "documentation_url": DOCS,
-                           "errors": [{"code": "invalid", "field": str(e.get("loc", ["", ""])[-1])}
-                                      for e in exc.errors()]})
+        return respond(
+            422,
+            {
+                "message": "Validation Failed",
+                "documentation_url": DOCS,
+                "errors": [{"code": "invalid", "field": str(e.get("loc", ["", ""])[-1])} for e in exc.errors()],
+            },
+        )
 
     return app

@@ -49,4 +49,4 @@ async def git_http_backend(request: Request, root: Path, path_info: str, user: s
             status = int(value.strip().split()[0])
         elif name:
             headers[name.strip()] = value.strip()
-    return Response(out[split + sep_len:], status_code=status, headers=headers)
+    return Response(out[split + sep_len :], status_code=status, headers=headers)

@@ -26,15 +26,20 @@ def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True) 
 
 def init_bare(path: Path, default_branch: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q", "--bare", "-b", default_branch, str(path)], check=True,
-                   capture_output=True, env=_ENV)
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "-b", default_branch, str(path)], check=True, capture_output=True, env=_ENV
+    )
     _configure(path)
 
 
 def clone_bare(source: Path, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(source), str(path)], check=True,
-                   capture_output=True, env=_ENV)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", "--no-local", str(source), str(path)],
+        check=True,
+        capture_output=True,
+        env=_ENV,
+    )
     _configure(path)
 
 
@@ -47,15 +52,20 @@ def resolve(repo: Path, rev: str) -> str | None:
     """A commit sha for a sha, branch, tag or other revision; None when it names no commit."""
     if not rev or rev.startswith("-"):
         return None
-    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
-                         capture_output=True, env=_ENV, check=False)
+    out = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
+        capture_output=True,
+        env=_ENV,
+        check=False,
+    )
     return out.stdout.decode().strip() if out.returncode == 0 else None
 
 
 def ref_sha(repo: Path, ref: str) -> str | None:
     """The object a full ref name (refs/...) points at, or None."""
-    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", ref],
-                         capture_output=True, env=_ENV, check=False)
+    out = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "-q", ref], capture_output=True, env=_ENV, check=False
+    )
     if out.returncode != 0 or git(repo, "for-each-ref", "--format=%(refname)", ref).strip() != ref:
         return None
     return out.stdout.decode().strip()
@@ -90,17 +100,27 @@ def _parse(out: str) -> list[dict]:
         if not rec:
             continue
         f = rec.split(SEP)
-        commits.append({
-            "sha": f[0], "tree": f[1], "parents": f[2].split(),
-            "author": {"name": f[3], "email": f[4], "date": f[5]},
-            "committer": {"name": f[6], "email": f[7], "date": f[8]},
-            "message": f[9].rstrip("\n"),
-        })
+        commits.append(
+            {
+                "sha": f[0],
+                "tree": f[1],
+                "parents": f[2].split(),
+                "author": {"name": f[3], "email": f[4], "date": f[5]},
+                "committer": {"name": f[6], "email": f[7], "date": f[8]},
+                "message": f[9].rstrip("\n"),
+            }
+        )
     return commits
 
 
-def log(repo: Path, *revs: str, max_count: int | None = None, skip: int = 0, paths: tuple[str, ...] = (),
-        reverse: bool = False) -> list[dict]:
+def log(
+    repo: Path,
+    *revs: str,
+    max_count: int | None = None,
+    skip: int = 0,
+    paths: tuple[str, ...] = (),
+    reverse: bool = False,
+) -> list[dict]:
     args = ["log", f"--format={_FORMAT}"]
     if max_count is not None:
         args.append(f"--max-count={max_count}")
@@ -152,7 +172,15 @@ def files(repo: Path, old: str | None, new: str) -> list[dict]:
         patch = git(repo, "diff", "--no-renames", base, new, "--", path)
         hunk = patch.find("\n@@")
         blob = git(repo, "rev-parse", f"{new if code[0] != 'D' else base}:{path}").strip()
-        out.append({"filename": path, "status": _STATUS.get(code[0], "modified"), "additions": add,
-                    "deletions": rem, "changes": add + rem, "sha": blob,
-                    "patch": patch[hunk + 1:] if hunk >= 0 else ""})
+        out.append(
+            {
+                "filename": path,
+                "status": _STATUS.get(code[0], "modified"),
+                "additions": add,
+                "deletions": rem,
+                "changes": add + rem,
+                "sha": blob,
+                "patch": patch[hunk + 1 :] if hunk >= 0 else "",
+            }
+        )
     return out

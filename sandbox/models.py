@@ -45,6 +45,7 @@ class Reaction:
 @dataclass
 class Issue:
     """An issue or, with `pull` set, a pull request (GitHub: every PR is also an issue)."""
+
     number: int
     id: int
     title: str
@@ -106,8 +107,15 @@ class SandboxStore(Protocol):
 
     def new_id(self) -> int: ...
     def repo(self, full_name: str) -> Repo | None: ...
-    def add_user(self, login: str, *, name: str | None = None, email: str | None = None,
-                 token: str | None = None, type: str = "User") -> User: ...
+    def add_user(
+        self,
+        login: str,
+        *,
+        name: str | None = None,
+        email: str | None = None,
+        token: str | None = None,
+        type: str = "User",
+    ) -> User: ...
     def set_permission(self, full_name: str, login: str, permission: str) -> None: ...
     def user_by_email(self, email: str) -> User | None: ...
     def issues_of(self, repo: Repo) -> list[Issue]: ...

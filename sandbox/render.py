@@ -6,8 +6,8 @@ import base64
 import re
 
 from . import gitstore
-from .schema import conform
 from .models import Comment, Issue, Reaction, Repo, SandboxStore, User
+from .schema import conform
 
 DOCS = "https://docs.github.com/rest"
 
@@ -35,13 +35,25 @@ class Renderer:
         user = self.state.users.get(login) or User(login, 0)
         u = f"{self.base}/users/{user.login}"
         body = {
-            "login": user.login, "id": user.id, "node_id": node_id("U", user.id), "type": user.type,
-            "avatar_url": f"{self.base}/avatars/{user.login}", "gravatar_id": "", "url": u,
-            "html_url": f"{self.base}/{user.login}", "followers_url": f"{u}/followers",
-            "following_url": f"{u}/following{{/other_user}}", "gists_url": f"{u}/gists{{/gist_id}}",
-            "starred_url": f"{u}/starred{{/owner}}{{/repo}}", "subscriptions_url": f"{u}/subscriptions",
-            "organizations_url": f"{u}/orgs", "repos_url": f"{u}/repos", "events_url": f"{u}/events{{/privacy}}",
-            "received_events_url": f"{u}/received_events", "site_admin": False, "user_view_type": "public",
+            "login": user.login,
+            "id": user.id,
+            "node_id": node_id("U", user.id),
+            "type": user.type,
+            "avatar_url": f"{self.base}/avatars/{user.login}",
+            "gravatar_id": "",
+            "url": u,
+            "html_url": f"{self.base}/{user.login}",
+            "followers_url": f"{u}/followers",
+            "following_url": f"{u}/following{{/other_user}}",
+            "gists_url": f"{u}/gists{{/gist_id}}",
+            "starred_url": f"{u}/starred{{/owner}}{{/repo}}",
+            "subscriptions_url": f"{u}/subscriptions",
+            "organizations_url": f"{u}/orgs",
+            "repos_url": f"{u}/repos",
+            "events_url": f"{u}/events{{/privacy}}",
+            "received_events_url": f"{u}/received_events",
+            "site_admin": False,
+            "user_view_type": "public",
         }
         if user.name:
             body["name"] = user.name
@@ -57,42 +69,96 @@ class Renderer:
         order = ["read", "triage", "write", "maintain", "admin"]
         level = order.index(perm) if perm in order else -1
         body = {
-            "id": repo.id, "node_id": node_id("R", repo.id), "name": repo.name, "full_name": repo.full_name,
-            "owner": self.user(repo.owner), "private": repo.private, "html_url": h, "description": repo.description,
-            "fork": False, "url": a, "default_branch": repo.default_branch, "visibility": "public",
-            "archived": False, "disabled": False, "created_at": repo.created_at, "updated_at": repo.created_at,
+            "id": repo.id,
+            "node_id": node_id("R", repo.id),
+            "name": repo.name,
+            "full_name": repo.full_name,
+            "owner": self.user(repo.owner),
+            "private": repo.private,
+            "html_url": h,
+            "description": repo.description,
+            "fork": False,
+            "url": a,
+            "default_branch": repo.default_branch,
+            "visibility": "public",
+            "archived": False,
+            "disabled": False,
+            "created_at": repo.created_at,
+            "updated_at": repo.created_at,
             "pushed_at": repo.created_at,
-            "clone_url": f"{h}.git", "git_url": f"{h}.git", "ssh_url": f"{h}.git", "svn_url": h,
-            "mirror_url": None, "homepage": None, "language": "Python",
-            "permissions": {"admin": level >= 4, "maintain": level >= 3, "push": level >= 2, "triage": level >= 1,
-                            "pull": True},
-            "has_issues": True, "has_projects": False, "has_wiki": False, "has_pages": False,
-            "has_downloads": False, "has_discussions": False, "is_template": False, "allow_forking": True,
-            "web_commit_signoff_required": False, "topics": [],
-            "forks_count": 0, "forks": 0, "stargazers_count": 0, "watchers_count": 0, "watchers": 0,
-            "size": 0, "open_issues_count": sum(1 for i in self.state.issues_of(repo) if i.state == "open"),
+            "clone_url": f"{h}.git",
+            "git_url": f"{h}.git",
+            "ssh_url": f"{h}.git",
+            "svn_url": h,
+            "mirror_url": None,
+            "homepage": None,
+            "language": "Python",
+            "permissions": {
+                "admin": level >= 4,
+                "maintain": level >= 3,
+                "push": level >= 2,
+                "triage": level >= 1,
+                "pull": True,
+            },
+            "has_issues": True,
+            "has_projects": False,
+            "has_wiki": False,
+            "has_pages": False,
+            "has_downloads": False,
+            "has_discussions": False,
+            "is_template": False,
+            "allow_forking": True,
+            "web_commit_signoff_required": False,
+            "topics": [],
+            "forks_count": 0,
+            "forks": 0,
+            "stargazers_count": 0,
+            "watchers_count": 0,
+            "watchers": 0,
+            "size": 0,
+            "open_issues_count": sum(1 for i in self.state.issues_of(repo) if i.state == "open"),
             "open_issues": sum(1 for i in self.state.issues_of(repo) if i.state == "open"),
-            "network_count": 0, "subscribers_count": 0,
+            "network_count": 0,
+            "subscribers_count": 0,
         }
-        for key, suffix in [("archive_url", "/{archive_format}{/ref}"), ("assignees_url", "/assignees{/user}"),
-                            ("blobs_url", "/git/blobs{/sha}"), ("branches_url", "/branches{/branch}"),
-                            ("collaborators_url", "/collaborators{/collaborator}"),
-                            ("comments_url", "/comments{/number}"), ("commits_url", "/commits{/sha}"),
-                            ("compare_url", "/compare/{base}...{head}"), ("contents_url", "/contents/{+path}"),
-                            ("contributors_url", "/contributors"), ("deployments_url", "/deployments"),
-                            ("downloads_url", "/downloads"), ("events_url", "/events"), ("forks_url", "/forks"),
-                            ("git_commits_url", "/git/commits{/sha}"), ("git_refs_url", "/git/refs{/sha}"),
-                            ("git_tags_url", "/git/tags{/sha}"), ("hooks_url", "/hooks"),
-                            ("issue_comment_url", "/issues/comments{/number}"),
-                            ("issue_events_url", "/issues/events{/number}"), ("issues_url", "/issues{/number}"),
-                            ("keys_url", "/keys{/key_id}"), ("labels_url", "/labels{/name}"),
-                            ("languages_url", "/languages"), ("merges_url", "/merges"),
-                            ("milestones_url", "/milestones{/number}"),
-                            ("notifications_url", "/notifications{?since,all,participating}"),
-                            ("pulls_url", "/pulls{/number}"), ("releases_url", "/releases{/id}"),
-                            ("stargazers_url", "/stargazers"), ("statuses_url", "/statuses/{sha}"),
-                            ("subscribers_url", "/subscribers"), ("subscription_url", "/subscription"),
-                            ("tags_url", "/tags"), ("teams_url", "/teams"), ("trees_url", "/git/trees{/sha}")]:
+        for key, suffix in [
+            ("archive_url", "/{archive_format}{/ref}"),
+            ("assignees_url", "/assignees{/user}"),
+            ("blobs_url", "/git/blobs{/sha}"),
+            ("branches_url", "/branches{/branch}"),
+            ("collaborators_url", "/collaborators{/collaborator}"),
+            ("comments_url", "/comments{/number}"),
+            ("commits_url", "/commits{/sha}"),
+            ("compare_url", "/compare/{base}...{head}"),
+            ("contents_url", "/contents/{+path}"),
+            ("contributors_url", "/contributors"),
+            ("deployments_url", "/deployments"),
+            ("downloads_url", "/downloads"),
+            ("events_url", "/events"),
+            ("forks_url", "/forks"),
+            ("git_commits_url", "/git/commits{/sha}"),
+            ("git_refs_url", "/git/refs{/sha}"),
+            ("git_tags_url", "/git/tags{/sha}"),
+            ("hooks_url", "/hooks"),
+            ("issue_comment_url", "/issues/comments{/number}"),
+            ("issue_events_url", "/issues/events{/number}"),
+            ("issues_url", "/issues{/number}"),
+            ("keys_url", "/keys{/key_id}"),
+            ("labels_url", "/labels{/name}"),
+            ("languages_url", "/languages"),
+            ("merges_url", "/merges"),
+            ("milestones_url", "/milestones{/number}"),
+            ("notifications_url", "/notifications{?since,all,participating}"),
+            ("pulls_url", "/pulls{/number}"),
+            ("releases_url", "/releases{/id}"),
+            ("stargazers_url", "/stargazers"),
+            ("statuses_url", "/statuses/{sha}"),
+            ("subscribers_url", "/subscribers"),
+            ("subscription_url", "/subscription"),
+            ("tags_url", "/tags"),
+            ("teams_url", "/teams"),
+            ("trees_url", "/git/trees{/sha}"),
+        ]:
             body[key] = a + suffix
         return conform(body, schema, self.base)
 
@@ -105,18 +171,31 @@ class Renderer:
     def commit(self, repo: Repo, c: dict, with_files: bool = False) -> dict:
         a = self.api(repo)
         body = {
-            "url": f"{a}/commits/{c['sha']}", "sha": c["sha"], "node_id": node_id("C", c["sha"][:12]),
-            "html_url": f"{self.html(repo)}/commit/{c['sha']}", "comments_url": f"{a}/commits/{c['sha']}/comments",
+            "url": f"{a}/commits/{c['sha']}",
+            "sha": c["sha"],
+            "node_id": node_id("C", c["sha"][:12]),
+            "html_url": f"{self.html(repo)}/commit/{c['sha']}",
+            "comments_url": f"{a}/commits/{c['sha']}/comments",
             "commit": {
-                "url": f"{a}/git/commits/{c['sha']}", "author": c["author"], "committer": c["committer"],
-                "message": c["message"], "comment_count": 0,
+                "url": f"{a}/git/commits/{c['sha']}",
+                "author": c["author"],
+                "committer": c["committer"],
+                "message": c["message"],
+                "comment_count": 0,
                 "tree": {"sha": c["tree"], "url": f"{a}/git/trees/{c['tree']}"},
-                "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None,
-                                 "verified_at": None},
+                "verification": {
+                    "verified": False,
+                    "reason": "unsigned",
+                    "signature": None,
+                    "payload": None,
+                    "verified_at": None,
+                },
             },
-            "author": self._git_user(c["author"]), "committer": self._git_user(c["committer"]),
-            "parents": [{"sha": p, "url": f"{a}/commits/{p}", "html_url": f"{self.html(repo)}/commit/{p}"}
-                        for p in c["parents"]],
+            "author": self._git_user(c["author"]),
+            "committer": self._git_user(c["committer"]),
+            "parents": [
+                {"sha": p, "url": f"{a}/commits/{p}", "html_url": f"{self.html(repo)}/commit/{p}"} for p in c["parents"]
+            ],
         }
         if with_files:
             files = gitstore.files(repo.path, c["parents"][0] if c["parents"] else None, c["sha"])
@@ -126,21 +205,35 @@ class Renderer:
         return conform(body, "commit", self.base)
 
     def file(self, repo: Repo, sha: str, f: dict) -> dict:
-        return {**f, "blob_url": f"{self.html(repo)}/blob/{sha}/{f['filename']}",
-                "raw_url": f"{self.html(repo)}/raw/{sha}/{f['filename']}",
-                "contents_url": f"{self.api(repo)}/contents/{f['filename']}?ref={sha}"}
+        return {
+            **f,
+            "blob_url": f"{self.html(repo)}/blob/{sha}/{f['filename']}",
+            "raw_url": f"{self.html(repo)}/raw/{sha}/{f['filename']}",
+            "contents_url": f"{self.api(repo)}/contents/{f['filename']}?ref={sha}",
+        }
 
     def git_ref(self, repo: Repo, ref: str, sha: str) -> dict:
         kind = gitstore.object_type(repo.path, sha) or "commit"
-        return {"ref": ref, "node_id": node_id("REF", ref), "url": f"{self.api(repo)}/git/{ref}",
-                "object": {"type": kind, "sha": sha, "url": f"{self.api(repo)}/git/{kind}s/{sha}"}}
+        return {
+            "ref": ref,
+            "node_id": node_id("REF", ref),
+            "url": f"{self.api(repo)}/git/{ref}",
+            "object": {"type": kind, "sha": sha, "url": f"{self.api(repo)}/git/{kind}s/{sha}"},
+        }
 
     # -- issues, pull requests, comments --
 
     def label(self, repo: Repo, name: str) -> dict:
         lab = self.state.ensure_label(repo, name)
-        return {"id": lab["id"], "node_id": node_id("LA", lab["id"]), "url": f"{self.api(repo)}/labels/{name}",
-                "name": name, "description": lab["description"], "color": lab["color"], "default": False}
+        return {
+            "id": lab["id"],
+            "node_id": node_id("LA", lab["id"]),
+            "url": f"{self.api(repo)}/labels/{name}",
+            "name": name,
+            "description": lab["description"],
+            "color": lab["color"],
+            "default": False,
+        }
 
     def author_association(self, repo: Repo, login: str) -> str:
         if login == repo.owner:
@@ -151,25 +244,43 @@ class Renderer:
         a, n = self.api(repo), issue.number
         kind = "pull" if issue.pull else "issues"
         body = {
-            "id": issue.id, "node_id": node_id("I", issue.id), "url": f"{a}/issues/{n}",
-            "repository_url": a, "labels_url": f"{a}/issues/{n}/labels{{/name}}",
-            "comments_url": f"{a}/issues/{n}/comments", "events_url": f"{a}/issues/{n}/events",
-            "html_url": f"{self.html(repo)}/{kind}/{n}", "number": n, "state": issue.state,
-            "title": issue.title, "body": issue.body, "user": self.user(issue.user, "nullable-simple-user"),
-            "labels": [self.label(repo, name) for name in issue.labels], "assignee": None, "assignees": [],
-            "milestone": None, "locked": False, "active_lock_reason": None,
-            "comments": len(self.state.comments_of(repo, n)), "closed_at": issue.closed_at,
-            "created_at": issue.created_at, "updated_at": issue.updated_at,
+            "id": issue.id,
+            "node_id": node_id("I", issue.id),
+            "url": f"{a}/issues/{n}",
+            "repository_url": a,
+            "labels_url": f"{a}/issues/{n}/labels{{/name}}",
+            "comments_url": f"{a}/issues/{n}/comments",
+            "events_url": f"{a}/issues/{n}/events",
+            "html_url": f"{self.html(repo)}/{kind}/{n}",
+            "number": n,
+            "state": issue.state,
+            "title": issue.title,
+            "body": issue.body,
+            "user": self.user(issue.user, "nullable-simple-user"),
+            "labels": [self.label(repo, name) for name in issue.labels],
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "locked": False,
+            "active_lock_reason": None,
+            "comments": len(self.state.comments_of(repo, n)),
+            "closed_at": issue.closed_at,
+            "created_at": issue.created_at,
+            "updated_at": issue.updated_at,
             "author_association": self.author_association(repo, issue.user),
-            "timeline_url": f"{a}/issues/{n}/timeline", "draft": bool(issue.pull and issue.pull.draft),
+            "timeline_url": f"{a}/issues/{n}/timeline",
+            "draft": bool(issue.pull and issue.pull.draft),
         }
         if issue.state == "closed":
             body["state_reason"] = "completed"
         if issue.pull:
-            body["pull_request"] = {"url": f"{a}/pulls/{n}", "html_url": f"{self.html(repo)}/pull/{n}",
-                                    "diff_url": f"{self.html(repo)}/pull/{n}.diff",
-                                    "patch_url": f"{self.html(repo)}/pull/{n}.patch",
-                                    "merged_at": issue.pull.merged_at}
+            body["pull_request"] = {
+                "url": f"{a}/pulls/{n}",
+                "html_url": f"{self.html(repo)}/pull/{n}",
+                "diff_url": f"{self.html(repo)}/pull/{n}.diff",
+                "patch_url": f"{self.html(repo)}/pull/{n}.patch",
+                "merged_at": issue.pull.merged_at,
+            }
         return conform(body, schema, self.base)
 
     def pull_shas(self, repo: Repo, issue: Issue) -> tuple[str | None, str | None]:
@@ -183,39 +294,85 @@ class Renderer:
         head_sha, base_sha = self.pull_shas(repo, issue)
         repo_body = self.repo(repo, schema="repository")
         body = {
-            "url": f"{a}/pulls/{n}", "id": p.id, "node_id": node_id("PR", p.id),
-            "html_url": f"{self.html(repo)}/pull/{n}", "diff_url": f"{self.html(repo)}/pull/{n}.diff",
-            "patch_url": f"{self.html(repo)}/pull/{n}.patch", "issue_url": f"{a}/issues/{n}",
-            "commits_url": f"{a}/pulls/{n}/commits", "review_comments_url": f"{a}/pulls/{n}/comments",
-            "review_comment_url": f"{a}/pulls/comments{{/number}}", "comments_url": f"{a}/issues/{n}/comments",
-            "statuses_url": f"{a}/statuses/{head_sha or ''}", "number": n, "state": issue.state,
-            "locked": False, "title": issue.title, "user": self.user(issue.user), "body": issue.body,
-            "labels": [self.label(repo, name) for name in issue.labels], "milestone": None,
-            "active_lock_reason": None, "created_at": issue.created_at, "updated_at": issue.updated_at,
-            "closed_at": issue.closed_at, "merged_at": p.merged_at, "merge_commit_sha": p.merge_commit_sha,
-            "assignee": None, "assignees": [], "requested_teams": [],
+            "url": f"{a}/pulls/{n}",
+            "id": p.id,
+            "node_id": node_id("PR", p.id),
+            "html_url": f"{self.html(repo)}/pull/{n}",
+            "diff_url": f"{self.html(repo)}/pull/{n}.diff",
+            "patch_url": f"{self.html(repo)}/pull/{n}.patch",
+            "issue_url": f"{a}/issues/{n}",
+            "commits_url": f"{a}/pulls/{n}/commits",
+            "review_comments_url": f"{a}/pulls/{n}/comments",
+            "review_comment_url": f"{a}/pulls/comments{{/number}}",
+            "comments_url": f"{a}/issues/{n}/comments",
+            "statuses_url": f"{a}/statuses/{head_sha or ''}",
+            "number": n,
+            "state": issue.state,
+            "locked": False,
+            "title": issue.title,
+            "user": self.user(issue.user),
+            "body": issue.body,
+            "labels": [self.label(repo, name) for name in issue.labels],
+            "milestone": None,
+            "active_lock_reason": None,
+            "created_at": issue.created_at,
+            "updated_at": issue.updated_at,
+            "closed_at": issue.closed_at,
+            "merged_at": p.merged_at,
+            "merge_commit_sha": p.merge_commit_sha,
+            "assignee": None,
+            "assignees": [],
+            "requested_teams": [],
             "requested_reviewers": [self.user(r) for r in p.requested_reviewers],
-            "head": {"label": f"{repo.owner}:{p.head}", "ref": p.head, "sha": head_sha or "",
-                     "user": self.user(repo.owner), "repo": repo_body},
-            "base": {"label": f"{repo.owner}:{p.base}", "ref": p.base, "sha": base_sha or "",
-                     "user": self.user(repo.owner), "repo": repo_body},
-            "_links": {k: {"href": v} for k, v in {
-                "self": f"{a}/pulls/{n}", "html": f"{self.html(repo)}/pull/{n}", "issue": f"{a}/issues/{n}",
-                "comments": f"{a}/issues/{n}/comments", "review_comments": f"{a}/pulls/{n}/comments",
-                "review_comment": f"{a}/pulls/comments{{/number}}", "commits": f"{a}/pulls/{n}/commits",
-                "statuses": f"{a}/statuses/{head_sha or ''}"}.items()},
-            "author_association": self.author_association(repo, issue.user), "auto_merge": None,
+            "head": {
+                "label": f"{repo.owner}:{p.head}",
+                "ref": p.head,
+                "sha": head_sha or "",
+                "user": self.user(repo.owner),
+                "repo": repo_body,
+            },
+            "base": {
+                "label": f"{repo.owner}:{p.base}",
+                "ref": p.base,
+                "sha": base_sha or "",
+                "user": self.user(repo.owner),
+                "repo": repo_body,
+            },
+            "_links": {
+                k: {"href": v}
+                for k, v in {
+                    "self": f"{a}/pulls/{n}",
+                    "html": f"{self.html(repo)}/pull/{n}",
+                    "issue": f"{a}/issues/{n}",
+                    "comments": f"{a}/issues/{n}/comments",
+                    "review_comments": f"{a}/pulls/{n}/comments",
+                    "review_comment": f"{a}/pulls/comments{{/number}}",
+                    "commits": f"{a}/pulls/{n}/commits",
+                    "statuses": f"{a}/statuses/{head_sha or ''}",
+                }.items()
+            },
+            "author_association": self.author_association(repo, issue.user),
+            "auto_merge": None,
             "draft": p.draft,
         }
         if schema == "pull-request":
             commits = self.pull_commits(repo, issue)
-            body.update({
-                "merged": p.merged, "mergeable": None if p.merged else True, "rebaseable": None,
-                "mergeable_state": "clean" if not p.merged else "unknown", "merged_by": None,
-                "comments": len(self.state.comments_of(repo, n)), "review_comments": 0,
-                "maintainer_can_modify": False, "commits": len(commits),
-                "additions": 0, "deletions": 0, "changed_files": 0,
-            })
+            body.update(
+                {
+                    "merged": p.merged,
+                    "mergeable": None if p.merged else True,
+                    "rebaseable": None,
+                    "mergeable_state": "clean" if not p.merged else "unknown",
+                    "merged_by": None,
+                    "comments": len(self.state.comments_of(repo, n)),
+                    "review_comments": 0,
+                    "maintainer_can_modify": False,
+                    "commits": len(commits),
+                    "additions": 0,
+                    "deletions": 0,
+                    "changed_files": 0,
+                }
+            )
         return conform(body, schema, self.base)
 
     def pull_commits(self, repo: Repo, issue: Issue) -> list[dict]:
@@ -231,17 +388,31 @@ class Renderer:
         a = self.api(repo)
         kind = "pull" if repo.issues[c.issue_number].pull else "issues"
         body = {
-            "id": c.id, "node_id": node_id("IC", c.id), "url": f"{a}/issues/comments/{c.id}",
-            "html_url": f"{self.html(repo)}/{kind}/{c.issue_number}#issuecomment-{c.id}", "body": c.body,
-            "user": self.user(c.user, "nullable-simple-user"), "created_at": c.created_at,
-            "updated_at": c.updated_at, "issue_url": f"{a}/issues/{c.issue_number}",
+            "id": c.id,
+            "node_id": node_id("IC", c.id),
+            "url": f"{a}/issues/comments/{c.id}",
+            "html_url": f"{self.html(repo)}/{kind}/{c.issue_number}#issuecomment-{c.id}",
+            "body": c.body,
+            "user": self.user(c.user, "nullable-simple-user"),
+            "created_at": c.created_at,
+            "updated_at": c.updated_at,
+            "issue_url": f"{a}/issues/{c.issue_number}",
             "author_association": self.author_association(repo, c.user),
         }
         return conform(body, "issue-comment", self.base)
 
     def reaction(self, r: Reaction) -> dict:
-        return conform({"id": r.id, "node_id": node_id("RE", r.id), "user": self.user(r.user, "nullable-simple-user"),
-                        "content": r.content, "created_at": r.created_at}, "reaction", self.base)
+        return conform(
+            {
+                "id": r.id,
+                "node_id": node_id("RE", r.id),
+                "user": self.user(r.user, "nullable-simple-user"),
+                "content": r.content,
+                "created_at": r.created_at,
+            },
+            "reaction",
+            self.base,
+        )
 
 
 REF_PATTERN = re.compile(r"(?:(?<![\w/])|(?<=\s))(?:([\w.-]+/[\w.-]+))?#(\d+)\b")

@@ -14,8 +14,9 @@ from .state import SandboxState
 
 def run_in_thread(state: SandboxState, port: int = 0, host: str = "127.0.0.1") -> tuple[str, Callable[[], None]]:
     """Start the sandbox on `host:port` (0: any free port); return its base URL and a `stop()`."""
-    config = uvicorn.Config(create_sandbox(state), host=host, port=port, log_level="warning", access_log=False,
-                            lifespan="off")
+    config = uvicorn.Config(
+        create_sandbox(state), host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="github-sandbox", daemon=True)
     thread.start()

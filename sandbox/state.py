@@ -36,8 +36,15 @@ class Faults:
         self._rng = random.Random(0)
         self._lock = threading.Lock()
 
-    def set(self, rate: float, kinds: tuple[str, ...] | list[str] = KINDS, seed: int | None = 0, *,
-            include_git: bool = False, slow_seconds: float = 1.0) -> None:
+    def set(
+        self,
+        rate: float,
+        kinds: tuple[str, ...] | list[str] = KINDS,
+        seed: int | None = 0,
+        *,
+        include_git: bool = False,
+        slow_seconds: float = 1.0,
+    ) -> None:
         if not 0.0 <= rate <= 1.0:
             raise ValueError("fault rate must be within [0, 1]")
         unknown = set(kinds) - set(self.KINDS)
@@ -90,8 +97,15 @@ class SandboxState:
 
     # -- seeding --
 
-    def add_user(self, login: str, *, name: str | None = None, email: str | None = None,
-                 token: str | None = None, type: str = "User") -> User:
+    def add_user(
+        self,
+        login: str,
+        *,
+        name: str | None = None,
+        email: str | None = None,
+        token: str | None = None,
+        type: str = "User",
+    ) -> User:
         with self.lock:
             user = self.users.get(login)
             if user is None:
@@ -100,7 +114,9 @@ class SandboxState:
                 self.tokens[token] = login
             return user
 
-    def register_app(self, app_id: int, public_key_pem: str, repos: list[str], slug: str = "revert-bisect") -> dict[str, int]:
+    def register_app(
+        self, app_id: int, public_key_pem: str, repos: list[str], slug: str = "revert-bisect"
+    ) -> dict[str, int]:
         """A GitHub App installed on `repos`; its installation ids by repository."""
         with self.lock:
             app = self.apps.apps.setdefault(app_id, App(app_id, slug, public_key_pem))
@@ -124,8 +140,15 @@ class SandboxState:
         with self.lock:
             return next((u for u in self.users.values() if u.email and u.email.lower() == email.lower()), None)
 
-    def create_repo(self, full_name: str, *, default_branch: str = "main", source: Path | str | None = None,
-                    description: str | None = None, owner_permission: str = "admin") -> Repo:
+    def create_repo(
+        self,
+        full_name: str,
+        *,
+        default_branch: str = "main",
+        source: Path | str | None = None,
+        description: str | None = None,
+        owner_permission: str = "admin",
+    ) -> Repo:
         """A repository backed by a bare git repository: empty, or a bare clone of `source`."""
         owner, name = full_name.split("/")
         with self.lock:
@@ -160,20 +183,37 @@ class SandboxState:
 
     # -- GitHub Actions (sandbox/actions/) --
 
-    def bind_workflow(self, full_name: str, path: str, argv: list[str], env: dict | None = None,
-                      timeout: float | None = None):
+    def bind_workflow(
+        self, full_name: str, path: str, argv: list[str], env: dict | None = None, timeout: float | None = None
+    ):
         """Run `argv` (in a worktree of the run's head sha) for each run of the workflow at `path`."""
         return self.actions.bind(self._need(full_name), path, argv, env, timeout)
 
-    def start_run(self, full_name: str, workflow: int | str, ref_or_sha: str, event: str = "schedule",
-                  inputs: dict | None = None, actor: str | None = None, branch_of_sha: str | None = None) -> int:
+    def start_run(
+        self,
+        full_name: str,
+        workflow: int | str,
+        ref_or_sha: str,
+        event: str = "schedule",
+        inputs: dict | None = None,
+        actor: str | None = None,
+        branch_of_sha: str | None = None,
+    ) -> int:
         """Start a workflow run (on a background runner slot); its id. `branch_of_sha` labels a run
         at a sha with the branch it stood for (an earlier nightly of that branch)."""
-        return self.actions.start(self._need(full_name), workflow, ref_or_sha, event=event, inputs=inputs,
-                                  actor=actor, branch_of_sha=branch_of_sha).id
+        return self.actions.start(
+            self._need(full_name),
+            workflow,
+            ref_or_sha,
+            event=event,
+            inputs=inputs,
+            actor=actor,
+            branch_of_sha=branch_of_sha,
+        ).id
 
-    def add_hook(self, url: str, secret: str, events: tuple[str, ...] | list[str] = ("workflow_run",),
-                 repo: str | None = None):
+    def add_hook(
+        self, url: str, secret: str, events: tuple[str, ...] | list[str] = ("workflow_run",), repo: str | None = None
+    ):
         """Deliver signed webhooks (`workflow_run`) to `url`."""
         return self.actions.add_hook(url, secret, events, repo)
 
@@ -187,9 +227,18 @@ class SandboxState:
             raise KeyError(full_name)
         return repo
 
-    def add_issue(self, full_name: str, *, title: str, body: str | None = None, user: str,
-                  number: int | None = None, labels: list[str] | tuple[str, ...] = (), state: str = "open",
-                  created_at: str | None = None) -> Issue:
+    def add_issue(
+        self,
+        full_name: str,
+        *,
+        title: str,
+        body: str | None = None,
+        user: str,
+        number: int | None = None,
+        labels: list[str] | tuple[str, ...] = (),
+        state: str = "open",
+        created_at: str | None = None,
+    ) -> Issue:
         with self.lock:
             repo = self._need(full_name)
             self.add_user(user)
@@ -199,30 +248,70 @@ class SandboxState:
             for label in labels:
                 self.ensure_label(repo, label)
             when = created_at or now_iso()
-            issue = Issue(number, self.new_id(), title, body, user, state, list(labels), when, when,
-                          when if state == "closed" else None)
+            issue = Issue(
+                number,
+                self.new_id(),
+                title,
+                body,
+                user,
+                state,
+                list(labels),
+                when,
+                when,
+                when if state == "closed" else None,
+            )
             repo.issues[number] = issue
             return issue
 
-    def add_pull(self, full_name: str, *, title: str, body: str | None = None, user: str, head: str,
-                 base: str | None = None, number: int | None = None, merged: bool = False,
-                 merge_commit_sha: str | None = None, head_sha: str | None = None, base_sha: str | None = None,
-                 merged_at: str | None = None, created_at: str | None = None, state: str | None = None,
-                 labels: list[str] | tuple[str, ...] = ()) -> Issue:
+    def add_pull(
+        self,
+        full_name: str,
+        *,
+        title: str,
+        body: str | None = None,
+        user: str,
+        head: str,
+        base: str | None = None,
+        number: int | None = None,
+        merged: bool = False,
+        merge_commit_sha: str | None = None,
+        head_sha: str | None = None,
+        base_sha: str | None = None,
+        merged_at: str | None = None,
+        created_at: str | None = None,
+        state: str | None = None,
+        labels: list[str] | tuple[str, ...] = (),
+    ) -> Issue:
         with self.lock:
             repo = self._need(full_name)
             state = state or ("closed" if merged else "open")
-            issue = self.add_issue(full_name, title=title, body=body, user=user, number=number, labels=labels,
-                                   state=state, created_at=created_at)
+            issue = self.add_issue(
+                full_name,
+                title=title,
+                body=body,
+                user=user,
+                number=number,
+                labels=labels,
+                state=state,
+                created_at=created_at,
+            )
             if merged:
                 issue.closed_at = merged_at or issue.created_at
-            issue.pull = PullInfo(head, base or repo.default_branch, merged, merge_commit_sha,
-                                  (merged_at or issue.created_at) if merged else None, head_sha, base_sha,
-                                  id=self.new_id())
+            issue.pull = PullInfo(
+                head,
+                base or repo.default_branch,
+                merged,
+                merge_commit_sha,
+                (merged_at or issue.created_at) if merged else None,
+                head_sha,
+                base_sha,
+                id=self.new_id(),
+            )
             return issue
 
-    def add_comment(self, full_name: str, number: int, *, user: str, body: str,
-                    created_at: str | None = None) -> Comment:
+    def add_comment(
+        self, full_name: str, number: int, *, user: str, body: str, created_at: str | None = None
+    ) -> Comment:
         with self.lock:
             repo = self._need(full_name)
             if number not in repo.issues:
@@ -241,8 +330,9 @@ class SandboxState:
     def comments_of(self, repo: Repo, number: int) -> list[Comment]:
         with self.lock:
             key = repo.full_name.lower()
-            return sorted((c for r, c in self.comments.values() if r == key and c.issue_number == number),
-                          key=lambda c: c.id)
+            return sorted(
+                (c for r, c in self.comments.values() if r == key and c.issue_number == number), key=lambda c: c.id
+            )
 
     def ensure_label(self, repo: Repo, name: str) -> dict:
         with self.lock:
@@ -259,8 +349,13 @@ class Seeded:
     scenario: dict
 
 
-def seed_from_scenario(state: SandboxState, scenario_dir: Path | str, *, maintainer: str = "sandbox-maintainer",
-                       bot: str = "revert-bisect-bot") -> Seeded:
+def seed_from_scenario(
+    state: SandboxState,
+    scenario_dir: Path | str,
+    *,
+    maintainer: str = "sandbox-maintainer",
+    bot: str = "revert-bisect-bot",
+) -> Seeded:
     """Seed `state` from a scenario written by `scenarios.mamba_track_boundary` (its scenario.json).
 
     The repository is cloned into the sandbox's storage; each commit of the scenario becomes a merged
@@ -279,8 +374,12 @@ def seed_from_scenario(state: SandboxState, scenario_dir: Path | str, *, maintai
 
     def user(login: str, permission: str, name: str | None = None, email: str | None = None) -> None:
         existing = state.users.get(login)
-        state.add_user(login, name=name or (existing.name if existing else None),
-                       email=email or (existing.email if existing else None), token=f"sandbox-token-{login}")
+        state.add_user(
+            login,
+            name=name or (existing.name if existing else None),
+            email=email or (existing.email if existing else None),
+            token=f"sandbox-token-{login}",
+        )
         if existing is not None:
             existing.name, existing.email = name or existing.name, email or existing.email
         tokens[login] = f"sandbox-token-{login}"
@@ -302,19 +401,44 @@ def seed_from_scenario(state: SandboxState, scenario_dir: Path | str, *, maintai
             user(follow["author"], "write", follow.get("author_name"), follow.get("author_email"))
         for pr in data["prs"]:
             parents = gitstore.commit(repo.path, pr["sha"])["parents"]
-            state.add_pull(slug, number=pr["number"], title=pr["title"], body=pr.get("body"), user=pr["author"],
-                           head=f"{pr['author']}/pr-{pr['number']}", base=branch, merged=True,
-                           merge_commit_sha=pr["sha"], head_sha=pr["sha"], base_sha=parents[0] if parents else None,
-                           merged_at=pr.get("merged_at"), created_at=pr.get("merged_at"))
+            state.add_pull(
+                slug,
+                number=pr["number"],
+                title=pr["title"],
+                body=pr.get("body"),
+                user=pr["author"],
+                head=f"{pr['author']}/pr-{pr['number']}",
+                base=branch,
+                merged=True,
+                merge_commit_sha=pr["sha"],
+                head_sha=pr["sha"],
+                base_sha=parents[0] if parents else None,
+                merged_at=pr.get("merged_at"),
+                created_at=pr.get("merged_at"),
+            )
         if follow:
             if follow.get("kind", "issue") == "pr":
-                state.add_pull(slug, number=follow["number"], title=follow["title"], body=follow.get("body"),
-                               user=follow["author"], head=f"{follow['author']}/fix-{follow['number']}",
-                               labels=follow.get("labels", ()), created_at=follow.get("created_at"))
+                state.add_pull(
+                    slug,
+                    number=follow["number"],
+                    title=follow["title"],
+                    body=follow.get("body"),
+                    user=follow["author"],
+                    head=f"{follow['author']}/fix-{follow['number']}",
+                    labels=follow.get("labels", ()),
+                    created_at=follow.get("created_at"),
+                )
             else:
-                state.add_issue(slug, number=follow["number"], title=follow["title"], body=follow.get("body"),
-                                user=follow["author"], labels=follow.get("labels", ()),
-                                state=follow.get("state", "open"), created_at=follow.get("created_at"))
+                state.add_issue(
+                    slug,
+                    number=follow["number"],
+                    title=follow["title"],
+                    body=follow.get("body"),
+                    user=follow["author"],
+                    labels=follow.get("labels", ()),
+                    state=follow.get("state", "open"),
+                    created_at=follow.get("created_at"),
+                )
         # the emulated self-hosted runner runs the scenario's scheduled test for the nightly workflow
         if data.get("test_command") and state.actions.workflow(repo, NIGHTLY_WORKFLOW) is not None:
             state.bind_workflow(slug, NIGHTLY_WORKFLOW, data["test_command"])
@@ -328,5 +452,9 @@ def bind_step_workflow(state: SandboxState, slug: str) -> None:
     """The emulated runner runs `python -m runners.step` for the step workflow (runners/github/
     revert-bisect-step.yml), with one runner cache -- clones, worktree slots, environments -- kept
     across runs, as on a real self-hosted runner machine."""
-    state.bind_workflow(slug, STEP_WORKFLOW, [sys.executable, "-P", "-m", "runners.step", "--spec-env", "INPUT_SPEC"],
-                        env={"REVERT_BISECT_RUNNER_CACHE": str(state.root / "_runner-cache")})
+    state.bind_workflow(
+        slug,
+        STEP_WORKFLOW,
+        [sys.executable, "-P", "-m", "runners.step", "--spec-env", "INPUT_SPEC"],
+        env={"REVERT_BISECT_RUNNER_CACHE": str(state.root / "_runner-cache")},
+    )

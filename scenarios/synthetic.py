@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-TEST_SCRIPT = '''\
+TEST_SCRIPT = """\
 import os, random, sys, time
 tree = os.environ.get("REVERT_BISECT_WORKTREE", ".")
 time.sleep(float(os.environ.get("SYNTH_SLEEP", "{sleep}")))
@@ -37,7 +37,7 @@ if broken or random.random() < flake:
     print("FAILED: test_decode_cache_hit")
     sys.exit(1)
 print("Test Summary: 1/1 passed")
-'''
+"""
 
 
 # The same test as a POSIX shell script: no interpreter start-up, so a benchmark measures the
@@ -73,10 +73,19 @@ class SyntheticRepo:
 
 
 def _git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "Ada Dev", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada Dev",
-           "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-           "PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(repo)}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout.strip()
+    env = {
+        "GIT_AUTHOR_NAME": "Ada Dev",
+        "GIT_AUTHOR_EMAIL": "ada@example.com",
+        "GIT_COMMITTER_NAME": "Ada Dev",
+        "GIT_COMMITTER_EMAIL": "ada@example.com",
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "HOME": str(repo),
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
 def build(
@@ -96,7 +105,17 @@ def build(
     With `merge_at`, first-parent commit number `merge_at` is a merge of a side branch of
     `side_commits` commits; `side_culprit` (1-based on that branch) breaks it there instead.
     """
-    return _build_fast(path, commits, culprit, sleep=sleep, flake=flake, unbuildable=unbuildable, merge_at=merge_at, side_commits=side_commits, side_culprit=side_culprit)
+    return _build_fast(
+        path,
+        commits,
+        culprit,
+        sleep=sleep,
+        flake=flake,
+        unbuildable=unbuildable,
+        merge_at=merge_at,
+        side_commits=side_commits,
+        side_culprit=side_culprit,
+    )
 
 
 def _write_script(path: Path, sleep: float, flake: float) -> Path:
@@ -124,7 +143,10 @@ class _Stream:
 
     def commit(self, ref: str, message: str, changes: Changes, parent: int | None, merge: int | None = None) -> int:
         self.marks += 1
-        out = [f"commit {ref}\nmark :{self.marks}\nauthor {_IDENT}\ncommitter {_IDENT}\n".encode(), _data(message + "\n")]
+        out = [
+            f"commit {ref}\nmark :{self.marks}\nauthor {_IDENT}\ncommitter {_IDENT}\n".encode(),
+            _data(message + "\n"),
+        ]
         if parent is not None:
             out.append(f"from :{parent}\n".encode())
         if merge is not None:
@@ -191,7 +213,9 @@ def _build_fast(
     stream = _Stream()
     tree: Tree = {}
     changes, undo = _apply(tree, {"README.md": "synthetic service\n", "service/config.py": "BROKEN = False\n"})
-    chain = [stream.commit("refs/heads/main", "Initial import (#1000)", changes, None)]  # first-parent marks, GOOD first
+    chain = [
+        stream.commit("refs/heads/main", "Initial import (#1000)", changes, None)
+    ]  # first-parent marks, GOOD first
     for i in range(1, commits + 1):
         if i == merge_at:
             base_tree = dict(tree)
@@ -202,7 +226,9 @@ def _build_fast(
                 wanted: Changes = {f"side/{i}_{j}.txt": f"side {j}\n"}
                 if j == side_culprit:
                     wanted["service/config.py"] = "BROKEN = True\n"
-                side = stream.commit(f"refs/heads/side-{i}", f"Side change {j} of feature {i}", _apply(side_tree, wanted)[0], side)
+                side = stream.commit(
+                    f"refs/heads/side-{i}", f"Side change {j} of feature {i}", _apply(side_tree, wanted)[0], side
+                )
             merged = _merge_trees(base_tree, tree, side_tree)
             changes, undo = _apply(tree, {name: merged.get(name) for name in tree.keys() | merged.keys()})
             chain.append(stream.commit("refs/heads/main", f"Merge feature {i} (#{1000 + i})", changes, chain[-1], side))
@@ -214,7 +240,12 @@ def _build_fast(
             chain.append(stream.commit("refs/heads/main", f"Change {i} (#{1000 + i})", changes, chain[-1]))
     marks_file = path.parent / f"{path.name}.marks"
     stream.chunks.append(b"done\n")
-    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet", "--done", f"--export-marks={marks_file}"], input=b"".join(stream.chunks), check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(path), "fast-import", "--quiet", "--done", f"--export-marks={marks_file}"],
+        input=b"".join(stream.chunks),
+        check=True,
+        capture_output=True,
+    )
     by_mark = {}
     for line in marks_file.read_text().splitlines():
         mark, sha = line.split()

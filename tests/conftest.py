@@ -22,6 +22,15 @@ def isolated_home(tmp_path, monkeypatch):
     """Keep the default store and worktrees of every test inside its tmp_path."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    # nor on the user's home and git configuration: a ~/.gitconfig (diff.noprefix, a signing key, hooks) must not
+    # change what git does in a test
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / ".gitconfig").touch()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     # tests that commit must not depend on the machine's git identity
     for who in ("AUTHOR", "COMMITTER"):
         monkeypatch.setenv(f"GIT_{who}_NAME", "Test Runner")
@@ -64,9 +73,14 @@ def cli(tmp_path):
 def pg_url(request):
     """A fresh schema on the PostgreSQL server for one test, dropped afterwards. The server is required,
     not optional: unreachable, the test fails saying what it needs (a skip would let the run pass without it)."""
-    if request.node.get_closest_marker("postgres") is None:  # `-m "not postgres"` must leave out every test that needs it
-        pytest.fail(f"{request.node.nodeid} uses PostgreSQL but is not marked `postgres`: add @pytest.mark.postgres "
-                    "(for one parameter: pytest.param(..., marks=pytest.mark.postgres))", pytrace=False)
+    if (
+        request.node.get_closest_marker("postgres") is None
+    ):  # `-m "not postgres"` must leave out every test that needs it
+        pytest.fail(
+            f"{request.node.nodeid} uses PostgreSQL but is not marked `postgres`: add @pytest.mark.postgres "
+            "(for one parameter: pytest.param(..., marks=pytest.mark.postgres))",
+            pytrace=False,
+        )
     schema = f"rb_test_{uuid.uuid4().hex[:10]}"
     engine = sqlalchemy.create_engine(PG_URL)
     try:
@@ -74,11 +88,33 @@ def pg_url(request):
             conn.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
     except sqlalchemy.exc.OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        pytest.fail(f"PostgreSQL at {sqlalchemy.engine.make_url(PG_URL).render_as_string(hide_password=True)} is unreachable ({reason}). "
-                    "The tests marked `postgres` need a server on 127.0.0.1:5432 with trust auth for user postgres and a "
-                    "database `test` (createdb -h 127.0.0.1 -U postgres test; .ci/run does both), or REVERT_BISECT_TEST_PG "
-                    "naming another; or leave them out with -m 'not postgres'", pytrace=False)
+        pytest.fail(
+            f"PostgreSQL at {sqlalchemy.engine.make_url(PG_URL).render_as_string(hide_password=True)} is unreachable ({reason}). "
+            "The tests marked `postgres` need a server on 127.0.0.1:5432 with trust auth for user postgres and a "
+            "database `test` (createdb -h 127.0.0.1 -U postgres test; .ci/run does both), or REVERT_BISECT_TEST_PG "
+            "naming another; or leave them out with -m 'not postgres'",
+            pytrace=False,
+        )
     yield f"{PG_URL}?options=-csearch_path%3D{schema}"
     with engine.begin() as conn:
         conn.execute(sqlalchemy.text(f'DROP SCHEMA "{schema}" CASCADE'))
     engine.dispose()
+
+
+KINDS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(items):
+    """Each test is marked by the directory it lives in: `pytest -m "not e2e"` leaves out the whole stories."""
+    for item in items:
+        kind = next((k for k in KINDS if k in item.path.parts), None)
+        if kind:
+            item.add_marker(getattr(pytest.mark, kind))
+
+
+@pytest.fixture
+def world(tmp_path):
+    """The scenario in the sandbox and the bot on loopback (tests.support.world)."""
+    from tests.support.world import sandbox_and_bot
+
+    yield from sandbox_and_bot(tmp_path)

@@ -11,20 +11,20 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.syntax import Syntax
 
+from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.git.revert import create_revert
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from bot.cli.demo_watch import failing_steps
+from bot.cli.session import run_bisection
 from bot.domain.bisect.model import Status
 from bot.domain.bisect.verdict import MetricRule, RawResult, classify
-from bot.cli.demo_watch import failing_steps
-from bot.adapters.git.repo import GitRepo
 from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.service.draft import PrRecord, draft
-from bot.adapters.git.revert import create_revert
 from bot.service.pr_body import FailingTest
-from bot.cli.session import run_bisection
-from bot.adapters.store.db import connect
-from bot.adapters.store.store import Store
 from runners.spec import StepSpec
-from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
 
 TEST_NAME = "test_decode_cache_hit (TestQwen3NextMTPDecodeCacheHit)"
 
@@ -49,16 +49,30 @@ def scheduled_run(repo: GitRepo, sha: str, command: list[str], err: Console) -> 
     return result.metric
 
 
-def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildable: int, workers: int, db: str | None, err: Console, out: Console,
-        timeout_s: float = 900.0) -> DemoResult:
+def run(
+    workdir: Path,
+    *,
+    commits: int,
+    seed: int,
+    flake_rate: float,
+    unbuildable: int,
+    workers: int,
+    db: str | None,
+    err: Console,
+    out: Console,
+    timeout_s: float = 900.0,
+) -> DemoResult:
     from scenarios.mamba_track_boundary import build
 
     t0 = time.monotonic()
     scenario = build(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable)
-    err.print(Panel.fit(
-        f"[bold]{scenario.repo_slug}[/] ({scenario.repo}): {len(scenario.shas) - 1} commits since the last green nightly {scenario.good[:12]}\n"
-        f"flake rate {flake_rate:g}, {len(scenario.unbuildable)} unbuildable commit(s), {workers} local runner(s)",
-        title="revert-bisect demo: the miniature SGLang incident"))
+    err.print(
+        Panel.fit(
+            f"[bold]{scenario.repo_slug}[/] ({scenario.repo}): {len(scenario.shas) - 1} commits since the last green nightly {scenario.good[:12]}\n"
+            f"flake rate {flake_rate:g}, {len(scenario.unbuildable)} unbuildable commit(s), {workers} local runner(s)",
+            title="revert-bisect demo: the miniature SGLang incident",
+        )
+    )
     repo = GitRepo(scenario.repo)
     rule = MetricRule(scenario.threshold)
     value = scheduled_run(repo, scenario.bad, scenario.test_command, err)
@@ -68,10 +82,24 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
         err.print(f"[red]nightly is red[/]: avg_kl_div={value:.4g} > threshold={scenario.threshold:g}")
 
     store = Store(connect(db or f"sqlite:///{workdir / 'revert-bisect.db'}"))
-    config = BisectConfig(command=tuple(scenario.test_command), workers=workers, metric_file=True, threshold=scenario.threshold, verify_revert=True)
+    config = BisectConfig(
+        command=tuple(scenario.test_command),
+        workers=workers,
+        metric_file=True,
+        threshold=scenario.threshold,
+        verify_revert=True,
+    )
     loaded = setup.create(store, repo, scenario.good, scenario.bad, config)
     deadline = t0 + timeout_s  # the whole story is bounded: past it the bisection is cancelled and says so
-    code, report = run_bisection(store, loaded, err, out, workdir / "result.json", workdir / "bisect.log", cancelled=lambda: time.monotonic() > deadline)
+    code, report = run_bisection(
+        store,
+        loaded,
+        err,
+        out,
+        workdir / "result.json",
+        workdir / "bisect.log",
+        cancelled=lambda: time.monotonic() > deadline,
+    )
     culprit = report["culprit"] if report else None
     if code != 0 or not report or report["status"] != Status.FOUND.value:
         if time.monotonic() > deadline:
@@ -79,7 +107,9 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
         if report:  # the status and its message are printed already: say which runs could not test and why
             for line in failing_steps(store.get(loaded.id).steps):
                 err.print(f"  {line}", highlight=False)
-            err.print(f"no revert PR would be opened; {time.monotonic() - t0:.0f}s; logs in {workdir} (bisect.log, result.json)")
+            err.print(
+                f"no revert PR would be opened; {time.monotonic() - t0:.0f}s; logs in {workdir} (bisect.log, result.json)"
+            )
         return DemoResult(code or 1, culprit, scenario.culprit)
     if not (report["ab"] or {}).get("passed"):
         why = (report["revert"] or {}).get("error") or "HEAD + revert did not pass every A/B run"
@@ -89,14 +119,29 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
     prs = {pr["sha"]: PrRecord(pr["number"], pr["title"], pr.get("author")) for pr in scenario.prs}
     followups = [scenario.followup["number"]] if scenario.followup else []
     revert = create_revert(repo, culprit, scenario.bad)  # made during the bisection; found again here
-    pr = draft(store.get(loaded.id), loaded.problem, repo, revert, repo_slug=scenario.repo_slug, branch=scenario.default_branch,
-               test=FailingTest(TEST_NAME, scenario.metric, scenario.threshold), prs=prs, followups=followups)
+    pr = draft(
+        store.get(loaded.id),
+        loaded.problem,
+        repo,
+        revert,
+        repo_slug=scenario.repo_slug,
+        branch=scenario.default_branch,
+        test=FailingTest(TEST_NAME, scenario.metric, scenario.threshold),
+        prs=prs,
+        followups=followups,
+    )
     (workdir / "revert-pr.md").write_text(f"# {pr.title}\n\n{pr.body}")
-    err.print(Panel(Markdown(pr.body), title=f"the PR that would be opened: {pr.title}  ({pr.head_branch} -> {pr.base_branch})"))
+    err.print(
+        Panel(
+            Markdown(pr.body), title=f"the PR that would be opened: {pr.title}  ({pr.head_branch} -> {pr.base_branch})"
+        )
+    )
     if scenario.followup:
         err.print(f"follow-up linked: #{scenario.followup['number']} {scenario.followup['title']}")
     err.print(Panel(Syntax(revert.diff, "diff", theme="ansi_dark"), title="the revert"))
     verdict = "[green]correct[/]" if culprit == scenario.culprit else "[red]wrong[/]"
-    err.print(f"expected culprit {scenario.culprit[:12]}: {verdict}; {time.monotonic() - t0:.0f}s; outputs in {workdir}")
+    err.print(
+        f"expected culprit {scenario.culprit[:12]}: {verdict}; {time.monotonic() - t0:.0f}s; outputs in {workdir}"
+    )
     out.print(pr.title)
     return DemoResult(0 if culprit == scenario.culprit else 1, culprit, scenario.culprit, pr.title)

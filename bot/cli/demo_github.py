@@ -27,9 +27,9 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 
 from bot.cli.demo_watch import Ended, StoryWatch
-from sandbox import SandboxState, run_in_thread, seed_from_scenario
-from runners.proc import stop_group
 from runners.probes.server import free_port
+from runners.proc import stop_group
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
 
 NIGHTLY = ".github/workflows/nightly-test.yml"
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
@@ -42,8 +42,19 @@ class GithubDemoResult:
     pr_url: str | None
 
 
-def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildable: int, keep: bool, err: Console, out: Console,
-        timeout_s: float = DEMO_TIMEOUT_S, policies: Path = POLICIES) -> GithubDemoResult:
+def run(
+    workdir: Path,
+    *,
+    commits: int,
+    seed: int,
+    flake_rate: float,
+    unbuildable: int,
+    keep: bool,
+    err: Console,
+    out: Console,
+    timeout_s: float = DEMO_TIMEOUT_S,
+    policies: Path = POLICIES,
+) -> GithubDemoResult:
     from scenarios.mamba_track_boundary import build
 
     t0 = time.monotonic()
@@ -54,27 +65,49 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
     base, stop_sandbox = run_in_thread(state)
     secret, port = secrets.token_hex(16), free_port()
     db = f"sqlite:///{workdir / 'bot.db'}"
-    env = {**os.environ, "REVERT_BISECT_WEBHOOK_SECRET": secret, "REVERT_BISECT_GITHUB_URL": base,
-           "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"], "REVERT_BISECT_POLICIES": str(policies),
-           "REVERT_BISECT_WORKSPACE": str(workdir / "bot-clones")}
+    env = {
+        **os.environ,
+        "REVERT_BISECT_WEBHOOK_SECRET": secret,
+        "REVERT_BISECT_GITHUB_URL": base,
+        "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"],
+        "REVERT_BISECT_POLICIES": str(policies),
+        "REVERT_BISECT_WORKSPACE": str(workdir / "bot-clones"),
+    }
     bot_log = open(workdir / "bot.log", "w")
     # A process group of its own: whatever the bot starts goes with it when the demo ends, however it ends.
-    bot = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db], env=env,
-                           stdout=bot_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    bot = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db],
+        env=env,
+        stdout=bot_log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     bot_url = f"http://127.0.0.1:{port}"
     logs = f"the bot's log {workdir / 'bot.log'}; the runs' logs under {workdir / 'sandbox'}"
-    err.print(Panel.fit(f"GitHub sandbox {base}  (repository {seeded.repo}, maintainer token {seeded.tokens[seeded.maintainer]})\n"
-                        f"revert-bisect bot {bot_url}  (log {workdir / 'bot.log'})", title="revert-bisect demo, through GitHub"))
+    err.print(
+        Panel.fit(
+            f"GitHub sandbox {base}  (repository {seeded.repo}, maintainer token {seeded.tokens[seeded.maintainer]})\n"
+            f"revert-bisect bot {bot_url}  (log {workdir / 'bot.log'})",
+            title="revert-bisect demo, through GitHub",
+        )
+    )
     restore = _sigterm_interrupts()
     try:
         deadline = t0 + timeout_s
         _wait_up(bot_url + "/healthz", bot)
         state.add_hook(bot_url + "/webhooks/github", secret)
-        green = state.start_run(seeded.repo, NIGHTLY, scenario["good"], event="schedule", branch_of_sha=scenario["default_branch"])
-        err.print(f"last night's run at {scenario['good'][:12]}: {state.actions.wait(green, _left(deadline)).conclusion}")
+        green = state.start_run(
+            seeded.repo, NIGHTLY, scenario["good"], event="schedule", branch_of_sha=scenario["default_branch"]
+        )
+        err.print(
+            f"last night's run at {scenario['good'][:12]}: {state.actions.wait(green, _left(deadline)).conclusion}"
+        )
         red = state.start_run(seeded.repo, NIGHTLY, scenario["default_branch"], event="schedule")
         red_run = state.actions.wait(red, _left(deadline))
-        err.print(f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/] -> the workflow_run webhook goes to the bot")
+        err.print(
+            f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/] -> the workflow_run webhook goes to the bot"
+        )
         watch = StoryWatch(db, lambda: bot.poll() is None, clock=time.monotonic)
         pr, ended = None, None
         with Live(console=err, refresh_per_second=4, transient=True) as live:
@@ -82,7 +115,9 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
                 live.update(f"{watch.progress()}  ({time.monotonic() - t0:.0f}s)")
                 pr = _revert_pr(base, seeded)
                 if pr is None:
-                    ended = watch.ended() or (Ended(f"gave up after {timeout_s:.0f}s") if time.monotonic() > deadline else None)
+                    ended = watch.ended() or (
+                        Ended(f"gave up after {timeout_s:.0f}s") if time.monotonic() > deadline else None
+                    )
                     time.sleep(0.5)
         if pr is None:
             _explain(err, ended, logs, time.monotonic() - t0)
@@ -90,19 +125,25 @@ def run(workdir: Path, *, commits: int, seed: int, flake_rate: float, unbuildabl
         _show(err, base, seeded, scenario, pr, state)
         _show_trust(err, bot_url)
         correct = scenario["culprit_pr"] == _reverted_pr(pr, seeded.repo)
-        err.print(f"expected culprit #{scenario['culprit_pr']}: {'[green]correct[/]' if correct else '[red]wrong[/]'}; "
-                  f"{time.monotonic() - t0:.0f}s in all")
+        err.print(
+            f"expected culprit #{scenario['culprit_pr']}: {'[green]correct[/]' if correct else '[red]wrong[/]'}; "
+            f"{time.monotonic() - t0:.0f}s in all"
+        )
         out.print(pr["html_url"])
         if keep:
-            err.print(f"Both servers stay up for you to browse (e.g. curl -H 'Authorization: token {seeded.tokens[seeded.maintainer]}' "
-                      f"{base}/repos/{seeded.repo}/pulls/{pr['number']}); Ctrl-C stops them.")
+            err.print(
+                f"Both servers stay up for you to browse (e.g. curl -H 'Authorization: token {seeded.tokens[seeded.maintainer]}' "
+                f"{base}/repos/{seeded.repo}/pulls/{pr['number']}); Ctrl-C stops them."
+            )
             try:
                 signal.pause()
             except KeyboardInterrupt:
                 pass
         return GithubDemoResult(0 if correct else 1, pr["html_url"])
     except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted after {time.monotonic() - t0:.0f}s[/]; stopping the bot and the sandbox ({logs})")
+        err.print(
+            f"[yellow]interrupted after {time.monotonic() - t0:.0f}s[/]; stopping the bot and the sandbox ({logs})"
+        )
         return GithubDemoResult(130, None)
     finally:
         stop_group(bot)
@@ -150,34 +191,50 @@ def _wait_up(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
 
 
 def _api(base: str, seeded, path: str, **params):
-    answer = httpx.get(base + path, params=params, headers={"Authorization": f"token {seeded.tokens[seeded.maintainer]}"}, timeout=10)
+    answer = httpx.get(
+        base + path, params=params, headers={"Authorization": f"token {seeded.tokens[seeded.maintainer]}"}, timeout=10
+    )
     answer.raise_for_status()
     return answer.json()
 
 
 def _revert_pr(base: str, seeded) -> dict | None:
-    pulls = [p for p in _api(base, seeded, f"/repos/{seeded.repo}/pulls", state="open") if p["title"].startswith("Revert ")]
+    pulls = [
+        p for p in _api(base, seeded, f"/repos/{seeded.repo}/pulls", state="open") if p["title"].startswith("Revert ")
+    ]
     return pulls[0] if pulls else None
 
 
 def _reverted_pr(pr: dict, repo: str) -> int | None:
     first = (pr.get("body") or "").splitlines()[0] if pr.get("body") else ""
     prefix = f"Reverts {repo}#"
-    return int(first[len(prefix):]) if first.startswith(prefix) and first[len(prefix):].isdigit() else None
+    return int(first[len(prefix) :]) if first.startswith(prefix) and first[len(prefix) :].isdigit() else None
 
 
 def _show(err: Console, base: str, seeded, scenario: dict, pr: dict, state: SandboxState) -> None:
     err.print(Panel(Markdown(pr["body"]), title=f"{pr['html_url']}: {pr['title']}"))
     labels = ", ".join(label["name"] for label in pr["labels"])
     reviewers = ", ".join(r["login"] for r in pr["requested_reviewers"])
-    err.print(f"branch {pr['head']['ref']} -> {pr['base']['ref']}; labels: {labels}; review requested from: {reviewers}")
+    err.print(
+        f"branch {pr['head']['ref']} -> {pr['base']['ref']}; labels: {labels}; review requested from: {reviewers}"
+    )
     bare = next(p for p in Path(state.root).rglob("*.git") if p.is_dir())
-    diff = subprocess.run(["git", "--git-dir", str(bare), "diff", pr["base"]["sha"], pr["head"]["sha"]], capture_output=True, text=True).stdout
+    diff = subprocess.run(
+        ["git", "--git-dir", str(bare), "diff", pr["base"]["sha"], pr["head"]["sha"]], capture_output=True, text=True
+    ).stdout
     err.print(Panel(Syntax(diff, "diff", theme="ansi_dark"), title="the revert"))
-    for number, what in ((scenario["culprit_pr"], "the culprit PR"), (scenario["followup"]["number"], "the follow-up issue")):
+    for number, what in (
+        (scenario["culprit_pr"], "the culprit PR"),
+        (scenario["followup"]["number"], "the follow-up issue"),
+    ):
         for comment in _api(base, seeded, f"/repos/{seeded.repo}/issues/{number}/comments"):
             if f"#{pr['number']}" in comment["body"] and "**revert-bisect**" not in comment["body"]:
-                err.print(Panel(Markdown(comment["body"].split("-->", 1)[-1]), title=f"comment on {what} #{number} by {comment['user']['login']}"))
+                err.print(
+                    Panel(
+                        Markdown(comment["body"].split("-->", 1)[-1]),
+                        title=f"comment on {what} #{number} by {comment['user']['login']}",
+                    )
+                )
 
 
 def _show_trust(err: Console, bot_url: str) -> None:
@@ -186,10 +243,25 @@ def _show_trust(err: Console, bot_url: str) -> None:
 
     report = httpx.get(bot_url + "/api/trust", timeout=30).json()
     table = Table(title=f"trust report ({bot_url}/trust)")
-    for column in ("repository", "bisections", "confirmed", "inconclusive", "reverts opened", "re-landed unchanged", "refused"):
+    for column in (
+        "repository",
+        "bisections",
+        "confirmed",
+        "inconclusive",
+        "reverts opened",
+        "re-landed unchanged",
+        "refused",
+    ):
         table.add_column(column)
     for row in report["repositories"]:
         relanded = str(row["relanded"]) if row["relanded_known"] else "unknown"
-        table.add_row(row["repository"], str(row["bisections"]), str(row["confirmed"]), str(row["inconclusive"]),
-                      str(row["reverts_opened"]), relanded, str(row["reverts_refused"]))
+        table.add_row(
+            row["repository"],
+            str(row["bisections"]),
+            str(row["confirmed"]),
+            str(row["inconclusive"]),
+            str(row["reverts_opened"]),
+            relanded,
+            str(row["reverts_refused"]),
+        )
     err.print(table)

@@ -14,8 +14,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.domain.outcome import parse_outcome
 from bot.cli.wording import said
+from bot.domain.outcome import parse_outcome
 
 PUBLISH_GRACE_S = 90.0  # from "found, revert proven" to the PR on GitHub: branch push, PR, labels, comments
 
@@ -32,12 +32,21 @@ def failing_steps(steps: Iterable, limit: int = 3) -> tuple[str, ...]:
     """The first runs that said nothing about their commit (skip, infra, lost), each with its reason; `steps`
     are rows with a step's columns (kind, sha, verdict, state, infra_reason, log_tail), in the order run."""
     failing = [s for s in steps if s.verdict in ("skip", "infra") or s.state == "lost"][:limit]
-    return tuple(f"{s.kind} run of {s.sha[:12]}: {s.verdict or s.state}: {s.infra_reason or _last_word(s.log_tail)}" for s in failing)
+    return tuple(
+        f"{s.kind} run of {s.sha[:12]}: {s.verdict or s.state}: {s.infra_reason or _last_word(s.log_tail)}"
+        for s in failing
+    )
 
 
 def _failing_steps(engine: Engine, bisection_id: int) -> tuple[str, ...]:
-    return failing_steps(_rows(engine, "SELECT kind, sha, verdict, state, infra_reason, log_tail FROM steps WHERE bisection_id = :b "
-                                       "AND (verdict IN ('skip', 'infra') OR state = 'lost') ORDER BY id LIMIT 3", b=bisection_id))
+    return failing_steps(
+        _rows(
+            engine,
+            "SELECT kind, sha, verdict, state, infra_reason, log_tail FROM steps WHERE bisection_id = :b "
+            "AND (verdict IN ('skip', 'infra') OR state = 'lost') ORDER BY id LIMIT 3",
+            b=bisection_id,
+        )
+    )
 
 
 def _last_word(log_tail: str | None) -> str:
@@ -54,8 +63,14 @@ def _rows(engine: Engine, sql: str, **params) -> list:
 class StoryWatch:
     """Polled by the demo's loop; `ended()` is None while a revert PR may still come."""
 
-    def __init__(self, db_url: str, bot_alive: Callable[[], bool], *, publish_grace_s: float = PUBLISH_GRACE_S,
-                 clock: Callable[[], float]):
+    def __init__(
+        self,
+        db_url: str,
+        bot_alive: Callable[[], bool],
+        *,
+        publish_grace_s: float = PUBLISH_GRACE_S,
+        clock: Callable[[], float],
+    ):
         self.engine = create_engine(db_url)
         self.bot_alive = bot_alive
         self.publish_grace_s = publish_grace_s
@@ -67,10 +82,18 @@ class StoryWatch:
             row = self._latest()
             if row is None:
                 return "waiting for the bot to start a bisection"
-            runs = _rows(self.engine, "SELECT count(*) AS n FROM steps WHERE bisection_id = :b AND state IN ('done', 'lost')", b=row.id)[0].n
+            runs = _rows(
+                self.engine,
+                "SELECT count(*) AS n FROM steps WHERE bisection_id = :b AND state IN ('done', 'lost')",
+                b=row.id,
+            )[0].n
         except SQLAlchemyError:  # the bot has not created its store yet
             return "waiting for the bot"
-        guess = f", best guess {row.guess[:12]} (P={row.guess_probability:.2f})" if row.guess and row.guess_probability else ""
+        guess = (
+            f", best guess {row.guess[:12]} (P={row.guess_probability:.2f})"
+            if row.guess and row.guess_probability
+            else ""
+        )
         return f"bisection #{row.id}: {row.status or row.phase}, {runs} runs{guess}"
 
     def ended(self) -> Ended | None:
@@ -88,23 +111,35 @@ class StoryWatch:
         outcome = parse_outcome(row.outcome_json)
         if row.status != "found":
             message = said(outcome.message, outcome.reason, outcome.facts)
-            return Ended(f"bisection #{row.id} ended {row.status}" + (f": {message}" if message else ""), _failing_steps(self.engine, row.id))
+            return Ended(
+                f"bisection #{row.id} ended {row.status}" + (f": {message}" if message else ""),
+                _failing_steps(self.engine, row.id),
+            )
         if not (outcome.ab and outcome.ab.passed):
-            return Ended(f"bisection #{row.id} found {row.guess or 'a culprit'} but the revert was not proven: "
-                         f"{row.revert_error or 'HEAD + revert did not pass every A/B run'}")
+            return Ended(
+                f"bisection #{row.id} found {row.guess or 'a culprit'} but the revert was not proven: "
+                f"{row.revert_error or 'HEAD + revert did not pass every A/B run'}"
+            )
         if outcome.revert_refused:
             return Ended(f"bisection #{row.id} found the culprit; the revert PR was refused: {outcome.revert_refused}")
         self._proven_at = self._proven_at or self.clock()
         if self.clock() - self._proven_at > self.publish_grace_s:
-            return Ended(f"bisection #{row.id} proved the revert, but no revert PR appeared within {self.publish_grace_s:.0f}s")
+            return Ended(
+                f"bisection #{row.id} proved the revert, but no revert PR appeared within {self.publish_grace_s:.0f}s"
+            )
         return None
 
     def _latest(self):
-        rows = _rows(self.engine, "SELECT id, phase, status, guess, guess_probability, revert_error, outcome FROM bisections ORDER BY id DESC LIMIT 1")
+        rows = _rows(
+            self.engine,
+            "SELECT id, phase, status, guess, guess_probability, revert_error, outcome FROM bisections ORDER BY id DESC LIMIT 1",
+        )
         if not rows:
             return None
         row = rows[0]
-        return _Latest(row.id, row.phase, row.status, row.guess, row.guess_probability, row.revert_error, _json(row.outcome))
+        return _Latest(
+            row.id, row.phase, row.status, row.guess, row.guess_probability, row.revert_error, _json(row.outcome)
+        )
 
 
 @dataclass(frozen=True)

@@ -7,23 +7,23 @@ import importlib.util
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from bot.cli.session import run_bisection
+from bot.cli.wording import said
 from bot.domain.bisect.model import Status
 from bot.domain.errors import RevertBisectError
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.service.report import EXIT_CODES
-from bot.cli.session import run_bisection
-from bot.cli.wording import said
-from bot.adapters.store.db import connect
-from bot.adapters.store.store import Store
 
 ALREADY_REVERTED = 10  # `revert`: CULPRIT is reverted on ONTO already (not a code of EXIT_CODES)
 REVERT_EXIT_HELP = """
@@ -79,8 +79,13 @@ class _Group(TyperGroup):
 
 # rich_markup_mode=None: Click's plain help, which wraps every line to the terminal; rich's panels cut
 # option help off mid-word ("--descend-merges…") at 80 columns.
-app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Find the commit that broke a test: parallel, flake-aware `git bisect run`.")
+app = typer.Typer(
+    cls=_Group,
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Find the commit that broke a test: parallel, flake-aware `git bisect run`.",
+)
 err = Console(stderr=True, soft_wrap=True)
 out = Console()
 if not out.is_terminal:  # piped or captured: keep table rows on one line each
@@ -98,7 +103,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _options(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False) -> None:
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     pass
 
 
@@ -116,27 +125,91 @@ def _flake(value: str) -> float | None:
 
 @app.command(epilog=EXIT_HELP)
 def bisect(
-    command: Annotated[Optional[list[str]], typer.Argument(metavar="COMMAND", help="The test command, after `--`. Exit 0 good, 125 skip, 1-127 bad, >=128 infra.")] = None,
-    repo: Annotated[Optional[Path], typer.Option(metavar="PATH", help="The git repository (a working clone). [required unless --resume]")] = None,
-    good: Annotated[Optional[str], typer.Option(metavar="REV", help="A revision where the test passes. [required unless --resume]")] = None,
-    bad: Annotated[Optional[str], typer.Option(metavar="REV", help="A revision where it fails (a descendant of GOOD). [required unless --resume]")] = None,
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="COMMAND", help="The test command, after `--`. Exit 0 good, 125 skip, 1-127 bad, >=128 infra."
+        ),
+    ] = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option(metavar="PATH", help="The git repository (a working clone). [required unless --resume]"),
+    ] = None,
+    good: Annotated[
+        str | None, typer.Option(metavar="REV", help="A revision where the test passes. [required unless --resume]")
+    ] = None,
+    bad: Annotated[
+        str | None,
+        typer.Option(
+            metavar="REV", help="A revision where it fails (a descendant of GOOD). [required unless --resume]"
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, max=256, help="Tests to run at once, each in its own worktree.")] = 1,
-    all_commits: Annotated[bool, typer.Option("--all-commits", help="Any commit may be the culprit, including those merges brought in (implies --descend-merges).")] = False,
-    descend_merges: Annotated[bool, typer.Option("--descend-merges", help="When the culprit is a merge, search the commits it brought in.")] = False,
-    confidence: Annotated[float, typer.Option(min=0.5, max=0.999999, help="Posterior probability the culprit must reach.")] = 0.99,
-    flake_rate: Annotated[str, typer.Option(help="'auto' (estimate from contradicting results) or the chance a good commit fails; 0 = deterministic, stop if results contradict.")] = "auto",
-    metric_regex: Annotated[Optional[str], typer.Option(help="Judge by a number in the output: the group `value` (or the first group) of the last match.")] = None,
-    metric_file: Annotated[bool, typer.Option("--metric-file", help="Judge by {\"metric\": <float>} the test writes to $REVERT_BISECT_RESULT.")] = False,
-    threshold: Annotated[Optional[float], typer.Option(help="The CI threshold of the metric.")] = None,
-    higher_is_worse: Annotated[bool, typer.Option("--higher-is-worse/--lower-is-worse", help="Which way the metric gets worse.")] = True,
-    timeout: Annotated[Optional[float], typer.Option(min=0.001, help="Seconds before a run is killed (an infra result, retried).")] = None,
-    verify_revert: Annotated[bool, typer.Option("--verify-revert", help="Revert the culprit on --onto (a new branch) and prove it: HEAD vs HEAD+revert, alongside the confirmation.")] = False,
-    onto: Annotated[Optional[str], typer.Option(metavar="REV", help="The branch head the revert goes on (default: BAD).")] = None,
-    json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the outcome as JSON here.")] = None,
-    log_out: Annotated[Optional[Path], typer.Option("--log", metavar="FILE", help="Write a log `git bisect replay` accepts here.")] = None,
-    db: Annotated[Optional[str], typer.Option(metavar="URL", help="SQLAlchemy URL of the store (default: SQLite in the user data directory).")] = None,
-    workdir: Annotated[Optional[Path], typer.Option(metavar="DIR", help="Where the worktrees go, one directory per repository (default: the user cache directory). Removed from the clone when the bisection ends; kept for --resume until then.")] = None,
-    resume: Annotated[Optional[int], typer.Option(metavar="ID", help="Continue bisection ID after a crash or Ctrl-C; finished runs are kept.")] = None,
+    all_commits: Annotated[
+        bool,
+        typer.Option(
+            "--all-commits",
+            help="Any commit may be the culprit, including those merges brought in (implies --descend-merges).",
+        ),
+    ] = False,
+    descend_merges: Annotated[
+        bool, typer.Option("--descend-merges", help="When the culprit is a merge, search the commits it brought in.")
+    ] = False,
+    confidence: Annotated[
+        float, typer.Option(min=0.5, max=0.999999, help="Posterior probability the culprit must reach.")
+    ] = 0.99,
+    flake_rate: Annotated[
+        str,
+        typer.Option(
+            help="'auto' (estimate from contradicting results) or the chance a good commit fails; 0 = deterministic, stop if results contradict."
+        ),
+    ] = "auto",
+    metric_regex: Annotated[
+        str | None,
+        typer.Option(help="Judge by a number in the output: the group `value` (or the first group) of the last match."),
+    ] = None,
+    metric_file: Annotated[
+        bool,
+        typer.Option("--metric-file", help='Judge by {"metric": <float>} the test writes to $REVERT_BISECT_RESULT.'),
+    ] = False,
+    threshold: Annotated[float | None, typer.Option(help="The CI threshold of the metric.")] = None,
+    higher_is_worse: Annotated[
+        bool, typer.Option("--higher-is-worse/--lower-is-worse", help="Which way the metric gets worse.")
+    ] = True,
+    timeout: Annotated[
+        float | None, typer.Option(min=0.001, help="Seconds before a run is killed (an infra result, retried).")
+    ] = None,
+    verify_revert: Annotated[
+        bool,
+        typer.Option(
+            "--verify-revert",
+            help="Revert the culprit on --onto (a new branch) and prove it: HEAD vs HEAD+revert, alongside the confirmation.",
+        ),
+    ] = False,
+    onto: Annotated[
+        str | None, typer.Option(metavar="REV", help="The branch head the revert goes on (default: BAD).")
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", metavar="FILE", help="Write the outcome as JSON here.")
+    ] = None,
+    log_out: Annotated[
+        Path | None, typer.Option("--log", metavar="FILE", help="Write a log `git bisect replay` accepts here.")
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="SQLAlchemy URL of the store (default: SQLite in the user data directory)."),
+    ] = None,
+    workdir: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Where the worktrees go, one directory per repository (default: the user cache directory). Removed from the clone when the bisection ends; kept for --resume until then.",
+        ),
+    ] = None,
+    resume: Annotated[
+        int | None,
+        typer.Option(metavar="ID", help="Continue bisection ID after a crash or Ctrl-C; finished runs are kept."),
+    ] = None,
 ) -> None:
     """Bisect GOOD..BAD with COMMAND, several commits at once, robust to flaky results."""
     try:
@@ -157,9 +230,18 @@ def bisect(
             from bot.adapters.git.repo import GitRepo
 
             config = BisectConfig(
-                command=tuple(command or ()), workers=workers, timeout_s=timeout, metric_regex=metric_regex, metric_file=metric_file,
-                threshold=threshold, higher_is_worse=higher_is_worse, confidence=confidence, flake_rate=_flake(flake_rate),
-                descend_merges=descend_merges or all_commits, verify_revert=verify_revert, onto=onto,
+                command=tuple(command or ()),
+                workers=workers,
+                timeout_s=timeout,
+                metric_regex=metric_regex,
+                metric_file=metric_file,
+                threshold=threshold,
+                higher_is_worse=higher_is_worse,
+                confidence=confidence,
+                flake_rate=_flake(flake_rate),
+                descend_merges=descend_merges or all_commits,
+                verify_revert=verify_revert,
+                onto=onto,
                 workdir=str(workdir.resolve()) if workdir else None,
             )
             if onto and not verify_revert:
@@ -178,8 +260,8 @@ def bisect(
 
 @app.command()
 def status(
-    bisection_id: Annotated[Optional[int], typer.Argument(metavar="ID", help="Show one bisection in detail.")] = None,
-    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store.")] = None,
+    bisection_id: Annotated[int | None, typer.Argument(metavar="ID", help="Show one bisection in detail.")] = None,
+    db: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store.")] = None,
     limit: Annotated[int, typer.Option(min=1, help="How many recent bisections to list.")] = 20,
 ) -> None:
     """List recent bisections, or show one with its runs."""
@@ -192,7 +274,16 @@ def status(
                 culprit = outcome.culprit or row.guess
                 ran = sum(s.state in ("done", "lost") for s in row.steps)
                 p = outcome.confidence or row.guess_probability
-                table.add_row(str(row.id), Path(row.repo).name, f"{row.good[:8]}..{row.bad[:8]}", row.status or row.phase, (culprit or "-")[:12], f"{p:.3f}" if p else "-", str(ran), f"{row.created_at:%Y-%m-%d %H:%M}")
+                table.add_row(
+                    str(row.id),
+                    Path(row.repo).name,
+                    f"{row.good[:8]}..{row.bad[:8]}",
+                    row.status or row.phase,
+                    (culprit or "-")[:12],
+                    f"{p:.3f}" if p else "-",
+                    str(ran),
+                    f"{row.created_at:%Y-%m-%d %H:%M}",
+                )
             out.print(table)
             return
         row = store.get(bisection_id)
@@ -201,7 +292,18 @@ def status(
             out.print(said(outcome.message, outcome.reason, outcome.facts))
         table = Table("step", "round", "kind", "sha", "state", "verdict", "exit", "metric", "s", "runner")
         for s in row.steps:
-            table.add_row(str(s.id), str(s.round), s.kind, s.sha[:12], s.state, s.verdict or "-", "-" if s.exit_code is None else str(s.exit_code), "-" if s.metric is None else f"{s.metric:.6g}", f"{s.duration_s:.1f}" if s.duration_s else "-", s.runner or "-")
+            table.add_row(
+                str(s.id),
+                str(s.round),
+                s.kind,
+                s.sha[:12],
+                s.state,
+                s.verdict or "-",
+                "-" if s.exit_code is None else str(s.exit_code),
+                "-" if s.metric is None else f"{s.metric:.6g}",
+                f"{s.duration_s:.1f}" if s.duration_s else "-",
+                s.runner or "-",
+            )
         out.print(table)
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
@@ -212,9 +314,11 @@ def status(
 def revert(
     repo: Annotated[Path, typer.Option(help="The git repository.")],
     culprit: Annotated[str, typer.Option(help="The commit to revert.")],
-    onto: Annotated[Optional[str], typer.Option(help="Where the revert goes (default: the default branch head).")] = None,
-    branch: Annotated[Optional[str], typer.Option(help="The new branch (default: revert-bisect/revert-<sha>).")] = None,
-    reason: Annotated[Optional[str], typer.Option(help="Why, appended to the commit message.")] = None,
+    onto: Annotated[
+        str | None, typer.Option(help="Where the revert goes (default: the default branch head).")
+    ] = None,
+    branch: Annotated[str | None, typer.Option(help="The new branch (default: revert-bisect/revert-<sha>).")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why, appended to the commit message.")] = None,
 ) -> None:
     """Revert CULPRIT on top of ONTO on a new branch; a conflict, or a revert already on ONTO, changes nothing."""
     from bot.adapters.git.repo import GitRepo
@@ -237,8 +341,20 @@ def revert(
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
-    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (default: $REVERT_BISECT_DB, else SQLite in the user data directory).")] = None,
-    log_format: Annotated[str, typer.Option("--log-format", envvar="REVERT_BISECT_LOG_FORMAT", help="Log lines on stderr: json (one object per line) or text.")] = "json",
+    db: Annotated[
+        str | None,
+        typer.Option(
+            help="SQLAlchemy URL of the store (default: $REVERT_BISECT_DB, else SQLite in the user data directory)."
+        ),
+    ] = None,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format",
+            envvar="REVERT_BISECT_LOG_FORMAT",
+            help="Log lines on stderr: json (one object per line) or text.",
+        ),
+    ] = "json",
 ) -> None:
     """The webhook service: POST /webhooks/github (secret from $REVERT_BISECT_WEBHOOK_SECRET); GET /healthz, /readyz, /metrics."""
     import uvicorn
@@ -249,14 +365,22 @@ def serve(
     from bot.settings import BotSettings
 
     if log_format not in FORMATS:
-        err.print(f"revert-bisect: error: --log-format {log_format!r}: use one of {', '.join(FORMATS)}", highlight=False, soft_wrap=True)
+        err.print(
+            f"revert-bisect: error: --log-format {log_format!r}: use one of {', '.join(FORMATS)}",
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(2)
     setup_logging(log_format)
     try:
         settings = BotSettings(**({"db": db} if db else {}))
         application = create_app(settings)
     except ValidationError as exc:
-        err.print(f"revert-bisect: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", highlight=False, soft_wrap=True)
+        err.print(
+            f"revert-bisect: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}",
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(2) from None
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
@@ -295,16 +419,29 @@ def check_policy(
 
 @app.command()
 def demo(
-    directory: Annotated[Optional[Path], typer.Option("--dir", help="Where to build the scenario (default: a new temporary directory).")] = None,
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="Where to build the scenario (default: a new temporary directory).")
+    ] = None,
     commits: Annotated[int, typer.Option(min=8, max=500, help="Commits since the last green nightly.")] = 60,
     seed: Annotated[int, typer.Option(help="Which history (and culprit) to generate.")] = 0,
-    flake_rate: Annotated[float, typer.Option(min=0.0, max=0.3, help="Chance a healthy commit's KL test fails anyway.")] = 0.0,
+    flake_rate: Annotated[
+        float, typer.Option(min=0.0, max=0.3, help="Chance a healthy commit's KL test fails anyway.")
+    ] = 0.0,
     unbuildable: Annotated[int, typer.Option(min=0, max=10, help="Commits that do not build (exit 125).")] = 0,
     workers: Annotated[int, typer.Option(min=1, max=16, help="Local runners (with --local).")] = 4,
-    db: Annotated[Optional[str], typer.Option(help="SQLAlchemy URL of the store (with --local; default: SQLite in the scenario directory).")] = None,
-    local: Annotated[bool, typer.Option("--local", help="Skip GitHub: bisect, revert and draft the PR on this machine only.")] = False,
-    keep: Annotated[bool, typer.Option("--keep", help="Leave the GitHub sandbox and the bot up afterwards, to browse.")] = False,
-    timeout: Annotated[float, typer.Option(min=30, help="Seconds the whole story may take before the demo gives up.")] = 900,
+    db: Annotated[
+        str | None,
+        typer.Option(help="SQLAlchemy URL of the store (with --local; default: SQLite in the scenario directory)."),
+    ] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="Skip GitHub: bisect, revert and draft the PR on this machine only.")
+    ] = False,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Leave the GitHub sandbox and the bot up afterwards, to browse.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option(min=30, help="Seconds the whole story may take before the demo gives up.")
+    ] = 900,
 ) -> None:
     """The miniature SGLang incident end to end: a red scheduled run on a local GitHub (the sandbox), the bot
     bisects through webhooks and opens the revert PR. --local: the same job without GitHub."""
@@ -315,21 +452,44 @@ def demo(
         err.print(f"revert-bisect: error: --dir {directory} is not empty; give a new directory")
         raise typer.Exit(2)
     if importlib.util.find_spec("sandbox") is None or importlib.util.find_spec("scenarios") is None:
-        err.print("revert-bisect: error: the demo needs the GitHub sandbox and the scenarios of a source checkout: "
-                  "git clone the project, then pip install -e '.[sandbox,model]'")
+        err.print(
+            "revert-bisect: error: the demo needs the GitHub sandbox and the scenarios of a source checkout: "
+            "git clone the project, then pip install -e '.[sandbox,model]'"
+        )
         raise typer.Exit(2)
     if importlib.util.find_spec("torch") is None:
-        err.print("revert-bisect: error: the demo's model needs torch: pip install 'revert-bisect[model]' (torch==2.13.0, CPU)")
+        err.print(
+            "revert-bisect: error: the demo's model needs torch: pip install 'revert-bisect[model]' (torch==2.13.0, CPU)"
+        )
         raise typer.Exit(2)
     try:
         if not local:
             from bot.cli import demo_github
 
-            result = demo_github.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, keep=keep,
-                                     err=err, out=out, timeout_s=timeout)
+            result = demo_github.run(
+                workdir,
+                commits=commits,
+                seed=seed,
+                flake_rate=flake_rate,
+                unbuildable=unbuildable,
+                keep=keep,
+                err=err,
+                out=out,
+                timeout_s=timeout,
+            )
         else:
-            result = demo_flow.run(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable, workers=workers, db=db,
-                                   err=err, out=out, timeout_s=timeout)
+            result = demo_flow.run(
+                workdir,
+                commits=commits,
+                seed=seed,
+                flake_rate=flake_rate,
+                unbuildable=unbuildable,
+                workers=workers,
+                db=db,
+                err=err,
+                out=out,
+                timeout_s=timeout,
+            )
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False)
         raise typer.Exit(2) from None

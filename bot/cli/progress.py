@@ -36,7 +36,9 @@ class LiveProgress:
         for sha, kind, verdict, metric in snap.runs[self._printed :]:
             value = f" {metric:.6g}" if metric is not None else ""
             subject = self.subjects.get(sha) or ("(HEAD + revert)" if kind == "ab_revert" else "")
-            line = Text.assemble(("  " + verdict.value.ljust(5), STYLE[verdict]), f" {sha[:12]} {kind:<9}{value}  {subject[:60]}")
+            line = Text.assemble(
+                ("  " + verdict.value.ljust(5), STYLE[verdict]), f" {sha[:12]} {kind:<9}{value}  {subject[:60]}"
+            )
             self.console.print(line)
         self._printed = len(snap.runs)
         self.live.update(self.render(snap))

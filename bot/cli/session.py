@@ -8,30 +8,43 @@ from pathlib import Path
 
 from rich.console import Console
 
+from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
+from bot.adapters.git.revert import reverter_for
+from bot.adapters.store.store import Store
+from bot.cli.progress import LiveProgress
+from bot.cli.wording import said
 from bot.domain.bisect.model import Status
 from bot.service.driver import Driver
 from bot.service.report import EXIT_CODES, replay_log, summary, to_json
 from bot.service.setup import Loaded
-from bot.cli.progress import LiveProgress
-from bot.cli.wording import said
-from bot.adapters.git.revert import reverter_for
-from bot.adapters.store.store import Store
-from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
 
 INTERRUPTED = 130
 
 
-def run_bisection(store: Store, loaded: Loaded, err: Console, out: Console, json_out: Path | None = None, log_out: Path | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> tuple[int, dict | None]:
+def run_bisection(
+    store: Store,
+    loaded: Loaded,
+    err: Console,
+    out: Console,
+    json_out: Path | None = None,
+    log_out: Path | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[int, dict | None]:
     """Drive the bisection to its end; (exit code, JSON report), or (130, None) on Ctrl-C."""
     config, problem = loaded.config, loaded.problem
     shas = list(problem.graph) + [problem.good]
     subjects = loaded.repo.subjects(shas) if len(shas) <= 5000 else {}
-    err.print(f"revert-bisect #{loaded.id}: {len(problem.graph)} commits in {problem.good[:12]}..{problem.bad[:12]}, {config.workers} worker(s)")
-    pool = LocalPool(loaded.repo, config.workers, worktree_root(loaded.repo.path, Path(config.workdir) if config.workdir else None))
+    err.print(
+        f"revert-bisect #{loaded.id}: {len(problem.graph)} commits in {problem.good[:12]}..{problem.bad[:12]}, {config.workers} worker(s)"
+    )
+    pool = LocalPool(
+        loaded.repo, config.workers, worktree_root(loaded.repo.path, Path(config.workdir) if config.workdir else None)
+    )
     try:
         with LiveProgress(err, subjects) as progress:
-            outcome = Driver(store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo), cancelled=cancelled).run()
+            outcome = Driver(
+                store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo), cancelled=cancelled
+            ).run()
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
         return INTERRUPTED, None  # the worktrees stay registered, for the resumed run

@@ -51,5 +51,8 @@ def plan(comment: Comment, role: str | None, policy: Policy) -> Plan:
         return Plan(acknowledge=True, cancel=True)
     if policy.test(command.test) is None:
         known = ", ".join(f"`{t.id}`" for t in policy.tests)
-        return Plan(acknowledge=True, reply=f"There is no test `{command.test}` in this repository's revert-bisect policy; known: {known}.")
+        return Plan(
+            acknowledge=True,
+            reply=f"There is no test `{command.test}` in this repository's revert-bisect policy; known: {known}.",
+        )
     return Plan(acknowledge=True, start=command)

@@ -63,18 +63,34 @@ class Definition:
 
 
 DEFINITIONS = {
-    "start": Definition("/revert-bisect <test> [good=<sha>] [bad=<sha>] [follow-up=#<n>] [dry-run]",
-                        "Bisect <test> (a test id from the policy) between the last green and the first red run, or between the given SHAs; "
-                        "revert the culprit and open a PR with the evidence (dry-run: report only).",
-                        "/revert-bisect qwen3-next-decode-cache-hit good=1a2b3c4 follow-up=#12345", True),
-    "status": Definition("/revert-bisect status", "Show the bisections started from this thread and where they stand.", "/revert-bisect status", False),
-    "cancel": Definition("/revert-bisect cancel", "Stop the bisections started from this thread; runs in flight are cancelled.", "/revert-bisect cancel", True),
+    "start": Definition(
+        "/revert-bisect <test> [good=<sha>] [bad=<sha>] [follow-up=#<n>] [dry-run]",
+        "Bisect <test> (a test id from the policy) between the last green and the first red run, or between the given SHAs; "
+        "revert the culprit and open a PR with the evidence (dry-run: report only).",
+        "/revert-bisect qwen3-next-decode-cache-hit good=1a2b3c4 follow-up=#12345",
+        True,
+    ),
+    "status": Definition(
+        "/revert-bisect status",
+        "Show the bisections started from this thread and where they stand.",
+        "/revert-bisect status",
+        False,
+    ),
+    "cancel": Definition(
+        "/revert-bisect cancel",
+        "Stop the bisections started from this thread; runs in flight are cancelled.",
+        "/revert-bisect cancel",
+        True,
+    ),
     "help": Definition("/revert-bisect help", "Show this help.", "/revert-bisect help", False),
 }
 
 
 def help_text() -> str:
-    rows = "\n".join(f"| `{d.usage}` | {d.summary} | {'write, maintain or admin' if d.starts_work else 'anyone'} |" for d in DEFINITIONS.values())
+    rows = "\n".join(
+        f"| `{d.usage}` | {d.summary} | {'write, maintain or admin' if d.starts_work else 'anyone'} |"
+        for d in DEFINITIONS.values()
+    )
     scenarios = "\n".join(d.example for d in DEFINITIONS.values())
     return f"| command | what it does | who may use it |\n|---|---|---|\n{rows}\n\nExamples:\n```\n{scenarios}\n```"
 
@@ -98,7 +114,9 @@ def parse(body: str | None) -> Command | None:
     verb, rest = words[0], words[1:]
     if verb in ("status", "cancel", "help"):
         if rest:
-            return _invalid(f"`{verb}` takes no arguments (got {code(' '.join(rest)[:60])})")  # their words, quoted safely
+            return _invalid(
+                f"`{verb}` takes no arguments (got {code(' '.join(rest)[:60])})"
+            )  # their words, quoted safely
         return Status() if verb == "status" else Cancel() if verb == "cancel" else Help()
     if not TEST_ID.match(verb):
         return _invalid("a test id is letters, digits and `_ . : / -`, up to 120 characters")

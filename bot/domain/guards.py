@@ -57,10 +57,16 @@ class Repository:
 def start_refusal(policy: Policy, kill_switch: int | None, branch: str) -> Refusal | None:
     """Whether a new bisection may start at all."""
     if kill_switch is not None:
-        return Refusal("kill_switch", f"the kill switch is on: issue #{kill_switch} carries `{policy.revert.kill_switch_label}` "
-                f"(`revert.kill_switch_label`); close it to let revert-bisect act again")
+        return Refusal(
+            "kill_switch",
+            f"the kill switch is on: issue #{kill_switch} carries `{policy.revert.kill_switch_label}` "
+            f"(`revert.kill_switch_label`); close it to let revert-bisect act again",
+        )
     if branch not in policy.branches:
-        return Refusal("branch", f"`{branch}` is not one of the branches this policy lets revert-bisect touch (`branches`: {', '.join(policy.branches)})")
+        return Refusal(
+            "branch",
+            f"`{branch}` is not one of the branches this policy lets revert-bisect touch (`branches`: {', '.join(policy.branches)})",
+        )
     return None
 
 
@@ -70,15 +76,25 @@ def revert_refusal(policy: Policy, culprit: Culprit, repo: Repository, now: date
     if refusal := start_refusal(policy, repo.kill_switch, repo.branch):
         return refusal
     if REVERT_SUBJECT.match(culprit.subject):
-        return Refusal("culprit_is_revert", "the culprit is itself a revert (or a re-land): reverting it is a human's call")
+        return Refusal(
+            "culprit_is_revert", "the culprit is itself a revert (or a re-land): reverting it is a human's call"
+        )
     if culprit.author and culprit.author in guards.never_revert_authors:
-        return Refusal("never_revert_author", f"the culprit is by `{culprit.author}`, whom the policy never reverts (`revert.never_revert_authors`)")
+        return Refusal(
+            "never_revert_author",
+            f"the culprit is by `{culprit.author}`, whom the policy never reverts (`revert.never_revert_authors`)",
+        )
     if guards.opt_out_label in culprit.labels:
         return Refusal("opt_out_label", f"the culprit's PR carries `{guards.opt_out_label}` (`revert.opt_out_label`)")
     age = now - culprit.committed_at
     if age > timedelta(days=guards.max_culprit_age_days):
-        return Refusal("culprit_too_old", f"the culprit landed {age.days} days ago, more than `revert.max_culprit_age_days` = {guards.max_culprit_age_days:g}: "
-                "too much may depend on it by now")
+        return Refusal(
+            "culprit_too_old",
+            f"the culprit landed {age.days} days ago, more than `revert.max_culprit_age_days` = {guards.max_culprit_age_days:g}: "
+            "too much may depend on it by now",
+        )
     if repo.reverts_today >= guards.daily_cap:
-        return Refusal("daily_cap", f"{repo.reverts_today} revert PR(s) were opened today, the policy's `revert.daily_cap`")
+        return Refusal(
+            "daily_cap", f"{repo.reverts_today} revert PR(s) were opened today, the policy's `revert.daily_cap`"
+        )
     return None

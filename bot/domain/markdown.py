@@ -32,7 +32,7 @@ def text(value: str) -> str:
     value = _one_line(value)
     out, pos = [], 0
     for match in VERBATIM.finditer(value):
-        out.append(SPECIAL.sub(r"\\\1", value[pos:match.start()]))
+        out.append(SPECIAL.sub(r"\\\1", value[pos : match.start()]))
         out.append(code(match.group()) if match.group("mention") else match.group())
         pos = match.end()
     out.append(SPECIAL.sub(r"\\\1", value[pos:]))

@@ -77,7 +77,9 @@ class RunnerEnv(Closed):
 
     project: str = Field("pyproject.toml", description="The pyproject.toml whose dependencies key the environment")
     extras: list[str] = Field(default_factory=list)
-    pythonpath: list[str] = Field(default_factory=lambda: ["."], description="Worktree dirs the code under test is imported from")
+    pythonpath: list[str] = Field(
+        default_factory=lambda: ["."], description="Worktree dirs the code under test is imported from"
+    )
     offline: bool = False
 
 
@@ -87,14 +89,18 @@ class Runner(Closed):
     timeout_minutes: float = Field(60, gt=0)
     parallelism: int = Field(1, ge=1, le=64, description="Steps in flight at once on these runners")
     workflow: str = Field("revert-bisect-step.yml", description="The step workflow file, on the default branch")
-    queue_timeout_minutes: float = Field(60, gt=0, description="A step no runner picks up within this is given up (infra)")
+    queue_timeout_minutes: float = Field(
+        60, gt=0, description="A step no runner picks up within this is given up (infra)"
+    )
     poll_seconds: float = Field(15, gt=0)
     env: RunnerEnv | None = None
 
     @model_validator(mode="after")
     def _labelled(self) -> Runner:
         if self.backend == "github_actions" and not self.labels:
-            raise ValueError("backend github_actions needs `labels` (the self-hosted runners' labels, e.g. [self-hosted, 4-gpu-h100])")
+            raise ValueError(
+                "backend github_actions needs `labels` (the self-hosted runners' labels, e.g. [self-hosted, 4-gpu-h100])"
+            )
         return self
 
 
@@ -114,8 +120,13 @@ class Bisect(Closed):
     first_parent: bool = True
     descend_merges: bool = False
     max_commits: int = Field(2000, ge=1)
-    max_infra_per_commit: int = Field(3, ge=1, le=20, description="Infrastructure failures (lost runner, timeout, no result) "
-                                      "a commit may have before it counts as untestable; each one is retried elsewhere")
+    max_infra_per_commit: int = Field(
+        3,
+        ge=1,
+        le=20,
+        description="Infrastructure failures (lost runner, timeout, no result) "
+        "a commit may have before it counts as untestable; each one is retried elsewhere",
+    )
 
     @field_validator("flake_rate")
     @classmethod

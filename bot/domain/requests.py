@@ -32,4 +32,10 @@ class StartRequest:
         """Where the bisection was asked for, as stored with it (the dashboard, holds and `status` read it)."""
         if self.run is not None:
             return dict(repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run)
-        return dict(repo=self.repo, thread=self.thread, comment_id=self.comment_id, requested_by=self.requested_by, test=self.test)
+        return dict(
+            repo=self.repo,
+            thread=self.thread,
+            comment_id=self.comment_id,
+            requested_by=self.requested_by,
+            test=self.test,
+        )

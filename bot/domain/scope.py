@@ -50,7 +50,9 @@ class Unscoped:
 def watched(policy: Policy, run: RunInfo) -> Watch | None:
     """The policy's watch entry for this run, if the run is one the policy cares about."""
     for watch in policy.watch:
-        same = watch.workflow in (run.workflow_name, run.workflow_path) or run.workflow_path.endswith("/" + watch.workflow)
+        same = watch.workflow in (run.workflow_name, run.workflow_path) or run.workflow_path.endswith(
+            "/" + watch.workflow
+        )
         if same and run.head_branch == watch.branch and run.event in watch.events:
             return watch
     return None
@@ -107,7 +109,11 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
                 value = threshold = None
                 if test.metric and readings:
                     value = float(readings[-1]["value"])
-                    threshold = float(readings[-1]["threshold"]) if readings[-1].get("threshold") is not None else test.metric.threshold
+                    threshold = (
+                        float(readings[-1]["threshold"])
+                        if readings[-1].get("threshold") is not None
+                        else test.metric.threshold
+                    )
                 out.append(FailedTest(test, name, value, threshold))
                 break
     return out
@@ -124,8 +130,10 @@ def died_before_summary(policy: Policy, run: RunInfo, results: Results | str) ->
     died (runner lost, OOM, setup step, timeout), which is reported as such, not scoped as a test failure."""
     if not policy.results.log.summary or (isinstance(results, Results) and results.junit) or _summary(policy, results):
         return None
-    return (f"run {run.id} failed before its test summary (no line matches `results.log.summary`): the job died, "
-            "it did not report a test failure; nothing to bisect")
+    return (
+        f"run {run.id} failed before its test summary (no line matches `results.log.summary`): the job died, "
+        "it did not report a test failure; nothing to bisect"
+    )
 
 
 def suite_tally(policy: Policy, results: Results | str) -> str:
@@ -140,7 +148,12 @@ def suite_tally(policy: Policy, results: Results | str) -> str:
 def last_green(history: Sequence[RunInfo], failing: RunInfo) -> RunInfo | None:
     """The newest earlier run of the same workflow and branch that succeeded (history newest first)."""
     for run in history:
-        if run.id != failing.id and run.id < failing.id and run.conclusion == "success" and run.head_branch == failing.head_branch:
+        if (
+            run.id != failing.id
+            and run.id < failing.id
+            and run.conclusion == "success"
+            and run.head_branch == failing.head_branch
+        ):
             return run
     return None
 
@@ -149,16 +162,24 @@ def scope(policy: Policy, run: RunInfo, results: Results | str, history: Sequenc
     if run.conclusion != "failure":
         return Unscoped(f"run {run.id} concluded {run.conclusion}: nothing to bisect")
     if watched(policy, run) is None:
-        return Unscoped(f"run {run.id} ({run.workflow_name or run.workflow_path} on {run.head_branch}, {run.event}) is not watched by the policy")
+        return Unscoped(
+            f"run {run.id} ({run.workflow_name or run.workflow_path} on {run.head_branch}, {run.event}) is not watched by the policy"
+        )
     if died := died_before_summary(policy, run, results):
         return Unscoped(died)
     failures = failed_tests(policy, results)
     if not failures:
-        return Unscoped(f"run {run.id} failed{suite_tally(policy, results)}, but its log names none of the watched tests "
-                        f"({', '.join(t.id for t in policy.tests)})")
+        return Unscoped(
+            f"run {run.id} failed{suite_tally(policy, results)}, but its log names none of the watched tests "
+            f"({', '.join(t.id for t in policy.tests)})"
+        )
     green = last_green(history, run)
     if green is None:
-        return Unscoped(f"run {run.id} failed, but no earlier green run of this workflow on {run.head_branch} is known: start one by hand with `/revert-bisect <test> good=<sha>`")
+        return Unscoped(
+            f"run {run.id} failed, but no earlier green run of this workflow on {run.head_branch} is known: start one by hand with `/revert-bisect <test> good=<sha>`"
+        )
     if green.head_sha == run.head_sha:
-        return Unscoped(f"run {run.id} failed on {run.head_sha[:12]}, where run {green.id} passed: a flake, not a regression")
+        return Unscoped(
+            f"run {run.id} failed on {run.head_sha[:12]}, where run {green.id} passed: a flake, not a regression"
+        )
     return [Scoped(f, green.head_sha, run.head_sha, green.id, run.id) for f in failures]

@@ -76,7 +76,15 @@ class TrustRow:
         return self.confirmed / answered if answered else None
 
     def add(self, other: TrustRow) -> None:
-        for name in ("bisections", "confirmed", "inconclusive", "cancelled", "reverts_opened", "relanded", "relanded_unknown"):
+        for name in (
+            "bisections",
+            "confirmed",
+            "inconclusive",
+            "cancelled",
+            "reverts_opened",
+            "relanded",
+            "relanded_unknown",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.statuses = dict(Counter(self.statuses) + Counter(other.statuses))
         self.refused = dict(Counter(self.refused) + Counter(other.refused))

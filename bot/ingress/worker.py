@@ -7,8 +7,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from bot.observability import bind
 from bot.adapters.store.deliveries import ClaimedJob, Jobs
+from bot.observability import bind
 
 log = logging.getLogger("revert_bisect.worker")
 
@@ -19,7 +19,9 @@ MAX_ATTEMPTS = 5
 
 
 class Worker:
-    def __init__(self, jobs: Jobs, handlers: Mapping[str, Handler], idle_s: float = 0.5, max_attempts: int = MAX_ATTEMPTS):
+    def __init__(
+        self, jobs: Jobs, handlers: Mapping[str, Handler], idle_s: float = 0.5, max_attempts: int = MAX_ATTEMPTS
+    ):
         self.jobs = jobs
         self.handlers = handlers
         self.idle_s = idle_s
@@ -38,14 +40,18 @@ class Worker:
         started = time.monotonic()
         log.info("job %s (%s, %s) started, attempt %s", job.id, job.handler, job.event, job.attempts)
         done = threading.Event()
-        heartbeat = threading.Thread(target=self._renew, args=(job.id, done), name=f"revert-bisect-lease-{job.id}", daemon=True)
+        heartbeat = threading.Thread(
+            target=self._renew, args=(job.id, done), name=f"revert-bisect-lease-{job.id}", daemon=True
+        )
         heartbeat.start()
         try:
             if handler is None:
                 raise LookupError(f"no handler registered for {job.handler!r}")
             handler(job)
         except Exception as exc:  # recorded with its reason and retried (handlers are idempotent); the loop goes on
-            log.exception("job %s (%s, delivery %s) failed, attempt %s", job.id, job.handler, job.delivery_id, job.attempts)
+            log.exception(
+                "job %s (%s, delivery %s) failed, attempt %s", job.id, job.handler, job.delivery_id, job.attempts
+            )
             retry = handler is not None and job.attempts < self.max_attempts
             self.jobs.finish(job.id, f"{type(exc).__name__}: {exc}", retry=retry)
         else:

@@ -34,7 +34,11 @@ class ApiStats:
         resource = (headers.get("X-RateLimit-Resource") or "core") if headers else "core"
         with self._lock:
             self.calls[key] = self.calls.get(key, 0) + 1
-            for target, name in ((self.remaining, "X-RateLimit-Remaining"), (self.limit, "X-RateLimit-Limit"), (self.reset_at, "X-RateLimit-Reset")):
+            for target, name in (
+                (self.remaining, "X-RateLimit-Remaining"),
+                (self.limit, "X-RateLimit-Limit"),
+                (self.reset_at, "X-RateLimit-Reset"),
+            ):
                 value = headers.get(name) if headers else None
                 if value is not None and str(value).isdigit():
                     target[resource] = int(value)
@@ -111,14 +115,30 @@ class GitHubApiCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         calls, remaining, limit, reset_at = self.stats.snapshot()
-        counter = CounterMetricFamily("revert_bisect_github_api_calls", "GitHub API requests made by this process (PyGithub), by method and status class (error: no answer).", labels=["method", "status_class"])
+        counter = CounterMetricFamily(
+            "revert_bisect_github_api_calls",
+            "GitHub API requests made by this process (PyGithub), by method and status class (error: no answer).",
+            labels=["method", "status_class"],
+        )
         for (method, status_class), n in sorted(calls.items()):
             counter.add_metric([method, status_class], n)
         yield counter
         for name, values, doc in (
-            ("revert_bisect_github_rate_limit_remaining", remaining, "X-RateLimit-Remaining of the latest GitHub API answer, by X-RateLimit-Resource."),
-            ("revert_bisect_github_rate_limit_limit", limit, "X-RateLimit-Limit of the latest GitHub API answer, by X-RateLimit-Resource."),
-            ("revert_bisect_github_rate_limit_reset_timestamp_seconds", reset_at, "X-RateLimit-Reset (epoch seconds) of the latest GitHub API answer, by X-RateLimit-Resource."),
+            (
+                "revert_bisect_github_rate_limit_remaining",
+                remaining,
+                "X-RateLimit-Remaining of the latest GitHub API answer, by X-RateLimit-Resource.",
+            ),
+            (
+                "revert_bisect_github_rate_limit_limit",
+                limit,
+                "X-RateLimit-Limit of the latest GitHub API answer, by X-RateLimit-Resource.",
+            ),
+            (
+                "revert_bisect_github_rate_limit_reset_timestamp_seconds",
+                reset_at,
+                "X-RateLimit-Reset (epoch seconds) of the latest GitHub API answer, by X-RateLimit-Resource.",
+            ),
         ):
             gauge = GaugeMetricFamily(name, doc, labels=["resource"])
             for resource, value in sorted(values.items()):

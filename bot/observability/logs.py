@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, copy_context
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 CONTEXT_FIELDS = ("delivery_id", "job_id", "bisection_id", "step_id")
@@ -75,7 +75,11 @@ def register_secret(value: str | None, *, transient: bool = False) -> None:
         return
     parts = {value, value.strip()}
     if "\n" in value.strip():
-        parts |= {line.strip() for line in value.splitlines() if len(line.strip()) >= 16 and not line.strip().startswith("-----")}
+        parts |= {
+            line.strip()
+            for line in value.splitlines()
+            if len(line.strip()) >= 16 and not line.strip().startswith("-----")
+        }
     with _lock:
         if parts <= _secrets or transient and parts <= _transient.keys():
             for part in parts & _transient.keys():
@@ -164,7 +168,12 @@ class ContextFilter(logging.Filter):
 
 # -- formatters --
 
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "color_message", "taskName"}
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "color_message",
+    "taskName",
+}
 
 
 def _jsonable(value: Any) -> Any:
@@ -180,7 +189,9 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         doc: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "ts": datetime.fromtimestamp(record.created, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),

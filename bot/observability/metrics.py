@@ -8,7 +8,7 @@ and the step-duration histogram.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
@@ -16,11 +16,19 @@ from prometheus_client.utils import floatToGoString
 from sqlalchemy import Engine, case, func, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.observability.github_api import GitHubApiCollector
 from bot.adapters.store.models import BisectionRow, JobRow, StepRow
+from bot.observability.github_api import GitHubApiCollector
 
 PREFIX = "revert_bisect_"
-DELIVERY_OUTCOMES = ("queued", "ignored", "duplicate", "refused_signature", "refused_bad_request", "too_large", "store_unavailable")
+DELIVERY_OUTCOMES = (
+    "queued",
+    "ignored",
+    "duplicate",
+    "refused_signature",
+    "refused_bad_request",
+    "too_large",
+    "store_unavailable",
+)
 JOB_STATES = ("queued", "running", "done", "failed")
 BACKENDS = ("local", "github_actions", "other")
 # GPU correctness tests: seconds to hours.
@@ -34,7 +42,7 @@ def _backend_sql():
 
 
 def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)  # SQLite keeps UTC without its zone
+    return value if value.tzinfo else value.replace(tzinfo=UTC)  # SQLite keeps UTC without its zone
 
 
 class StoreCollector:
@@ -47,7 +55,9 @@ class StoreCollector:
         return []  # nothing is queried when the collector is registered
 
     def collect(self):
-        up = GaugeMetricFamily(PREFIX + "store_up", "1 when this scrape could read the store, else 0 (the store series are then missing).")
+        up = GaugeMetricFamily(
+            PREFIX + "store_up", "1 when this scrape could read the store, else 0 (the store series are then missing)."
+        )
         try:
             families = list(self._families())
         except SQLAlchemyError:
@@ -63,10 +73,14 @@ class StoreCollector:
             jobs = dict(conn.execute(select(JobRow.state, func.count()).group_by(JobRow.state)).all())
             oldest = conn.execute(select(func.min(JobRow.created_at)).where(JobRow.state == "queued")).scalar()
             status = func.coalesce(BisectionRow.status, literal("running")).label("status")
-            bisections = conn.execute(select(status, BisectionRow.phase, func.count()).group_by(status, BisectionRow.phase)).all()
+            bisections = conn.execute(
+                select(status, BisectionRow.phase, func.count()).group_by(status, BisectionRow.phase)
+            ).all()
             backend = _backend_sql().label("backend")
             verdict = func.coalesce(StepRow.verdict, literal("none")).label("verdict")
-            steps = conn.execute(select(StepRow.state, verdict, backend, func.count()).group_by(StepRow.state, verdict, backend)).all()
+            steps = conn.execute(
+                select(StepRow.state, verdict, backend, func.count()).group_by(StepRow.state, verdict, backend)
+            ).all()
             buckets = [func.sum(case((StepRow.duration_s <= b, 1), else_=0)) for b in DURATION_BUCKETS]
             durations = conn.execute(
                 select(backend, func.count(), func.sum(StepRow.duration_s), *buckets)
@@ -74,27 +88,43 @@ class StoreCollector:
                 .group_by(backend)
             ).all()
 
-        depth = GaugeMetricFamily(PREFIX + "jobs", "Jobs in the store's queue, by state (all replicas).", labels=["state"])
+        depth = GaugeMetricFamily(
+            PREFIX + "jobs", "Jobs in the store's queue, by state (all replicas).", labels=["state"]
+        )
         for state in sorted(set(JOB_STATES) | set(jobs)):
             depth.add_metric([state], jobs.get(state, 0))
         yield depth
-        age = GaugeMetricFamily(PREFIX + "oldest_queued_job_age_seconds", "Age of the oldest queued job (0: none queued).")
-        age.add_metric([], max(0.0, (datetime.now(timezone.utc) - _utc(oldest)).total_seconds()) if oldest else 0.0)
+        age = GaugeMetricFamily(
+            PREFIX + "oldest_queued_job_age_seconds", "Age of the oldest queued job (0: none queued)."
+        )
+        age.add_metric([], max(0.0, (datetime.now(UTC) - _utc(oldest)).total_seconds()) if oldest else 0.0)
         yield age
 
-        family = GaugeMetricFamily(PREFIX + "bisections", "Bisections in the store, by status (running until finished) and phase.", labels=["status", "phase"])
+        family = GaugeMetricFamily(
+            PREFIX + "bisections",
+            "Bisections in the store, by status (running until finished) and phase.",
+            labels=["status", "phase"],
+        )
         for status_value, phase, n in sorted(bisections, key=lambda r: (str(r[0]), str(r[1]))):
             family.add_metric([status_value, phase or "none"], n)
         yield family
 
-        family = GaugeMetricFamily(PREFIX + "steps", "Steps (test runs) in the store, by state, verdict (none: not finished) and backend.", labels=["state", "verdict", "backend"])
+        family = GaugeMetricFamily(
+            PREFIX + "steps",
+            "Steps (test runs) in the store, by state, verdict (none: not finished) and backend.",
+            labels=["state", "verdict", "backend"],
+        )
         for state, verdict_value, backend_value, n in sorted(steps, key=lambda r: tuple(map(str, r[:3]))):
             family.add_metric([state, verdict_value, backend_value], n)
         yield family
 
-        hist = HistogramMetricFamily(PREFIX + "step_duration_seconds", "Duration of finished steps, by backend.", labels=["backend"])
+        hist = HistogramMetricFamily(
+            PREFIX + "step_duration_seconds", "Duration of finished steps, by backend.", labels=["backend"]
+        )
         for backend_value, count, total, *cumulative in sorted(durations, key=lambda r: str(r[0])):
-            points = [(floatToGoString(b), int(c or 0)) for b, c in zip(DURATION_BUCKETS, cumulative)] + [("+Inf", int(count))]
+            points = [(floatToGoString(b), int(c or 0)) for b, c in zip(DURATION_BUCKETS, cumulative)] + [
+                ("+Inf", int(count))
+            ]
             hist.add_metric([backend_value], points, sum_value=float(total or 0.0))
         yield hist
 
@@ -106,8 +136,10 @@ class Metrics:
         self.engine = engine
         self.registry = CollectorRegistry()
         self.deliveries = Counter(
-            PREFIX + "webhook_deliveries", "Webhook deliveries received by this process, by event (unverified: refused before the signature checked out) and outcome.",
-            ["event", "outcome"], registry=self.registry,
+            PREFIX + "webhook_deliveries",
+            "Webhook deliveries received by this process, by event (unverified: refused before the signature checked out) and outcome.",
+            ["event", "outcome"],
+            registry=self.registry,
         )
         if engine is not None:
             self.registry.register(StoreCollector(engine))

@@ -46,10 +46,14 @@ def check(engine: Engine, policies: dict[str, Any]) -> tuple[bool, dict[str, Any
             else:
                 checks["schema"] = {"ok": revision == HEAD_REVISION, "expected": HEAD_REVISION, "revision": revision}
                 if revision != HEAD_REVISION:
-                    checks["schema"]["error"] = f"the store is at revision {revision}, this code needs {HEAD_REVISION} (run the migrations)"
+                    checks["schema"]["error"] = (
+                        f"the store is at revision {revision}, this code needs {HEAD_REVISION} (run the migrations)"
+                    )
     except SQLAlchemyError as exc:
         checks["store"] = {"ok": False, "url": engine.url.render_as_string(hide_password=True), "error": _reason(exc)}
-        checks.setdefault("schema", {"ok": False, "expected": HEAD_REVISION, "error": "not checked: the store is unreachable"})
+        checks.setdefault(
+            "schema", {"ok": False, "expected": HEAD_REVISION, "error": "not checked: the store is unreachable"}
+        )
     checks["policies"] = policies
     failed = [name for name, result in checks.items() if not result.get("ok")]
     return not failed, {"status": "not ready" if failed else "ready", "failed": failed, "checks": checks}

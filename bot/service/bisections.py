@@ -12,32 +12,32 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.adapters.git.already import RevertFound, find_revert
+from bot.adapters.git.repo import GitRepo, sync_clone
+from bot.adapters.git.revert import reverter_for
+from bot.adapters.github.forge import ForgeError
+from bot.adapters.store.holds import Holds
+from bot.adapters.store.store import Store
 from bot.domain.bisect.model import Status
 from bot.domain.errors import RepoError, RevertBisectError
-from bot.service.backends import backend_for
 from bot.domain.guards import Culprit, Repository, revert_refusal, start_refusal
 from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.domain.policy import Policy, RevertAction
+from bot.domain.requests import StartRequest
+from bot.domain.scope import Scoped
+from bot.domain.subjects import pr_number
+from bot.observability import bind
+from bot.ports import Forge
+from bot.service import setup
+from bot.service.backends import backend_for
+from bot.service.config import bisect_config
+from bot.service.driver import Driver, Snapshot
 from bot.service.holds import held_revert, held_start, hold
 from bot.service.publish import Publisher
 from bot.service.status import render_status
-from bot.adapters.github.forge import ForgeError
-from bot.adapters.git.repo import GitRepo, sync_clone
-from bot.domain.requests import StartRequest
-from bot.domain.scope import Scoped
-from bot.ports import Forge
-from bot.observability import bind
-from bot.service import setup
-from bot.service.config import bisect_config
-from bot.service.driver import Driver, Snapshot
-from bot.domain.policy import Policy, RevertAction
-from bot.adapters.git.already import RevertFound, find_revert
-from bot.adapters.git.revert import reverter_for
-from bot.domain.subjects import pr_number
-from bot.adapters.store.holds import Holds
-from bot.adapters.store.store import Store
 
 STATUS_EVERY_S = 5.0
 log = logging.getLogger("revert_bisect.bisections")
@@ -49,7 +49,9 @@ def off_branch(repo: GitRepo, good: str, bad: str, branch_ref: str) -> str | Non
     for name, rev in (("good", good), ("bad", bad)):
         sha = repo.resolve(rev, name)
         if not repo.is_ancestor(sha, branch_ref):
-            return f"{name}={rev} is not on {branch_ref.removeprefix('origin/')}: only commits merged there are bisected"
+            return (
+                f"{name}={rev} is not on {branch_ref.removeprefix('origin/')}: only commits merged there are bisected"
+            )
     return None
 
 
@@ -60,14 +62,23 @@ def too_long(repo: GitRepo, good: str, bad: str, policy: Policy, test_id: str) -
     count = repo.count(good, bad, policy.bisect.first_parent)
     if count <= limit:
         return None
-    return (f"the range has {count:,} commits, more than `bisect.max_commits` ({limit}): ask for a narrower range with "
-            f"`/revert-bisect {test_id} good=<sha>` (a later good commit) or raise the key")
+    return (
+        f"the range has {count:,} commits, more than `bisect.max_commits` ({limit}): ask for a narrower range with "
+        f"`/revert-bisect {test_id} good=<sha>` (a later good commit) or raise the key"
+    )
 
 
 class Bisections:
     """Every bisection of this deployment, whichever backend runs its steps (the local pool, the step workflow)."""
 
-    def __init__(self, store: Store, workspace: Path, policies: Mapping[str, Policy], clone_url: Callable[[str], str], token: Callable[[str], str]):
+    def __init__(
+        self,
+        store: Store,
+        workspace: Path,
+        policies: Mapping[str, Policy],
+        clone_url: Callable[[str], str],
+        token: Callable[[str], str],
+    ):
         self.store = store
         self.holds = Holds(store.engine)
         self.workspace = workspace
@@ -91,15 +102,31 @@ class Bisections:
     def start(self, request: StartRequest, forge: Forge) -> None:
         """A `/revert-bisect` request: reported in its thread (status comment, reactions)."""
         if not request.good:
-            forge.comment_once(request.thread, f"need-good-{request.comment_id}",
-                               f"To bisect `{request.test}` from here I need the last good commit: `/revert-bisect {request.test} good=<sha>`.")
+            forge.comment_once(
+                request.thread,
+                f"need-good-{request.comment_id}",
+                f"To bisect `{request.test}` from here I need the last good commit: `/revert-bisect {request.test} good=<sha>`.",
+            )
             return
         self._run(forge, request)
 
     def start_nightly(self, repo_slug: str, scoped: Scoped, forge: Forge) -> None:
         """A red scheduled run: one bisection per (test, range), never two for the same range."""
-        self._run(forge, StartRequest(repo_slug, None, None, None, scoped.test.test.id, scoped.good, scoped.bad, None, False,
-                                      run=scoped.bad_run))
+        self._run(
+            forge,
+            StartRequest(
+                repo_slug,
+                None,
+                None,
+                None,
+                scoped.test.test.id,
+                scoped.good,
+                scoped.bad,
+                None,
+                False,
+                run=scoped.bad_run,
+            ),
+        )
 
     def _run(self, forge: Forge, work: StartRequest) -> None:
         policy = self.policies[work.repo]
@@ -111,10 +138,17 @@ class Bisections:
         try:
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
             existing = self.store.by_origin_key(work.key)
-            if existing is None and (refusal := self._start_refusal(forge, policy, work) or off_branch(repo, work.good, bad, f"origin/{policy.default_branch}")
-                                     or too_long(repo, work.good, bad, policy, work.test)):
+            if existing is None and (
+                refusal := self._start_refusal(forge, policy, work)
+                or off_branch(repo, work.good, bad, f"origin/{policy.default_branch}")
+                or too_long(repo, work.good, bad, policy, work.test)
+            ):
                 raise RevertBisectError(refusal)
-            loaded = setup.load(self.store, existing.id) if existing else setup.create(self.store, repo, work.good, bad, config, work.origin(), work.key)
+            loaded = (
+                setup.load(self.store, existing.id)
+                if existing
+                else setup.create(self.store, repo, work.good, bad, config, work.origin(), work.key)
+            )
         except RevertBisectError as exc:
             if work.thread:
                 forge.comment_once(work.thread, f"refused-{work.comment_id}", f"I cannot start that bisection: {exc}")
@@ -140,13 +174,27 @@ class Bisections:
                 say(render_status(work.test, loaded.problem, snap, None))
 
         if not loaded.row.status:
-            backend = backend_for(test, loaded.config, repo, forge, self.clone_url(work.repo), policy.default_branch, loaded.id)
-            Driver(self.store, loaded.id, loaded.problem, loaded.config, backend, observe, reverter_for(repo),
-                   cancelled=lambda: self.store.cancel_requested(loaded.id)).run()
+            backend = backend_for(
+                test, loaded.config, repo, forge, self.clone_url(work.repo), policy.default_branch, loaded.id
+            )
+            Driver(
+                self.store,
+                loaded.id,
+                loaded.problem,
+                loaded.config,
+                backend,
+                observe,
+                reverter_for(repo),
+                cancelled=lambda: self.store.cancel_requested(loaded.id),
+            ).run()
         row = self.store.get(loaded.id)
         outcome = row.outcome or {}
         link = None
-        found = self._reverted_on_branch(work, policy, outcome["culprit"]) if row.status == Status.FOUND.value and not work.dry_run else None
+        found = (
+            self._reverted_on_branch(work, policy, outcome["culprit"])
+            if row.status == Status.FOUND.value and not work.dry_run
+            else None
+        )
         if found or (row.status == Status.FOUND.value and (outcome.get("ab") or {}).get("passed") and not work.dry_run):
             link = self._publish(forge, policy, repo, loaded, row, work, found)
         say(render_status(work.test, loaded.problem, None, row, link))
@@ -157,7 +205,9 @@ class Bisections:
 
     def _kill_switch(self, forge: Forge, policy: Policy) -> int | None:
         """Read once per decision (the start, the revert): it may be turned on while a bisection runs."""
-        return forge.kill_switch(policy.revert.kill_switch_label, policy.revert.kill_switch_roles, policy.commands.allow_users)
+        return forge.kill_switch(
+            policy.revert.kill_switch_label, policy.revert.kill_switch_roles, policy.commands.allow_users
+        )
 
     def _start_refusal(self, forge: Forge, policy: Policy, work: StartRequest) -> str | None:
         kill = self._kill_switch(forge, policy)
@@ -171,15 +221,25 @@ class Bisections:
             repo = self._sync(work.repo)
         return find_revert(repo, culprit, f"origin/{policy.default_branch}", policy.default_branch)
 
-    def _publish(self, forge: Forge, policy: Policy, repo: GitRepo, loaded, row, work: StartRequest,
-                 found: RevertFound | None = None) -> str | None:
+    def _publish(
+        self,
+        forge: Forge,
+        policy: Policy,
+        repo: GitRepo,
+        loaded,
+        row,
+        work: StartRequest,
+        found: RevertFound | None = None,
+    ) -> str | None:
         """The guards' decision on the culprit, recorded; the publisher writes what it decided."""
         if policy.mode == "shadow":  # everything but writes to GitHub: no branch, PR, issue or comment elsewhere
             return "not opened (shadow mode)"
         culprit = row.outcome["culprit"]
         subject = repo.subjects([culprit])[culprit]
         facts = forge.culprit_facts(culprit, pr_number(subject))
-        publisher = Publisher(forge, policy, work.repo, repo, self.clone_url(work.repo), self.token(work.repo), row.id, work.test)
+        publisher = Publisher(
+            forge, policy, work.repo, repo, self.clone_url(work.repo), self.token(work.repo), row.id, work.test
+        )
         ab = row.outcome.get("ab") or {}
         evidence = f"HEAD fails, HEAD + revert passes ({len(ab.get('head_verdicts', []))} runs each); P={row.outcome.get('confidence', 0):.3f}"
         record = dict(culprit_pr=facts.pr, culprit_subject=subject)  # for the dashboard and the trust report
@@ -189,15 +249,18 @@ class Bisections:
             self._record(row, **record, already_reverted=found.as_json(), evidence_on=published.evidence_on)
             log.info("bisection #%s: %s", row.id, found)
             return f"none opened: {found}"
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         kill = self._kill_switch(forge, policy)
         refusal = revert_refusal(
             policy,
             Culprit(subject, facts.author, repo.committed_at(culprit), facts.labels),
-            Repository(policy.default_branch,
-                       kill,
-                       forge.reverts_opened_since(now.replace(hour=0, minute=0, second=0, microsecond=0))),
-            now)
+            Repository(
+                policy.default_branch,
+                kill,
+                forge.reverts_opened_since(now.replace(hour=0, minute=0, second=0, microsecond=0)),
+            ),
+            now,
+        )
         if refusal:
             self._record(row, **record, revert_refused=str(refusal), revert_refused_reason=refusal.key)
             if refusal.key == "kill_switch":
@@ -206,10 +269,22 @@ class Bisections:
             log.warning("bisection #%s: no revert PR for %s: %s", row.id, culprit[:12], refusal)
             return f"not opened: {refusal}"
         published, pr, followup = publisher.revert(row, loaded.problem, culprit, facts, evidence, work.followup)
-        self._record(row, **record, pr_body=pr.body, branch=published.branch, revert_pr=published.pr_number,
-                     revert_pr_url=published.pr_url, followup=followup, evidence_on=published.evidence_on)
+        self._record(
+            row,
+            **record,
+            pr_body=pr.body,
+            branch=published.branch,
+            revert_pr=published.pr_number,
+            revert_pr_url=published.pr_url,
+            followup=followup,
+            evidence_on=published.evidence_on,
+        )
         if policy.revert.action is RevertAction.COMMENT_ONLY and not published.existing_revert:
-            where = f"#{published.evidence_on}" if published.evidence_on else f"bisection #{row.id} on the dashboard (the culprit has no PR)"
+            where = (
+                f"#{published.evidence_on}"
+                if published.evidence_on
+                else f"bisection #{row.id} on the dashboard (the culprit has no PR)"
+            )
             return f"not opened (`revert.action: comment_only`): the evidence is on {where}"
         return f"#{published.pr_number}"
 
@@ -220,11 +295,20 @@ class Bisections:
         rows = self.store.from_thread(repo, thread)
         if not rows:
             return "No bisection was started from this thread."
-        return "\n".join(f"- #{r.id} `{(r.origin or {}).get('test')}` {r.good[:12]}..{r.bad[:12]}: {r.status or r.phase}" for r in rows)
+        return "\n".join(
+            f"- #{r.id} `{(r.origin or {}).get('test')}` {r.good[:12]}..{r.bad[:12]}: {r.status or r.phase}"
+            for r in rows
+        )
 
     def cancel(self, repo: str, thread: int, by: str) -> str:
         """Flag every unfinished bisection of the thread; the process driving each stops within a second."""
-        stopped = [r.id for r in self.store.from_thread(repo, thread) if not r.status and self.store.request_cancel(r.id, by)]
+        stopped = [
+            r.id for r in self.store.from_thread(repo, thread) if not r.status and self.store.request_cancel(r.id, by)
+        ]
         if not stopped:
             return "Nothing is running from this thread."
-        return "Cancelling " + ", ".join(f"#{i}" for i in stopped) + ": runs in flight are stopped and no revert will be opened."
+        return (
+            "Cancelling "
+            + ", ".join(f"#{i}" for i in stopped)
+            + ": runs in flight are stopped and no revert will be opened."
+        )

@@ -64,13 +64,18 @@ class BisectConfig:
 def bisect_config(policy: Policy, test: Test, bad: str, dry_run: bool) -> BisectConfig:
     """The bisection the policy asks for on this test."""
     return BisectConfig(
-        command=tuple(probe_argv(test)), workers=test.runner.parallelism, timeout_s=test.runner.timeout_minutes * 60,
-        metric_file=test.metric is not None, threshold=test.metric.threshold if test.metric else None,
+        command=tuple(probe_argv(test)),
+        workers=test.runner.parallelism,
+        timeout_s=test.runner.timeout_minutes * 60,
+        metric_file=test.metric is not None,
+        threshold=test.metric.threshold if test.metric else None,
         higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
-        confidence=policy.bisect.confidence, flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
+        confidence=policy.bisect.confidence,
+        flake_rate=None if policy.bisect.flake_rate == "auto" else float(policy.bisect.flake_rate),
         # `first_parent: false` is the CLI's --all-commits: any commit may be the culprit, so merges are descended into.
         descend_merges=policy.bisect.descend_merges or not policy.bisect.first_parent,
         max_infra_per_commit=policy.bisect.max_infra_per_commit,
-        verify_revert=not dry_run, onto=bad,
+        verify_revert=not dry_run,
+        onto=bad,
         env=None if test.runner.env is None else test.runner.env.model_dump(),  # runners.envs.EnvSpec's JSON
     )

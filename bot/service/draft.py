@@ -6,14 +6,14 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.git.revert import Revert
+from bot.adapters.store.models import BisectionRow
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.outcome import BisectionOutcome, outcome_of
-from bot.adapters.git.repo import GitRepo
 from bot.service.driver import finished_runs
-from bot.service.report import replay_log
-from bot.adapters.git.revert import Revert
 from bot.service.pr_body import (
     AB,
     Culprit,
@@ -25,7 +25,7 @@ from bot.service.pr_body import (
     render,
     strip_pr_number,
 )
-from bot.adapters.store.models import BisectionRow
+from bot.service.report import replay_log
 
 
 @dataclass(frozen=True)
@@ -72,14 +72,23 @@ def draft(
     for sha in sorted(by_sha, key=lambda s: position.get(s, len(order))):
         record = prs.get(sha)
         subject = subjects.get(sha, "")
-        rows.append(Row(sha, record.title if record else strip_pr_number(subject), _summary([v for v, _ in by_sha[sha]]),
-                        _values([r.metric for _, r in by_sha[sha]], [r.exit_code for _, r in by_sha[sha]]),
-                        record.number if record else pr_number(subject)))
+        rows.append(
+            Row(
+                sha,
+                record.title if record else strip_pr_number(subject),
+                _summary([v for v, _ in by_sha[sha]]),
+                _values([r.metric for _, r in by_sha[sha]], [r.exit_code for _, r in by_sha[sha]]),
+                record.number if record else pr_number(subject),
+            )
+        )
     parent = repo.repo.commit(culprit).parents[0].hexsha
     record = prs.get(culprit)
     culprit_info = Culprit(
-        culprit, parent, record.title if record else strip_pr_number(subjects[culprit]),
-        record.number if record else pr_number(subjects[culprit]), record.author if record else None,
+        culprit,
+        parent,
+        record.title if record else strip_pr_number(subjects[culprit]),
+        record.number if record else pr_number(subjects[culprit]),
+        record.author if record else None,
         merge=len(repo.repo.commit(culprit).parents) > 1,
     )
     ab_runs: dict[Kind, list] = defaultdict(list)
@@ -87,18 +96,31 @@ def draft(
         if run.kind in (Kind.AB_HEAD, Kind.AB_REVERT):
             ab_runs[run.kind].append((verdict, run.raw))
     ab = AB(
-        revert.onto, revert.sha,
-        _summary([v for v, _ in ab_runs[Kind.AB_HEAD]]), _summary([v for v, _ in ab_runs[Kind.AB_REVERT]]),
+        revert.onto,
+        revert.sha,
+        _summary([v for v, _ in ab_runs[Kind.AB_HEAD]]),
+        _summary([v for v, _ in ab_runs[Kind.AB_REVERT]]),
         _values([r.metric for _, r in ab_runs[Kind.AB_HEAD]], [r.exit_code for _, r in ab_runs[Kind.AB_HEAD]]),
         _values([r.metric for _, r in ab_runs[Kind.AB_REVERT]], [r.exit_code for _, r in ab_runs[Kind.AB_REVERT]]),
         bool(outcome.ab and outcome.ab.passed),
     )
     metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
     body = RevertEvidence(
-        repo_slug=repo_slug, branch=branch, culprit=culprit_info, test=test, rows=rows, ab=ab,
-        files=revert.files, diffstat=revert.diffstat, replay_log=replay_log(row, problem, repo).rstrip(),
-        bisection_id=row.id, confidence=outcome.confidence or 0.0,
-        runs=sum(s.state in ("done", "lost") for s in row.steps), commits=len(problem.graph),
-        before=metric(parent), after=metric(culprit), followups=list(followups),
+        repo_slug=repo_slug,
+        branch=branch,
+        culprit=culprit_info,
+        test=test,
+        rows=rows,
+        ab=ab,
+        files=revert.files,
+        diffstat=revert.diffstat,
+        replay_log=replay_log(row, problem, repo).rstrip(),
+        bisection_id=row.id,
+        confidence=outcome.confidence or 0.0,
+        runs=sum(s.state in ("done", "lost") for s in row.steps),
+        commits=len(problem.graph),
+        before=metric(parent),
+        after=metric(culprit),
+        followups=list(followups),
     )
     return render(body, revert.branch)

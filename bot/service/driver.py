@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from bot.adapters.store.models import BisectionRow, StepRow, utcnow
+from bot.adapters.store.store import NewStep, StepReport, Store
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, Status
 from bot.domain.bisect.verdict import RawResult, Verdict, classify
 from bot.domain.outcome import AB, BisectionOutcome
 from bot.service.config import BisectConfig
-from bot.adapters.store.models import BisectionRow, StepRow, utcnow
-from bot.adapters.store.store import NewStep, StepReport, Store
 from runners.spec import Backend, RevertOf, StepResult, StepSpec, new_ref
 
 # After a result, wait a little for its round-mates before planning again, so that equal-length
@@ -52,7 +52,15 @@ Observer = Callable[[Snapshot], None]
 
 
 def state_of(row: BisectionRow) -> State:
-    return State(Phase(row.phase), tuple(row.merges or ()), row.confirming, row.confirm_round, row.confirmations, row.revert, row.revert_error)
+    return State(
+        Phase(row.phase),
+        tuple(row.merges or ()),
+        row.confirming,
+        row.confirm_round,
+        row.confirmations,
+        row.revert,
+        row.revert_error,
+    )
 
 
 Reverter = Callable[[str, str], "tuple[str | None, str | None]"]  # (culprit, onto) -> (revert sha, or why not)
@@ -68,8 +76,17 @@ def finished_runs(row: BisectionRow) -> list[Run]:
 
 
 class Driver:
-    def __init__(self, store: Store, bisection_id: int, problem: Problem, config: BisectConfig, backend: Backend,
-                 observer: Observer | None = None, reverter: Reverter | None = None, cancelled: Callable[[], bool] | None = None):
+    def __init__(
+        self,
+        store: Store,
+        bisection_id: int,
+        problem: Problem,
+        config: BisectConfig,
+        backend: Backend,
+        observer: Observer | None = None,
+        reverter: Reverter | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ):
         self.reverter = reverter
         self.cancelled = cancelled
         self.store = store
@@ -98,7 +115,10 @@ class Driver:
         try:
             while True:
                 if self.cancelled and self.cancelled():
-                    decision = Decision(replace(state, phase=Phase.DONE), outcome=Outcome(Status.CANCELLED, "cancelled on request before an answer"))
+                    decision = Decision(
+                        replace(state, phase=Phase.DONE),
+                        outcome=Outcome(Status.CANCELLED, "cancelled on request before an answer"),
+                    )
                 else:
                     decision = decide(self.problem, state, runs, list(flying.values()), self.backend.free)
                 self._save(state, decision)
@@ -125,9 +145,20 @@ class Driver:
                         continue
                     raw = RawResult(result.exit_code, result.metric, result.infra_reason)
                     verdict = classify(raw, self.problem.settings.metric, decision.boundary)
-                    self.store.finish_step(result.step_id, StepReport(
-                        result.exit_code, result.metric, result.infra_reason, verdict.value, result.runner, result.duration_s, result.log_tail,
-                        result.env_key, result.env_reused if result.env_key else None))
+                    self.store.finish_step(
+                        result.step_id,
+                        StepReport(
+                            result.exit_code,
+                            result.metric,
+                            result.infra_reason,
+                            verdict.value,
+                            result.runner,
+                            result.duration_s,
+                            result.log_tail,
+                            result.env_key,
+                            result.env_reused if result.env_key else None,
+                        ),
+                    )
                     runs.append(Run(result.sha, probe.kind, raw, probe.round))
                     snap.runs.append((result.sha, probe.kind.value, verdict, result.metric))
                     if result.infra_reason:
@@ -155,20 +186,37 @@ class Driver:
             boundary=decision.boundary,
         )
         if new != old:
-            fields.update(phase=new.phase.value, merges=list(new.merges), confirming=new.confirming, confirm_round=new.confirm_round,
-                          confirmations=new.confirmations, revert=new.revert, revert_error=new.revert_error)
+            fields.update(
+                phase=new.phase.value,
+                merges=list(new.merges),
+                confirming=new.confirming,
+                confirm_round=new.confirm_round,
+                confirmations=new.confirmations,
+                revert=new.revert,
+                revert_error=new.revert_error,
+            )
         if decision.outcome is not None:
             out = decision.outcome
             fields.update(
                 status=out.status.value,
                 finished_at=utcnow(),
                 outcome=BisectionOutcome(
-                    message=out.message, culprit=out.culprit, first_parent_culprit=out.first_parent_culprit, confidence=out.confidence,
-                    candidates=list(out.candidates), revert_error=out.revert_error,
-                    reason=out.reason.value if out.reason else None, facts=dict(out.facts),
-                    ab=None if out.ab is None else AB(
-                        head=out.ab.head, revert=out.ab.revert, passed=out.ab.passed,
-                        head_verdicts=[v.value for v in out.ab.head_verdicts], revert_verdicts=[v.value for v in out.ab.revert_verdicts],
+                    message=out.message,
+                    culprit=out.culprit,
+                    first_parent_culprit=out.first_parent_culprit,
+                    confidence=out.confidence,
+                    candidates=list(out.candidates),
+                    revert_error=out.revert_error,
+                    reason=out.reason.value if out.reason else None,
+                    facts=dict(out.facts),
+                    ab=None
+                    if out.ab is None
+                    else AB(
+                        head=out.ab.head,
+                        revert=out.ab.revert,
+                        passed=out.ab.passed,
+                        head_verdicts=[v.value for v in out.ab.head_verdicts],
+                        revert_verdicts=[v.value for v in out.ab.revert_verdicts],
                     ),
                 ).as_json(),
             )
@@ -178,15 +226,29 @@ class Driver:
         refs = [new_ref() for _ in probes]  # stored first: a restarted driver finds the runs by them
         # the backend's name ('local', 'github_actions') is what the metrics group by; a test double may have none
         backend = getattr(self.backend, "name", None)
-        ids = self.store.add_steps(self.id, [NewStep(p.sha, p.kind.value, p.round, ref, backend) for p, ref in zip(probes, refs)])
+        ids = self.store.add_steps(
+            self.id, [NewStep(p.sha, p.kind.value, p.round, ref, backend) for p, ref in zip(probes, refs)]
+        )
         for step_id, probe, ref in zip(ids, probes, refs):
             flying[step_id] = probe
             self.backend.submit(self._spec(step_id, probe, state, ref))
 
     def _spec(self, step_id: int, probe: Probe, state: State, ref: str | None) -> StepSpec:
-        revert = RevertOf(state.confirming, self.problem.head) if probe.kind is Kind.AB_REVERT and state.confirming and self.problem.head else None
-        return StepSpec(step_id, probe.sha, self.config.command, self.config.timeout_s, self.config.metric_regex,
-                        revert=revert, env_spec=self.env_spec, ref=ref)
+        revert = (
+            RevertOf(state.confirming, self.problem.head)
+            if probe.kind is Kind.AB_REVERT and state.confirming and self.problem.head
+            else None
+        )
+        return StepSpec(
+            step_id,
+            probe.sha,
+            self.config.command,
+            self.config.timeout_s,
+            self.config.metric_regex,
+            revert=revert,
+            env_spec=self.env_spec,
+            ref=ref,
+        )
 
     def _adopt(self, row: BisectionRow, state: State) -> dict[int, Probe]:
         """Steps left running by a process that is gone and whose runs outlive it (Actions runs): wait for them

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.domain import markdown
-from bot.domain.subjects import pr_number, strip_pr_number
+
 
 @dataclass(frozen=True)
 class Culprit:
@@ -80,7 +80,12 @@ class RevertEvidence:
 
 
 # Markdown, not HTML: no autoescaping; every value from elsewhere goes through a bot.domain.markdown filter.
-_env = Environment(loader=PackageLoader("bot.service", "templates"), undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_env = Environment(
+    loader=PackageLoader("bot.service", "templates"),
+    undefined=StrictUndefined,
+    keep_trailing_newline=True,
+    autoescape=False,
+)
 _env.filters.update(md=markdown.text, code=markdown.code, fence=markdown.fence)
 
 
@@ -93,6 +98,8 @@ def render(evidence: RevertEvidence, head_branch: str) -> PullRequestDraft:
     title = f'Revert "{c.title}"'
     culprit_ref = f"#{c.pr}" if c.pr else markdown.code(c.sha[:12])
     body = _env.get_template("pr_body.md.j2").render(
-        **evidence.__dict__, culprit_ref=culprit_ref, fmt=_fmt,
+        **evidence.__dict__,
+        culprit_ref=culprit_ref,
+        fmt=_fmt,
     )
     return PullRequestDraft(title, re.sub(r"\n{3,}", "\n\n", body), head_branch, evidence.branch)

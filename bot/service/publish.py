@@ -8,16 +8,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.adapters.git.already import RevertFound
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.git.revert import Revert, create_revert
 from bot.adapters.github.forge import push_branch
 from bot.domain.bisect.model import Problem
 from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction
-from bot.adapters.git.already import RevertFound
-from bot.adapters.git.repo import GitRepo
-from bot.adapters.git.revert import Revert, create_revert
-from bot.service.draft import PrRecord, draft as draft_pr
-from bot.service.pr_body import FailingTest, PullRequestDraft
 from bot.ports import CulpritFacts, Forge
+from bot.service.draft import PrRecord
+from bot.service.draft import draft as draft_pr
+from bot.service.pr_body import FailingTest, PullRequestDraft
 
 CULPRIT_COMMENT = (
     "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) and opened {revert_ref} to revert it.\n\n"
@@ -84,21 +85,38 @@ def publish(
         existing = forge.open_revert_of(culprit_pr)
     if existing or already:
         if already:
-            by = f"`{already.sha[:12]}`" + (f" (#{already.pr})" if already.pr else "") if already.sha else "a later change"
-            text = ALREADY_COMMENT.format(test=test_id, culprit=f"#{culprit_pr}" if culprit_pr else f"`{already.culprit[:12]}`",
-                                          evidence=evidence, by=by, base=already.ref, id=bisection_id)
+            by = (
+                f"`{already.sha[:12]}`" + (f" (#{already.pr})" if already.pr else "")
+                if already.sha
+                else "a later change"
+            )
+            text = ALREADY_COMMENT.format(
+                test=test_id,
+                culprit=f"#{culprit_pr}" if culprit_pr else f"`{already.culprit[:12]}`",
+                evidence=evidence,
+                by=by,
+                base=already.ref,
+                id=bisection_id,
+            )
         else:
             text = f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}."
         if on := existing or culprit_pr:
             forge.comment_once(on, f"evidence-{bisection_id}", text)
         return Published(existing, None, None if already else branch, existing_revert=existing, evidence_on=on)
-    if policy.revert.action is RevertAction.COMMENT_ONLY:  # no branch, no PR: the evidence where the culprit's author looks
+    if (
+        policy.revert.action is RevertAction.COMMENT_ONLY
+    ):  # no branch, no PR: the evidence where the culprit's author looks
         if culprit_pr:
-            forge.comment_once(culprit_pr, f"culprit-{bisection_id}", EVIDENCE_COMMENT.format(
-                test=test_id, base=draft.base_branch, evidence=evidence, body=draft.body))
+            forge.comment_once(
+                culprit_pr,
+                f"culprit-{bisection_id}",
+                EVIDENCE_COMMENT.format(test=test_id, base=draft.base_branch, evidence=evidence, body=draft.body),
+            )
         return Published(None, None, None, evidence_on=culprit_pr)
     push_branch(repo_dir, remote_url, branch, revert.sha, token)
-    pr = forge.open_pr(draft.title, draft.body, branch, draft.base_branch, draft=policy.revert.action is RevertAction.DRAFT_PR)
+    pr = forge.open_pr(
+        draft.title, draft.body, branch, draft.base_branch, draft=policy.revert.action is RevertAction.DRAFT_PR
+    )
     forge.add_labels(pr.number, policy.revert.labels)
     reviewers = list(policy.revert.reviewers)
     if policy.revert.request_review_from_author and culprit_author:
@@ -107,10 +125,19 @@ def publish(
     revert_ref = f"#{pr.number}"
     if culprit_pr:
         note = f" (#{followup})" if followup else ""
-        forge.comment_once(culprit_pr, f"culprit-{bisection_id}", CULPRIT_COMMENT.format(
-            test=test_id, base=draft.base_branch, evidence=evidence, revert_ref=revert_ref, followup_note=note))
+        forge.comment_once(
+            culprit_pr,
+            f"culprit-{bisection_id}",
+            CULPRIT_COMMENT.format(
+                test=test_id, base=draft.base_branch, evidence=evidence, revert_ref=revert_ref, followup_note=note
+            ),
+        )
     if followup and culprit_pr:
-        forge.comment_once(followup, f"followup-{bisection_id}", FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch))
+        forge.comment_once(
+            followup,
+            f"followup-{bisection_id}",
+            FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch),
+        )
     return Published(pr.number, pr.url, branch)
 
 
@@ -129,34 +156,79 @@ class Publisher:
 
     def confirm(self, found: RevertFound, proof: str, facts: CulpritFacts) -> Published:
         """The culprit is reverted on the branch already: that revert's PR gets the evidence, nothing is opened."""
-        return publish(self.forge, self.policy, self.repo.path, self.remote_url, self.token, None, None,
-                       bisection_id=self.bisection_id, test_id=self.test_id, evidence=proof, culprit_pr=facts.pr,
-                       culprit_author=facts.author, followup=None, already=found)
+        return publish(
+            self.forge,
+            self.policy,
+            self.repo.path,
+            self.remote_url,
+            self.token,
+            None,
+            None,
+            bisection_id=self.bisection_id,
+            test_id=self.test_id,
+            evidence=proof,
+            culprit_pr=facts.pr,
+            culprit_author=facts.author,
+            followup=None,
+            already=found,
+        )
 
     def refused(self, facts: CulpritFacts, evidence: str, refusal: Refusal) -> None:
         """A guard said no: the culprit PR (if any) is told why, so its author knows without the dashboard."""
         if facts.pr:
-            self.forge.comment_once(facts.pr, f"culprit-{self.bisection_id}", REFUSED_COMMENT.format(
-                test=self.test_id, evidence=evidence, why=refusal, id=self.bisection_id))
+            self.forge.comment_once(
+                facts.pr,
+                f"culprit-{self.bisection_id}",
+                REFUSED_COMMENT.format(test=self.test_id, evidence=evidence, why=refusal, id=self.bisection_id),
+            )
 
-    def revert(self, row, problem: Problem, culprit: str, facts: CulpritFacts, evidence: str,
-               asked_followup: int | None) -> tuple[Published, PullRequestDraft, int | None]:
+    def revert(
+        self, row, problem: Problem, culprit: str, facts: CulpritFacts, evidence: str, asked_followup: int | None
+    ) -> tuple[Published, PullRequestDraft, int | None]:
         """The revert on `row.head`, its PR drafted and published; and the follow-up issue it links, found (the one
         asked for, the policy's, a cross-reference on the culprit PR) or opened when there is none."""
         policy, forge, culprit_pr = self.policy, self.forge, facts.pr
         comment_only = policy.revert.action is RevertAction.COMMENT_ONLY
-        followup = asked_followup or policy.followups.get(culprit_pr or -1) or (forge.followup_for(culprit_pr) if culprit_pr else None)
+        followup = (
+            asked_followup
+            or policy.followups.get(culprit_pr or -1)
+            or (forge.followup_for(culprit_pr) if culprit_pr else None)
+        )
         if followup is None and culprit_pr and not comment_only:  # nowhere to track the proper fix yet: open the place
             followup, _ = forge.ensure_issue(
-                f"tracking-{culprit_pr}", f"Fix the regression from #{culprit_pr} so it can be re-landed",
-                f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and reverted it. This issue tracks the proper fix.")
+                f"tracking-{culprit_pr}",
+                f"Fix the regression from #{culprit_pr} so it can be re-landed",
+                f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and reverted it. This issue tracks the proper fix.",
+            )
         revert = create_revert(self.repo, culprit, row.head)
         test = policy.test(self.test_id)
         prs = {culprit: PrRecord(culprit_pr, facts.title, facts.author)} if culprit_pr else {}
-        pr = draft_pr(row, problem, self.repo, revert, repo_slug=self.repo_slug, branch=policy.default_branch,
-                      test=FailingTest(self.test_id, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None),
-                      prs=prs, followups=[followup] if followup else [])
-        published = publish(forge, policy, self.repo.path, self.remote_url, self.token, revert, pr,
-                            bisection_id=self.bisection_id, test_id=self.test_id, evidence=evidence, culprit_pr=culprit_pr,
-                            culprit_author=facts.author, followup=followup)
+        pr = draft_pr(
+            row,
+            problem,
+            self.repo,
+            revert,
+            repo_slug=self.repo_slug,
+            branch=policy.default_branch,
+            test=FailingTest(
+                self.test_id, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None
+            ),
+            prs=prs,
+            followups=[followup] if followup else [],
+        )
+        published = publish(
+            forge,
+            policy,
+            self.repo.path,
+            self.remote_url,
+            self.token,
+            revert,
+            pr,
+            bisection_id=self.bisection_id,
+            test_id=self.test_id,
+            evidence=evidence,
+            culprit_pr=culprit_pr,
+            culprit_author=facts.author,
+            followup=followup,
+        )
         return published, pr, followup

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from bot.adapters.git.already import find_revert
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.models import BisectionRow
 from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
 from bot.domain.outcome import BisectionOutcome, outcome_of
-from bot.adapters.git.repo import GitRepo
 from bot.service.driver import finished_runs
-from bot.adapters.git.already import find_revert
-from bot.adapters.store.models import BisectionRow
 
 EXIT_CODES = {
     Status.FOUND: 0,
@@ -39,7 +39,19 @@ def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
         runs_by_kind[s.kind] += 1
     steps = []
     for step, (_, verdict) in zip(ran, evidence.verdicts):  # same order: finished_runs keeps row order
-        steps.append(dict(sha=step.sha, kind=step.kind, round=step.round, verdict=verdict.value, exit_code=step.exit_code, metric=step.metric, infra_reason=step.infra_reason, duration_s=step.duration_s, runner=step.runner))
+        steps.append(
+            dict(
+                sha=step.sha,
+                kind=step.kind,
+                round=step.round,
+                verdict=verdict.value,
+                exit_code=step.exit_code,
+                metric=step.metric,
+                infra_reason=step.infra_reason,
+                duration_s=step.duration_s,
+                runner=step.runner,
+            )
+        )
     return dict(
         id=row.id,
         status=row.status,
@@ -65,7 +77,12 @@ def to_json(row: BisectionRow, problem: Problem, repo: GitRepo) -> dict:
 
 
 KIND_WORDS = {  # in the order a bisection spends them
-    "calibrate": "calibration", "search": "search", "confirm": "confirmation", "ab_head": "A/B on HEAD", "ab_revert": "A/B on HEAD + revert"}
+    "calibrate": "calibration",
+    "search": "search",
+    "confirm": "confirmation",
+    "ab_head": "A/B on HEAD",
+    "ab_revert": "A/B on HEAD + revert",
+}
 
 
 def _count(n: int, noun: str) -> str:
@@ -106,7 +123,9 @@ def summary(report: dict) -> str:
     what a person reads at the end of `revert-bisect bisect`."""
     by_kind = report["runs_by_kind"]
     kinds = ", ".join(f"{by_kind[kind]} {words}" for kind, words in KIND_WORDS.items() if kind in by_kind)
-    spent = f"{_count(report['runs'], 'run')} over {_count(report['rounds'], 'round')}" + (f" ({kinds})" if kinds else "")
+    spent = f"{_count(report['runs'], 'run')} over {_count(report['rounds'], 'round')}" + (
+        f" ({kinds})" if kinds else ""
+    )
     found = report["status"] == Status.FOUND.value
     return f"{_headline(report)}{' in ' if found else '; '}{spent}"
 
@@ -122,8 +141,14 @@ def _revert_info(row: BisectionRow, repo: GitRepo) -> dict | None:
     # The driver kept only the reverter's words; the typed answer is asked of git again (ONTO is a sha: same answer).
     found = find_revert(repo, culprit, row.head) if culprit and not row.revert and row.revert_error else None
     status = "made" if row.revert else "already_reverted" if found else "not_made" if row.revert_error else None
-    return dict(onto=row.head, sha=row.revert, branch=branch, error=row.revert_error, status=status,
-                reverted_by=found.as_json() if found else None)
+    return dict(
+        onto=row.head,
+        sha=row.revert,
+        branch=branch,
+        error=row.revert_error,
+        status=status,
+        reverted_by=found.as_json() if found else None,
+    )
 
 
 def replay_log(row: BisectionRow, problem: Problem, repo: GitRepo) -> str:

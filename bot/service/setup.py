@@ -7,13 +7,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.models import BisectionRow
+from bot.adapters.store.store import NewBisection, Store
 from bot.domain.bisect.model import Phase, Problem
 from bot.domain.errors import CommandError, RepoError
-from bot.adapters.git.repo import GitRepo
 from bot.service.config import BisectConfig
-from bot.adapters.store.models import BisectionRow
 from runners.step import RUNNER_PYTHON
-from bot.adapters.store.store import NewBisection, Store
 
 
 @dataclass(frozen=True)
@@ -34,15 +34,26 @@ def check_command(repo: GitRepo, command: tuple[str, ...]) -> None:
     if "/" in exe:
         path = Path(exe) if os.path.isabs(exe) else repo.path / exe
         if not path.is_file():
-            raise CommandError(f"test command {exe!r} does not exist (relative paths are taken from the repository root)")
+            raise CommandError(
+                f"test command {exe!r} does not exist (relative paths are taken from the repository root)"
+            )
         if not os.access(path, os.X_OK):
-            raise CommandError(f"test command {exe!r} is not executable (chmod +x it, or run it through its interpreter)")
+            raise CommandError(
+                f"test command {exe!r} is not executable (chmod +x it, or run it through its interpreter)"
+            )
     elif shutil.which(exe) is None:
         raise CommandError(f"test command {exe!r} is not on PATH")
 
 
-def create(store: Store, repo: GitRepo, good_rev: str, bad_rev: str, config: BisectConfig, origin: dict | None = None,
-           origin_key: str | None = None) -> Loaded:
+def create(
+    store: Store,
+    repo: GitRepo,
+    good_rev: str,
+    bad_rev: str,
+    config: BisectConfig,
+    origin: dict | None = None,
+    origin_key: str | None = None,
+) -> Loaded:
     check_command(repo, config.command)
     good = repo.resolve(good_rev, "--good")
     bad = repo.resolve(bad_rev, "--bad")
@@ -51,15 +62,32 @@ def create(store: Store, repo: GitRepo, good_rev: str, bad_rev: str, config: Bis
     if not repo.is_ancestor(good, bad):
         if repo.is_ancestor(bad, good):
             raise RepoError(f"--good {good_rev} is newer than --bad {bad_rev}: swap them")
-        raise RepoError(f"--good {good_rev} is not an ancestor of --bad {bad_rev}: pick a GOOD on BAD's history (e.g. `git merge-base`)")
+        raise RepoError(
+            f"--good {good_rev} is not an ancestor of --bad {bad_rev}: pick a GOOD on BAD's history (e.g. `git merge-base`)"
+        )
     head = repo.resolve(config.onto or bad, "--onto") if config.verify_revert else None
     if head and not repo.is_ancestor(bad, head):
-        raise RepoError(f"--onto {config.onto} does not contain --bad {bad_rev}: the revert must go on a branch that has the culprit")
+        raise RepoError(
+            f"--onto {config.onto} does not contain --bad {bad_rev}: the revert must go on a branch that has the culprit"
+        )
     graph = repo.range_graph(good, bad)
-    new = NewBisection(str(repo.path), good_rev, bad_rev, good, bad, list(config.command), config.to_json(), head, origin, origin_key,
-                       repo.first_parent_log(good, bad))
+    new = NewBisection(
+        str(repo.path),
+        good_rev,
+        bad_rev,
+        good,
+        bad,
+        list(config.command),
+        config.to_json(),
+        head,
+        origin,
+        origin_key,
+        repo.first_parent_log(good, bad),
+    )
     bisection_id = store.create(new, Phase.CALIBRATING.value)
-    return Loaded(bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id))
+    return Loaded(
+        bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id)
+    )
 
 
 def load(store: Store, bisection_id: int) -> Loaded:

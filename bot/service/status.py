@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections import Counter
 
+from bot.adapters.store.models import BisectionRow
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.service.driver import Snapshot
 from bot.service.wording import said
-from bot.adapters.store.models import BisectionRow
 
 
-def render_status(test: str, problem: Problem, snap: Snapshot | None, row: BisectionRow | None, link: str | None = None) -> str:
+def render_status(
+    test: str, problem: Problem, snap: Snapshot | None, row: BisectionRow | None, link: str | None = None
+) -> str:
     head = f"**revert-bisect** {code(test)}: {len(problem.graph)} commits in `{problem.good[:12]}..{problem.bad[:12]}`"
     if row is not None and row.status:
         outcome = outcome_of(row) or BisectionOutcome()
@@ -21,7 +23,9 @@ def render_status(test: str, problem: Problem, snap: Snapshot | None, row: Bisec
             lines.append(f"\nRevert PR: {link}")
         ran = [s for s in row.steps if s.state in ("done", "lost")]
         infra = [s for s in ran if s.infra_reason]
-        lines.append(f"\n{len(ran)} runs" + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else "."))
+        lines.append(
+            f"\n{len(ran)} runs" + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else ".")
+        )
         lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
         return "\n".join(lines)
     if snap is None:
@@ -30,13 +34,19 @@ def render_status(test: str, problem: Problem, snap: Snapshot | None, row: Bisec
     tested = len({sha for sha, _, v, _ in snap.runs if v.is_evidence})
     guess = f"`{snap.guess[:12]}` (P={snap.guess_probability:.2f})" if snap.guess and snap.guess_probability else "-"
     tally = ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none yet"
-    table = (f"{head}\n\n| phase | runs | commits tested | running | best guess |\n|---|---|---|---|---|\n"
-             f"| {snap.phase.value} | {len(snap.runs)} ({tally}) | {tested} | {len(snap.in_flight) - len(snap.waiting)} | {guess} |")
+    table = (
+        f"{head}\n\n| phase | runs | commits tested | running | best guess |\n|---|---|---|---|---|\n"
+        f"| {snap.phase.value} | {len(snap.runs)} ({tally}) | {tested} | {len(snap.in_flight) - len(snap.waiting)} | {guess} |"
+    )
     infra = snap.infra[-3:]
     lines = [table]
     if snap.waiting:
-        lines.append(f"\nWaiting for a runner ({len(snap.waiting)} steps):\n" + "\n".join(f"- {code(w)}" for w in snap.waiting))
+        lines.append(
+            f"\nWaiting for a runner ({len(snap.waiting)} steps):\n" + "\n".join(f"- {code(w)}" for w in snap.waiting)
+        )
     if infra:
-        lines.append("\nRecent infrastructure failures (retried, never counted as evidence):\n"
-                     + "\n".join(f"- `{sha[:12]}`: {text(why)}" for sha, why in infra))
+        lines.append(
+            "\nRecent infrastructure failures (retried, never counted as evidence):\n"
+            + "\n".join(f"- `{sha[:12]}`: {text(why)}" for sha, why in infra)
+        )
     return "\n".join(lines)

@@ -33,31 +33,49 @@ def render_svg(chart: ChartData, labels: dict[int, str] | None = None) -> Markup
         return TOP + plot_h * (hi - value) / (hi - lo)
 
     n_points = len(chart.points)
-    desc = (f"{n_points} metric reading{'s' if n_points != 1 else ''} over {chart.positions} commits, oldest on the left"
-            + (f"; threshold {_fmt(chart.threshold)}" if chart.threshold is not None else "")
-            + (f"; calibrated boundary {_fmt(chart.boundary)}" if chart.boundary is not None else ""))
-    out = [f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-labelledby="chart-title chart-desc" '
-           f'xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="xMidYMid meet">',
-           '<title id="chart-title">Metric by commit</title>', f'<desc id="chart-desc">{escape(desc)}</desc>']
+    desc = (
+        f"{n_points} metric reading{'s' if n_points != 1 else ''} over {chart.positions} commits, oldest on the left"
+        + (f"; threshold {_fmt(chart.threshold)}" if chart.threshold is not None else "")
+        + (f"; calibrated boundary {_fmt(chart.boundary)}" if chart.boundary is not None else "")
+    )
+    out = [
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-labelledby="chart-title chart-desc" '
+        f'xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="xMidYMid meet">',
+        '<title id="chart-title">Metric by commit</title>',
+        f'<desc id="chart-desc">{escape(desc)}</desc>',
+    ]
     # axes and ticks
     out.append(f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + plot_h}"/>')
     out.append(f'<line class="axis" x1="{LEFT}" y1="{TOP + plot_h}" x2="{LEFT + plot_w}" y2="{TOP + plot_h}"/>')
     for i in range(5):
         v = lo + (hi - lo) * i / 4
-        out.append(f'<text class="tick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.3g}</text>')  # fits LEFT
+        out.append(
+            f'<text class="tick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.3g}</text>'
+        )  # fits LEFT
     out.append(f'<text class="tick" x="{LEFT}" y="{HEIGHT - 8}" text-anchor="start">GOOD</text>')
     out.append(f'<text class="tick" x="{LEFT + plot_w}" y="{HEIGHT - 8}" text-anchor="end">BAD</text>')
-    for name, value, cls in (("threshold", chart.threshold, "threshold"), ("calibrated boundary", chart.boundary, "boundary")):
+    for name, value, cls in (
+        ("threshold", chart.threshold, "threshold"),
+        ("calibrated boundary", chart.boundary, "boundary"),
+    ):
         if value is None:
             continue
         yy = y(value)
-        out.append(f'<line class="{cls}" data-line="{cls}" x1="{LEFT}" y1="{yy:.1f}" x2="{LEFT + plot_w}" y2="{yy:.1f}" '
-                   f'stroke-dasharray="6 4" aria-label="{name} {_fmt(value)}"><title>{name}: {_fmt(value)}</title></line>')
-        out.append(f'<text class="line-label {cls}-label" x="{LEFT + plot_w - 4}" y="{yy - 4:.1f}" text-anchor="end">{name} {_fmt(value)}</text>')
-    if chart.culprit is not None:  # where the answer is: the first bad commit, between the last good and the first bad point
+        out.append(
+            f'<line class="{cls}" data-line="{cls}" x1="{LEFT}" y1="{yy:.1f}" x2="{LEFT + plot_w}" y2="{yy:.1f}" '
+            f'stroke-dasharray="6 4" aria-label="{name} {_fmt(value)}"><title>{name}: {_fmt(value)}</title></line>'
+        )
+        out.append(
+            f'<text class="line-label {cls}-label" x="{LEFT + plot_w - 4}" y="{yy - 4:.1f}" text-anchor="end">{name} {_fmt(value)}</text>'
+        )
+    if (
+        chart.culprit is not None
+    ):  # where the answer is: the first bad commit, between the last good and the first bad point
         xx = x(chart.culprit)
-        out.append(f'<line class="culprit" data-line="culprit" x1="{xx:.1f}" y1="{TOP}" x2="{xx:.1f}" y2="{TOP + plot_h}" '
-                   f'stroke-dasharray="3 3"><title>culprit</title></line>')
+        out.append(
+            f'<line class="culprit" data-line="culprit" x1="{xx:.1f}" y1="{TOP}" x2="{xx:.1f}" y2="{TOP + plot_h}" '
+            f'stroke-dasharray="3 3"><title>culprit</title></line>'
+        )
     # readings on one commit are spread a little so repeats stay visible
     seen: dict[int, int] = {}
     for p in chart.points:
@@ -65,7 +83,9 @@ def render_svg(chart: ChartData, labels: dict[int, str] | None = None) -> Markup
         seen[p.position] = k + 1
         cx = x(p.position) + (k % 5 - 2) * 3 * (k > 0)
         label = f"{(labels or {}).get(p.position, p.sha[:12])}: {p.kind} run, {_fmt(p.metric)}, {p.verdict}"
-        out.append(f'<circle class="point {VERDICT_CLASS.get(p.verdict, "v-other")}" cx="{cx:.1f}" cy="{y(p.metric):.1f}" r="5" '
-                   f'tabindex="0" role="img" aria-label="{escape(label)}"><title>{escape(label)}</title></circle>')
+        out.append(
+            f'<circle class="point {VERDICT_CLASS.get(p.verdict, "v-other")}" cx="{cx:.1f}" cy="{y(p.metric):.1f}" r="5" '
+            f'tabindex="0" role="img" aria-label="{escape(label)}"><title>{escape(label)}</title></circle>'
+        )
     out.append("</svg>")
     return Markup("".join(out))

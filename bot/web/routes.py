@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
@@ -16,9 +16,13 @@ from pydantic import BaseModel
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.holds import Holds
+from bot.adapters.store.queries import PHASES, Bisections
 from bot.domain import trust
-from bot.settings import default_workspace  # the same default the bot clones into
 from bot.domain.bisect.model import Status
+from bot.domain.errors import RepoError
+from bot.settings import default_workspace  # the same default the bot clones into
 from bot.web import auth
 from bot.web.chart import render_svg
 from bot.web.views import (
@@ -34,10 +38,6 @@ from bot.web.views import (
     trust_view,
     version_text,
 )
-from bot.domain.errors import RepoError
-from bot.adapters.git.repo import GitRepo
-from bot.adapters.store.holds import Holds
-from bot.adapters.store.queries import PHASES, Bisections
 
 PER_PAGE = 50
 EVENT_INTERVAL_S = 1.0
@@ -47,8 +47,12 @@ EVENT_STREAM_MAX_S = 6 * 3600  # a browser left open reconnects after this; noth
 EVENT_SETTLE_S = 120.0
 STATES = ["running", *PHASES, *(s.value for s in Status)]
 
-_templates = Environment(loader=PackageLoader("bot.web", "templates"), autoescape=select_autoescape(["j2", "html"]),
-                         trim_blocks=True, lstrip_blocks=True)
+_templates = Environment(
+    loader=PackageLoader("bot.web", "templates"),
+    autoescape=select_autoescape(["j2", "html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 
 
 class Detail(BaseModel):
@@ -61,10 +65,19 @@ ERRORS = {
 }
 
 
-def page_of(store: Bisections, now: datetime, repository: str | None, state: str | None, test: str | None, page: int,
-            per_page: int = PER_PAGE) -> tuple[list[BisectionSummary], bool]:
+def page_of(
+    store: Bisections,
+    now: datetime,
+    repository: str | None,
+    state: str | None,
+    test: str | None,
+    page: int,
+    per_page: int = PER_PAGE,
+) -> tuple[list[BisectionSummary], bool]:
     """A page of summaries, newest first, and whether there is a next one."""
-    rows = store.newest(state, lambda r: matches(summary(r, now), repository, None, test), (page - 1) * per_page, per_page + 1)
+    rows = store.newest(
+        state, lambda r: matches(summary(r, now), repository, None, test), (page - 1) * per_page, per_page + 1
+    )
     items = [summary(r, now) for r in rows]
     return items[:per_page], len(items) > per_page
 
@@ -75,7 +88,9 @@ def version_of(store: Bisections, bisection_id: int, now: datetime, settle_s: fl
     if p is None:
         return None
     quiet = (now - aware(p.updated_at)).total_seconds() if p.updated_at else settle_s
-    return version_text(p.finished, p.steps, p.phase, p.status, p.updated_at), p.status is not None and quiet >= settle_s
+    return version_text(
+        p.finished, p.steps, p.phase, p.status, p.updated_at
+    ), p.status is not None and quiet >= settle_s
 
 
 SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -89,8 +104,9 @@ def clone_of(workspace: Path, repo: str) -> Path | None:
     return path if (path / ".git").is_dir() else None
 
 
-def relanded_in_clones(workspace: Path, bases: dict[tuple[str, str], str],
-                       known: dict[tuple, bool] | None = None) -> Callable[[str, str], bool | None]:
+def relanded_in_clones(
+    workspace: Path, bases: dict[tuple[str, str], str], known: dict[tuple, bool] | None = None
+) -> Callable[[str, str], bool | None]:
     """bot.domain.trust's `relanded`, answered from the clones under workspace: since = the head the revert was made on
     (trust.revert_bases), ref = the clone's default branch. None when there is no clone or git cannot tell.
     `known` keeps answers across calls, keyed by the branch's sha: git runs again only once the branch moved."""
@@ -144,7 +160,7 @@ def _store(request: Request) -> Bisections:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _clean(value: str | None) -> str | None:
@@ -162,13 +178,28 @@ def _html(name: str, status_code: int = 200, **context) -> HTMLResponse:
 
 
 @pages.get("/", response_class=HTMLResponse)
-def list_page(request: Request, repository: str | None = None, state: str | None = None, test: str | None = None,
-              page: int = Query(1, ge=1)) -> HTMLResponse:
+def list_page(
+    request: Request,
+    repository: str | None = None,
+    state: str | None = None,
+    test: str | None = None,
+    page: int = Query(1, ge=1),
+) -> HTMLResponse:
     repository, state, test = _clean(repository), _clean(state), _clean(test)
     items, has_next = page_of(_store(request), _now(), repository, state, test, page)
     filters = {k: v for k, v in (("repository", repository), ("state", state), ("test", test)) if v}
-    return _html("list.html.j2", items=items, has_next=has_next, page=page, filters=filters, qs=urlencode(filters), states=STATES,
-                 repository=repository or "", state=state or "", test=test or "")
+    return _html(
+        "list.html.j2",
+        items=items,
+        has_next=has_next,
+        page=page,
+        filters=filters,
+        qs=urlencode(filters),
+        states=STATES,
+        repository=repository or "",
+        state=state or "",
+        test=test or "",
+    )
 
 
 @pages.get("/trust", response_class=HTMLResponse)
@@ -183,8 +214,13 @@ def detail_page(request: Request, bisection_id: int) -> HTMLResponse:
         return _html("not_found.html.j2", status_code=404, bisection_id=bisection_id)
     view = detail(row, _now())
     labels = {e.position: f"#{e.position} {e.sha[:12]}" for e in view.timeline}
-    return _html("detail.html.j2", d=view, s=view.summary, chart_svg=render_svg(view.chart, labels),
-                 timeline_rows=collapse_untested(view.timeline))
+    return _html(
+        "detail.html.j2",
+        d=view,
+        s=view.summary,
+        chart_svg=render_svg(view.chart, labels),
+        timeline_rows=collapse_untested(view.timeline),
+    )
 
 
 @pages.get("/bisections/{bisection_id}/events")
@@ -213,8 +249,9 @@ async def events(request: Request, bisection_id: int) -> StreamingResponse:
                 return
             now = await run_in_threadpool(version_of, store, bisection_id, _now(), EVENT_SETTLE_S)
 
-    return StreamingResponse(stream(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
 
 
 def _login(request: Request, token: str) -> RedirectResponse:
@@ -226,8 +263,14 @@ def _login(request: Request, token: str) -> RedirectResponse:
     if not auth.token_matches(token, configured):
         raise HTTPException(401, auth.NEEDS_TOKEN)
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(auth.COOKIE, auth.cookie_value(configured), httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https", max_age=30 * 86400)
+    response.set_cookie(
+        auth.COOKIE,
+        auth.cookie_value(configured),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        max_age=30 * 86400,
+    )
     return response
 
 
@@ -247,13 +290,23 @@ async def login_with_form(request: Request) -> RedirectResponse:
 
 
 @api.get("/bisections", response_model=BisectionPage)
-def api_list(request: Request, repository: str | None = None, state: str | None = None, test: str | None = None,
-             page: int = Query(1, ge=1), per_page: int = Query(PER_PAGE, ge=1, le=200)) -> BisectionPage:
+def api_list(
+    request: Request,
+    repository: str | None = None,
+    state: str | None = None,
+    test: str | None = None,
+    page: int = Query(1, ge=1),
+    per_page: int = Query(PER_PAGE, ge=1, le=200),
+) -> BisectionPage:
     items, has_next = page_of(_store(request), _now(), _clean(repository), _clean(state), _clean(test), page, per_page)
     return BisectionPage(items=items, page=page, per_page=per_page, has_next=has_next)
 
 
-@api.get("/bisections/{bisection_id}", response_model=BisectionDetail, responses={404: {"model": Detail, "description": "no such bisection"}})
+@api.get(
+    "/bisections/{bisection_id}",
+    response_model=BisectionDetail,
+    responses={404: {"model": Detail, "description": "no such bisection"}},
+)
 def api_detail(request: Request, bisection_id: int) -> BisectionDetail:
     row = _store(request).get(bisection_id)
     if row is None:

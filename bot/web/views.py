@@ -9,17 +9,17 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from bot.adapters.store.models import BisectionRow, HoldRow, StepRow
+from bot.adapters.store.queries import FINISHED_STEP_STATES
 from bot.domain.bisect.explain import AB_KIND_VALUES, Masses, explain, order_commits  # noqa: F401 (order_commits: tests)
 from bot.domain.bisect.model import Settings
 from bot.domain.bisect.verdict import MetricRule
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
-from bot.adapters.store.models import BisectionRow, HoldRow, StepRow
-from bot.adapters.store.queries import FINISHED_STEP_STATES
 from bot.domain.trust import REASON_LABELS, TrustReport, TrustRow, repository_of
 
 RUN_URL = re.compile(r"\((https?://[^()\s]+)\)")
@@ -92,7 +92,9 @@ class CommitView(BaseModel):
     pr: int | None = None
     title: str | None = Field(None, description="the subject without its (#N) suffix: the PR title of a squash merge")
     author: str | None = None
-    url: str | None = Field(None, description="the PR's page, when the revert PR's address shows where the repository lives")
+    url: str | None = Field(
+        None, description="the PR's page, when the revert PR's address shows where the repository lives"
+    )
 
 
 class ChartPoint(BaseModel):
@@ -156,8 +158,12 @@ class BisectionDetail(BaseModel):
     revert_error: str | None = None
     threshold: float | None = None
     boundary: float | None = None
-    outcome: BisectionOutcome | None = Field(None, description="the stored outcome, as the driver and the publisher wrote it")
-    version: str = Field(description="changes whenever a step finishes or the bisection's row is written (the live page's signal)")
+    outcome: BisectionOutcome | None = Field(
+        None, description="the stored outcome, as the driver and the publisher wrote it"
+    )
+    version: str = Field(
+        description="changes whenever a step finishes or the bisection's row is written (the live page's signal)"
+    )
     order_note: str
     steps: list[StepView]
     timeline: list[TimelineEntry]
@@ -166,7 +172,9 @@ class BisectionDetail(BaseModel):
     posterior: PosteriorView
     ab: ABView | None = None
     revert_pr_body: str | None = None
-    culprit: CommitView | None = Field(None, description="the culprit with its PR, title and author (from the recorded range)")
+    culprit: CommitView | None = Field(
+        None, description="the culprit with its PR, title and author (from the recorded range)"
+    )
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -176,7 +184,7 @@ def aware(dt: datetime | None) -> datetime | None:
     """SQLite hands back naive datetimes; everything the store writes is UTC."""
     if dt is None:
         return None
-    return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
 
 
 def age(since: datetime | None, now: datetime) -> str:
@@ -240,11 +248,22 @@ def summary(row: BisectionRow, now: datetime) -> BisectionSummary:
     outcome = outcome_of(row) or BisectionOutcome()
     url = _str(_lookup(outcome, row, "revert_pr_url"))
     return BisectionSummary(
-        id=row.id, repository=repository_of(row), test=test_name(row), good=row.good, bad=row.bad,
-        good_rev=row.good_rev, bad_rev=row.bad_rev, state=state_of(row), running=row.status is None,
-        culprit=_str(outcome.culprit), culprit_pr=_int(_lookup(outcome, row, "culprit_pr")),
-        revert_pr=_int(_lookup(outcome, row, "revert_pr", "pr_number")), revert_pr_url=url if url and url.startswith(("https://", "http://")) else None,
-        created_at=aware(row.created_at) or now, finished_at=aware(row.finished_at), age=age(row.created_at, now),
+        id=row.id,
+        repository=repository_of(row),
+        test=test_name(row),
+        good=row.good,
+        bad=row.bad,
+        good_rev=row.good_rev,
+        bad_rev=row.bad_rev,
+        state=state_of(row),
+        running=row.status is None,
+        culprit=_str(outcome.culprit),
+        culprit_pr=_int(_lookup(outcome, row, "culprit_pr")),
+        revert_pr=_int(_lookup(outcome, row, "revert_pr", "pr_number")),
+        revert_pr_url=url if url and url.startswith(("https://", "http://")) else None,
+        created_at=aware(row.created_at) or now,
+        finished_at=aware(row.finished_at),
+        age=age(row.created_at, now),
     )
 
 
@@ -261,7 +280,9 @@ def matches(s: BisectionSummary, repository: str | None, state: str | None, test
 
 
 def version(row: BisectionRow) -> str:
-    return version_text(sum(s.state in FINISHED_STEP_STATES for s in row.steps), len(row.steps), row.phase, row.status, row.updated_at)
+    return version_text(
+        sum(s.state in FINISHED_STEP_STATES for s in row.steps), len(row.steps), row.phase, row.status, row.updated_at
+    )
 
 
 def version_text(finished: int, steps: int, phase: str, status: str | None, updated_at: datetime | None = None) -> str:
@@ -273,10 +294,22 @@ def version_text(finished: int, steps: int, phase: str, status: str | None, upda
 
 def step_view(step: StepRow, verdict: str | None = None) -> StepView:
     return StepView(
-        id=step.id, sha=step.sha, kind=step.kind, round=step.round, state=step.state, verdict=verdict or step.verdict,
-        exit_code=step.exit_code, metric=step.metric, runner=runner_label(step.runner) or None, run_urls=run_urls(step.runner),
-        duration_s=step.duration_s, infra_reason=step.infra_reason, env_key=step.env_key, env_reused=step.env_reused,
-        started_at=aware(step.started_at), finished_at=aware(step.finished_at),
+        id=step.id,
+        sha=step.sha,
+        kind=step.kind,
+        round=step.round,
+        state=step.state,
+        verdict=verdict or step.verdict,
+        exit_code=step.exit_code,
+        metric=step.metric,
+        runner=runner_label(step.runner) or None,
+        run_urls=run_urls(step.runner),
+        duration_s=step.duration_s,
+        infra_reason=step.infra_reason,
+        env_key=step.env_key,
+        env_reused=step.env_reused,
+        started_at=aware(step.started_at),
+        finished_at=aware(step.finished_at),
     )
 
 
@@ -284,7 +317,9 @@ def _rule(config: dict) -> MetricRule | None:
     if not (config.get("metric_file") or config.get("metric_regex")):
         return None
     threshold = config.get("threshold")
-    return MetricRule(float(threshold) if isinstance(threshold, (int, float)) else None, bool(config.get("higher_is_worse", True)))
+    return MetricRule(
+        float(threshold) if isinstance(threshold, (int, float)) else None, bool(config.get("higher_is_worse", True))
+    )
 
 
 def _settings(config: dict) -> Settings:
@@ -294,11 +329,15 @@ def _settings(config: dict) -> Settings:
 
 def _posterior(row: BisectionRow, order: list[str], masses: Masses) -> PosteriorView:
     base = dict(guess=row.guess, guess_probability=row.guess_probability, flake_rate=row.flake_rate)
-    scope = ("the tested commits only, in the order above: the store does not keep the range's size, so untested "
-             "commits between them are not weighed (the engine's own guess and probability above are over the whole range)")
+    scope = (
+        "the tested commits only, in the order above: the store does not keep the range's size, so untested "
+        "commits between them are not weighed (the engine's own guess and probability above are over the whole range)"
+    )
     if masses.note:
         return PosteriorView(**base, scope=scope, note=masses.note)
-    entries = [PosteriorEntry(sha=sha, position=i, probability=masses.by_position[i]) for i, sha in enumerate(order) if i >= 1]
+    entries = [
+        PosteriorEntry(sha=sha, position=i, probability=masses.by_position[i]) for i, sha in enumerate(order) if i >= 1
+    ]
     return PosteriorView(**base, scope=scope, entries=entries, no_culprit=masses.no_culprit, note=None)
 
 
@@ -307,14 +346,23 @@ PULL_URL = re.compile(r"^(https?://.+)/pull/\d+$")
 
 def culprit_view(sha: str, described: dict[str, list], head: BisectionSummary, outcome: BisectionOutcome) -> CommitView:
     """The culprit as the range recorded it (author, subject), else as the outcome stored it (subject, PR number)."""
-    author, subject = (described[sha][1], described[sha][2]) if sha in described else (None, _str(outcome.culprit_subject))
+    author, subject = (
+        (described[sha][1], described[sha][2]) if sha in described else (None, _str(outcome.culprit_subject))
+    )
     pr = head.culprit_pr or (pr_number(subject) if subject else None)
     base = PULL_URL.match(head.revert_pr_url or "")
-    return CommitView(sha=sha, pr=pr, title=strip_pr_number(subject) if subject else None, author=author or None,
-                      url=f"{base.group(1)}/pull/{pr}" if base and pr else None)
+    return CommitView(
+        sha=sha,
+        pr=pr,
+        title=strip_pr_number(subject) if subject else None,
+        author=author or None,
+        url=f"{base.group(1)}/pull/{pr}" if base and pr else None,
+    )
 
 
-def collapse_untested(timeline: Sequence[TimelineEntry], shortest: int = 2) -> list[TimelineEntry | list[TimelineEntry]]:
+def collapse_untested(
+    timeline: Sequence[TimelineEntry], shortest: int = 2
+) -> list[TimelineEntry | list[TimelineEntry]]:
     """The timeline as the page shows it: a run of `shortest` or more untested commits becomes one list
     (one row, "9 commits not tested"), so a long range reads as its tested commits and the gaps between them."""
     out: list[TimelineEntry | list[TimelineEntry]] = []
@@ -331,9 +379,11 @@ def collapse_untested(timeline: Sequence[TimelineEntry], shortest: int = 2) -> l
 
 
 RANGE_NOTE = "Every first-parent commit of the range, oldest first, as recorded when the bisection started."
-ORDER_NOTE = ("Commits that were run, oldest first. The store does not keep the range's commit list, so the order is "
-              "reconstructed from the search (each probe lies between the last commit known good and the first known bad "
-              "when it was dispatched): exact for searches in synchronous rounds; untested commits are not shown.")
+ORDER_NOTE = (
+    "Commits that were run, oldest first. The store does not keep the range's commit list, so the order is "
+    "reconstructed from the search (each probe lies between the last commit known good and the first known bad "
+    "when it was dispatched): exact for searches in synchronous rounds; untested commits are not shown."
+)
 
 
 def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
@@ -375,22 +425,45 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
 
     timeline = [
         TimelineEntry(
-            position=i, sha=sha, role=role(sha), verdicts=by_sha.get(sha, []),
+            position=i,
+            sha=sha,
+            role=role(sha),
+            verdicts=by_sha.get(sha, []),
             metrics=[v.metric for v in by_sha_steps.get(sha, []) if v.metric is not None],
             runs=sum(v.state in ("done", "lost") for v in by_sha_steps.get(sha, [])),
-            running=sum(v.state == "running" for v in by_sha_steps.get(sha, [])), posterior=mass.get(sha),
-            subject=described[sha][2] if sha in described else None, author=described[sha][1] if sha in described else None,
+            running=sum(v.state == "running" for v in by_sha_steps.get(sha, [])),
+            posterior=mass.get(sha),
+            subject=described[sha][2] if sha in described else None,
+            author=described[sha][1] if sha in described else None,
             pr=pr_number(described[sha][2]) if sha in described else None,
         )
         for i, sha in enumerate(order)
     ]
     points = [
-        ChartPoint(position=position[s.sha], sha=s.sha, metric=views[s.id].metric, verdict=views[s.id].verdict or s.state, kind=s.kind, step_id=s.id)
-        for s in range_steps if s.metric is not None and s.sha in position
+        ChartPoint(
+            position=position[s.sha],
+            sha=s.sha,
+            metric=views[s.id].metric,
+            verdict=views[s.id].verdict or s.state,
+            kind=s.kind,
+            step_id=s.id,
+        )
+        for s in range_steps
+        if s.metric is not None and s.sha in position
     ]
-    threshold = config.get("threshold") if isinstance(config.get("threshold"), (int, float)) and not isinstance(config.get("threshold"), bool) else None
-    chart = ChartData(points=points, positions=len(order), threshold=threshold, boundary=row.boundary,
-                      higher_is_worse=bool(config.get("higher_is_worse", True)), culprit=position.get(culprit) if culprit else None)
+    threshold = (
+        config.get("threshold")
+        if isinstance(config.get("threshold"), (int, float)) and not isinstance(config.get("threshold"), bool)
+        else None
+    )
+    chart = ChartData(
+        points=points,
+        positions=len(order),
+        threshold=threshold,
+        boundary=row.boundary,
+        higher_is_worse=bool(config.get("higher_is_worse", True)),
+        culprit=position.get(culprit) if culprit else None,
+    )
 
     rounds: dict[int, list[StepView]] = defaultdict(list)
     for s in steps:
@@ -399,26 +472,50 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
     for rnd, members in rounds.items():
         starts = [m.started_at for m in members if m.started_at]
         ends = [m.finished_at for m in members if m.finished_at]
-        round_views.append(RoundView(round=rnd, kinds=list(dict.fromkeys(m.kind for m in members)), steps=members,
-                                     started_at=min(starts) if starts else None,
-                                     finished_at=max(ends) if ends and len(ends) == len(members) else None))
+        round_views.append(
+            RoundView(
+                round=rnd,
+                kinds=list(dict.fromkeys(m.kind for m in members)),
+                steps=members,
+                started_at=min(starts) if starts else None,
+                finished_at=max(ends) if ends and len(ends) == len(members) else None,
+            )
+        )
     round_views.sort(key=lambda r: (r.started_at or now, r.round))
 
     ab = None
     if outcome.ab or ab_steps:
         ab_out = outcome.ab
-        ab = ABView(head=_str(ab_out and ab_out.head) or row.head, revert=_str(ab_out and ab_out.revert) or row.revert,
-                    passed=ab_out.passed if ab_out and "passed" in ab_out.model_fields_set else None,
-                    head_verdicts=ab_out.head_verdicts if ab_out else [],
-                    revert_verdicts=ab_out.revert_verdicts if ab_out else [], steps=ab_steps)
+        ab = ABView(
+            head=_str(ab_out and ab_out.head) or row.head,
+            revert=_str(ab_out and ab_out.revert) or row.revert,
+            passed=ab_out.passed if ab_out and "passed" in ab_out.model_fields_set else None,
+            head_verdicts=ab_out.head_verdicts if ab_out else [],
+            revert_verdicts=ab_out.revert_verdicts if ab_out else [],
+            steps=ab_steps,
+        )
     body = _str(outcome.pr_body)  # the body as drafted and published (Bisections._publish)
     head = summary(row, now)
     return BisectionDetail(
-        summary=head, phase=row.phase, status=row.status, message=_str(outcome.message),
-        confidence=outcome.confidence, candidates=candidates,
-        revert_error=_str(outcome.revert_error) or row.revert_error, threshold=threshold, boundary=row.boundary,
-        outcome=stored, version=version(row), order_note=order_note, steps=list(views.values()),
-        timeline=timeline, rounds=round_views, chart=chart, posterior=posterior, ab=ab, revert_pr_body=body,
+        summary=head,
+        phase=row.phase,
+        status=row.status,
+        message=_str(outcome.message),
+        confidence=outcome.confidence,
+        candidates=candidates,
+        revert_error=_str(outcome.revert_error) or row.revert_error,
+        threshold=threshold,
+        boundary=row.boundary,
+        outcome=stored,
+        version=version(row),
+        order_note=order_note,
+        steps=list(views.values()),
+        timeline=timeline,
+        rounds=round_views,
+        chart=chart,
+        posterior=posterior,
+        ab=ab,
+        revert_pr_body=body,
         culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
     )
 
@@ -427,7 +524,9 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
 
 
 class RefusalCount(BaseModel):
-    reason: str = Field(description="the guard that refused, e.g. daily_cap, culprit_too_old, kill_switch; other: unknown to this version")
+    reason: str = Field(
+        description="the guard that refused, e.g. daily_cap, culprit_too_old, kill_switch; other: unknown to this version"
+    )
     label: str
     count: int
 
@@ -436,14 +535,20 @@ class TrustRowView(BaseModel):
     repository: str
     bisections: int = Field(description="finished bisections (running ones are not counted)")
     confirmed: int = Field(description="culprits confirmed: status found")
-    inconclusive: int = Field(description="finished without a confirmed culprit (ambiguous, inconclusive, no_culprit, untestable, ...), cancelled excluded")
+    inconclusive: int = Field(
+        description="finished without a confirmed culprit (ambiguous, inconclusive, no_culprit, untestable, ...), cancelled excluded"
+    )
     cancelled: int
     confirmed_rate: float | None = Field(None, description="confirmed / (confirmed + inconclusive)")
     statuses: dict[str, int] = Field(description="finished bisections by status")
     reverts_opened: int
-    relanded: int = Field(description="reverts whose culprit later landed again unchanged (same `git patch-id --stable`) "
-                                      "on the default branch: false positives")
-    relanded_unknown: int = Field(description="reverts for which that is unknown (no clone in the workspace, culprit not fetched, ...)")
+    relanded: int = Field(
+        description="reverts whose culprit later landed again unchanged (same `git patch-id --stable`) "
+        "on the default branch: false positives"
+    )
+    relanded_unknown: int = Field(
+        description="reverts for which that is unknown (no clone in the workspace, culprit not fetched, ...)"
+    )
     relanded_known: bool = Field(description="false when relanded is unknown for every revert opened")
     false_positive_rate: float | None = Field(None, description="relanded / reverts with a known answer")
     reverts_refused: int
@@ -453,7 +558,9 @@ class TrustRowView(BaseModel):
 class HoldView(BaseModel):
     repository: str
     guard: str = Field(description="the guard that held it back: kill_switch")
-    what: str = Field(description="what was held back (a red run, a bisection not started, a revert not opened), as said on the issue")
+    what: str = Field(
+        description="what was held back (a red run, a bisection not started, a revert not opened), as said on the issue"
+    )
     link: str | None = Field(None, description="the red run, the thread that asked, or the culprit PR")
     issue: int | None = Field(None, description="the kill-switch issue the hold was commented on")
     culprit: str | None = None
@@ -467,26 +574,50 @@ class TrustReportView(BaseModel):
     holds: list[HoldView] = Field(default_factory=list, description="what the kill switch held back, newest first")
 
 
-TRUST_NOTE = ("A revert counts as a false positive when a commit with the culprit's git patch-id --stable (the same change, "
-              "unchanged) landed on the default branch after the head the revert was made on. That is read from the bot's clone "
-              "of each repository in its workspace; without one it is unknown.")
+TRUST_NOTE = (
+    "A revert counts as a false positive when a commit with the culprit's git patch-id --stable (the same change, "
+    "unchanged) landed on the default branch after the head the revert was made on. That is read from the bot's clone "
+    "of each repository in its workspace; without one it is unknown."
+)
 
 
 def trust_row_view(row: TrustRow) -> TrustRowView:
     """A bot.domain.trust.TrustRow as the API gives it."""
     refused = sorted(row.refused.items(), key=lambda kv: (-kv[1], kv[0]))
     return TrustRowView(
-        repository=row.repository, bisections=row.bisections, confirmed=row.confirmed, inconclusive=row.inconclusive,
-        cancelled=row.cancelled, confirmed_rate=row.confirmed_rate, statuses=dict(sorted(row.statuses.items())),
-        reverts_opened=row.reverts_opened, relanded=row.relanded, relanded_unknown=row.relanded_unknown,
+        repository=row.repository,
+        bisections=row.bisections,
+        confirmed=row.confirmed,
+        inconclusive=row.inconclusive,
+        cancelled=row.cancelled,
+        confirmed_rate=row.confirmed_rate,
+        statuses=dict(sorted(row.statuses.items())),
+        reverts_opened=row.reverts_opened,
+        relanded=row.relanded,
+        relanded_unknown=row.relanded_unknown,
         relanded_known=row.reverts_opened == 0 or row.relanded_unknown < row.reverts_opened,
-        false_positive_rate=row.false_positive_rate, reverts_refused=row.reverts_refused,
+        false_positive_rate=row.false_positive_rate,
+        reverts_refused=row.reverts_refused,
         refused=[RefusalCount(reason=k, label=REASON_LABELS.get(k, k), count=n) for k, n in refused],
     )
 
 
 def trust_view(report: TrustReport, holds: Iterable[HoldRow] = ()) -> TrustReportView:
     """A bot.domain.trust.TrustReport as the API gives it, with the kill switch's holds (bot.adapters.store.holds)."""
-    return TrustReportView(repositories=[trust_row_view(r) for r in report.rows], total=trust_row_view(report.total), note=TRUST_NOTE,
-                           holds=[HoldView(repository=h.repository, guard=h.guard, what=h.what, link=h.link, issue=h.issue,
-                                           culprit=h.culprit, at=h.created_at) for h in holds])
+    return TrustReportView(
+        repositories=[trust_row_view(r) for r in report.rows],
+        total=trust_row_view(report.total),
+        note=TRUST_NOTE,
+        holds=[
+            HoldView(
+                repository=h.repository,
+                guard=h.guard,
+                what=h.what,
+                link=h.link,
+                issue=h.issue,
+                culprit=h.culprit,
+                at=h.created_at,
+            )
+            for h in holds
+        ],
+    )

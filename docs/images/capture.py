@@ -37,7 +37,9 @@ def main() -> int:
     cli = Path(sys.executable).with_name("revert-bisect")
     said = workdir.with_name("demo.err")
     with open(said, "w") as err:
-        demo = subprocess.Popen([str(cli), "demo", "--keep", "--dir", str(workdir)], stdout=subprocess.PIPE, stderr=err, text=True)
+        demo = subprocess.Popen(
+            [str(cli), "demo", "--keep", "--dir", str(workdir)], stdout=subprocess.PIPE, stderr=err, text=True
+        )
     try:
         pr_url = demo.stdout.readline().strip()
         stderr = _read_until(said, "Both servers stay up")
@@ -48,10 +50,16 @@ def main() -> int:
         api, repo, number = re.match(r"(http://127\.0\.0\.1:\d+)/([^/]+/[^/]+)/pull/(\d+)", pr_url).groups()
         token = "sandbox-token-revert-bisect-bot"  # the sandbox's tokens are sandbox-token-<login>
         pr = httpx.get(f"{api}/repos/{repo}/pulls/{number}", headers={"Authorization": f"token {token}"}).json()
-        html = PAGE.format(title=pr["title"], number=pr["number"], user=pr["user"]["login"], base=pr["base"]["ref"], head=pr["head"]["ref"],
-                           labels=", ".join(label["name"] for label in pr["labels"]) or "none",
-                           reviewers=", ".join(r["login"] for r in pr["requested_reviewers"]) or "no one",
-                           body=MarkdownIt("commonmark").enable("table").render(pr["body"]))
+        html = PAGE.format(
+            title=pr["title"],
+            number=pr["number"],
+            user=pr["user"]["login"],
+            base=pr["base"]["ref"],
+            head=pr["head"]["ref"],
+            labels=", ".join(label["name"] for label in pr["labels"]) or "none",
+            reviewers=", ".join(r["login"] for r in pr["requested_reviewers"]) or "no one",
+            body=MarkdownIt("commonmark").enable("table").render(pr["body"]),
+        )
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -22,8 +22,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from runners.proc import stop_group
@@ -55,7 +55,9 @@ def render_command(template: str, *, port: int | None = None, host: str = LOCALH
         raise ValueError(f"cannot parse command {template!r}: {exc}") from None
     if not argv:
         raise ValueError("empty command")
-    python = os.environ.get("REVERT_BISECT_PYTHON") or sys.executable  # the commit's environment, when the step made one
+    python = (
+        os.environ.get("REVERT_BISECT_PYTHON") or sys.executable
+    )  # the commit's environment, when the step made one
     values = {"{python}": python, "{host}": host, "{port}": "" if port is None else str(port)}
     out = []
     for arg in argv:
@@ -83,8 +85,15 @@ def http_request(method: str, url: str, body: Any = None, timeout: float = 60.0)
             detail = exc.read().decode(errors="replace").strip()
         except Exception:  # noqa: BLE001 - the body of an error is best effort
             detail = ""
-        raise HttpError(f"{method} {_path(url)} returned HTTP {exc.code}: {detail[:500] or exc.reason}", exc.code) from None
-    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:  # refused, reset, timeout, bad status line
+        raise HttpError(
+            f"{method} {_path(url)} returned HTTP {exc.code}: {detail[:500] or exc.reason}", exc.code
+        ) from None
+    except (
+        urllib.error.URLError,
+        http.client.HTTPException,
+        OSError,
+        ValueError,
+    ) as exc:  # refused, reset, timeout, bad status line
         reason = getattr(exc, "reason", exc)
         raise HttpError(f"{method} {_path(url)} failed: {reason}") from None
 
@@ -102,6 +111,7 @@ def _path(url: str) -> str:
 
 
 # -- the server process --
+
 
 def _pdeathsig():
     """A preexec_fn giving the child SIGKILL when the probe dies (Linux); None elsewhere."""
@@ -126,8 +136,15 @@ def _pdeathsig():
 class ServerProcess:
     """One launched server; use as a context manager so it is always stopped."""
 
-    def __init__(self, template: str, cwd: Path, log_path: Path, host: str = LOCALHOST, port: int | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        template: str,
+        cwd: Path,
+        log_path: Path,
+        host: str = LOCALHOST,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.host = host
         self.port = port or free_port(host)
         self.argv = render_command(template, port=self.port, host=host)
@@ -144,14 +161,22 @@ class ServerProcess:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    def start(self) -> "ServerProcess":
+    def start(self) -> ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             log.write(f"$ {shlex.join(self.argv)}   (cwd {self.cwd})\n".encode())
             log.flush()
             try:
-                self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-                                             stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_pdeathsig())
+                self.proc = subprocess.Popen(
+                    self.argv,
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_pdeathsig(),
+                )
             except OSError as exc:
                 raise InfraError(f"cannot start server {self.argv[0]!r}: {exc.strerror or exc}") from None
         return self
@@ -190,15 +215,19 @@ class ServerProcess:
     def log_tail(self, lines: int = 40) -> str:
         return tail(self.log_path, lines)
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
 
-def wait_healthy(base_url: str, timeout: float, health: tuple[str, ...] = ("/health", "/get_server_info"),
-                 gone: Callable[[], str | None] = lambda: None) -> dict | None:
+def wait_healthy(
+    base_url: str,
+    timeout: float,
+    health: tuple[str, ...] = ("/health", "/get_server_info"),
+    gone: Callable[[], str | None] = lambda: None,
+) -> dict | None:
     """Poll the health endpoints in order (404: the next one) until one answers 200; the server info if any.
     `gone` says how a server we launched ended, if it did, so a crash is reported at once."""
     deadline = time.monotonic() + timeout

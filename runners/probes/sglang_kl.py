@@ -41,10 +41,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from runners.probes.server import (
     HttpError,
@@ -90,6 +91,7 @@ class Outcome:
 
 # -- the formula --
 
+
 def sample_kl(prefill_logprobs: list[float], decode_logprobs: list[float]) -> float:
     """mean(exp(r) - 1 - r), r = prefill - decode: SGLang's compare_kl_divergence for one sample."""
     if len(prefill_logprobs) != len(decode_logprobs) or not decode_logprobs:
@@ -119,9 +121,11 @@ def avg_kl(prefill: list[list[float]], decode: list[list[float]]) -> tuple[float
 
 # -- the API, checked field by field --
 
+
 class Client:
-    def __init__(self, base_url: str, timeout: float, server: ServerProcess | None = None,
-                 say: Callable[[str], None] = print) -> None:
+    def __init__(
+        self, base_url: str, timeout: float, server: ServerProcess | None = None, say: Callable[[str], None] = print
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.server = server
@@ -147,14 +151,22 @@ class Client:
     def flush(self, phase: str) -> None:
         self._call(phase, lambda: http_request("POST", self.base_url + "/flush_cache?timeout=30", timeout=self.timeout))
 
-    def generate(self, phase: str, input_ids: list[list[int]], max_new_tokens: int, return_logprob: bool,
-                 logprob_start_len: int = -1) -> list[dict]:
+    def generate(
+        self,
+        phase: str,
+        input_ids: list[list[int]],
+        max_new_tokens: int,
+        return_logprob: bool,
+        logprob_start_len: int = -1,
+    ) -> list[dict]:
         body: dict[str, Any] = {
             "input_ids": input_ids,
             "sampling_params": {"temperature": 0.0, "max_new_tokens": max_new_tokens, "ignore_eos": True},
         }
         if return_logprob:
-            body.update({"return_logprob": True, "return_text_in_logprobs": False, "logprob_start_len": logprob_start_len})
+            body.update(
+                {"return_logprob": True, "return_text_in_logprobs": False, "logprob_start_len": logprob_start_len}
+            )
         response = self._call(phase, lambda: http_json("POST", self.base_url + "/generate", body, timeout=self.timeout))
         return check_results(response, len(input_ids), phase)
 
@@ -165,7 +177,9 @@ def check_results(response: Any, n: int, phase: str) -> list[dict]:
         message = error.get("message") if isinstance(error, dict) else error
         raise InfraError(f"{phase}: the server answered with an error: {message}")
     if not isinstance(response, list):
-        raise ProtocolError(f"{phase}: expected a list of {n} results for a batch of {n}, got {type(response).__name__}")
+        raise ProtocolError(
+            f"{phase}: expected a list of {n} results for a batch of {n}, got {type(response).__name__}"
+        )
     if len(response) != n:
         raise ProtocolError(f"{phase}: expected {n} results, got {len(response)}")
     for i, result in enumerate(response):
@@ -185,7 +199,11 @@ def field_of(result: Any, name: str, phase: str, i: int, kind: type | tuple[type
         value = value.get(part, _MISSING) if isinstance(value, dict) else _MISSING
         if value is _MISSING:
             raise ProtocolError(f"{phase}: response {i} has no field '{name}'")
-    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)) or not isinstance(value, kind):
+    if (
+        isinstance(value, bool)
+        and bool not in (kind if isinstance(kind, tuple) else (kind,))
+        or not isinstance(value, kind)
+    ):
         raise ProtocolError(f"{phase}: response {i} field '{name}' is {type(value).__name__}, not {_kind_name(kind)}")
     return value
 
@@ -218,8 +236,16 @@ def logprob_values(result: Any, name: str, phase: str, i: int) -> list[float | N
 
 # -- the test --
 
-def decode_cache_hit_kl(client: Client, prompts: list[list[int]], *, max_new_tokens: int, extra_token: int,
-                        threshold: float, min_cache_hit_ratio: float) -> Outcome:
+
+def decode_cache_hit_kl(
+    client: Client,
+    prompts: list[list[int]],
+    *,
+    max_new_tokens: int,
+    extra_token: int,
+    threshold: float,
+    min_cache_hit_ratio: float,
+) -> Outcome:
     say = client.say
     n = len(prompts)
     say(f"Running {TEST_NAME} with {n} prompts, max_new_tokens={max_new_tokens}")
@@ -241,9 +267,13 @@ def decode_cache_hit_kl(client: Client, prompts: list[list[int]], *, max_new_tok
         out_ids = token_ids_of(result, "turn 2", i)
         values = logprob_values(result, "output_token_logprobs", "turn 2", i)
         if len(values) != len(out_ids):
-            raise ProtocolError(f"turn 2: response {i} has {len(out_ids)} output_ids but {len(values)} output_token_logprobs")
+            raise ProtocolError(
+                f"turn 2: response {i} has {len(out_ids)} output_ids but {len(values)} output_token_logprobs"
+            )
         if not out_ids:
-            raise ProtocolError(f"turn 2: response {i} generated no tokens (max_new_tokens={max_new_tokens}, ignore_eos)")
+            raise ProtocolError(
+                f"turn 2: response {i} generated no tokens (max_new_tokens={max_new_tokens}, ignore_eos)"
+            )
         logprobs = _complete(values, f"turn 2: response {i} field 'meta_info.output_token_logprobs' has a null logprob")
         if cached_tokens <= len(prompts[i]) + 1:
             say(f"Decode cache miss for prompt {i} (cached_tokens={cached_tokens}, prompt {len(prompts[i])}), skipping")
@@ -264,9 +294,16 @@ def decode_cache_hit_kl(client: Client, prompts: list[list[int]], *, max_new_tok
         values = logprob_values(result, "input_token_logprobs", "cold prefill", k)
         want = len(decode_logprobs[k])
         if len(values) < want:
-            raise ProtocolError(f"cold prefill: response {k} has {len(values)} input_token_logprobs, needs at least {want}")
-        prefill_logprobs.append(_complete(values[-want:], f"cold prefill: response {k} field 'meta_info.input_token_logprobs' "
-                                                         "has a null logprob where turn 2's output tokens are"))
+            raise ProtocolError(
+                f"cold prefill: response {k} has {len(values)} input_token_logprobs, needs at least {want}"
+            )
+        prefill_logprobs.append(
+            _complete(
+                values[-want:],
+                f"cold prefill: response {k} field 'meta_info.input_token_logprobs' "
+                "has a null logprob where turn 2's output tokens are",
+            )
+        )
 
     value, kl_divs = avg_kl(prefill_logprobs, decode_logprobs)
     details["kl_divs"] = kl_divs
@@ -278,6 +315,7 @@ def decode_cache_hit_kl(client: Client, prompts: list[list[int]], *, max_new_tok
 
 # -- prompts --
 
+
 def load_prompts(path: Path | None, samples: int, prompt_len: int, vocab_size: int, seed: int) -> list[list[int]]:
     if path is not None:
         prompts = []
@@ -286,8 +324,12 @@ def load_prompts(path: Path | None, samples: int, prompt_len: int, vocab_size: i
                 continue
             item = json.loads(line)
             ids = item.get("input_ids") if isinstance(item, dict) else item
-            if not isinstance(ids, list) or not ids or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
-                raise ValueError(f"{path}:{lineno}: expected a list of token ids or {{\"input_ids\": [...]}}")
+            if (
+                not isinstance(ids, list)
+                or not ids
+                or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids)
+            ):
+                raise ValueError(f'{path}:{lineno}: expected a list of token ids or {{"input_ids": [...]}}')
             prompts.append(ids)
         if not prompts:
             raise ValueError(f"{path}: no prompts")
@@ -300,11 +342,20 @@ def load_prompts(path: Path | None, samples: int, prompt_len: int, vocab_size: i
 
 # -- the command --
 
+
 def launch_template(module: str, model: str, server_args: str) -> str:
     """SGLang's launch line (as its tests' popen_launch_server builds it): the model, the test's own
     server arguments, then where to listen; {python}, {host} and {port} are filled in at launch."""
-    return " ".join(["{python} -m", shlex.quote(module), "--model-path", shlex.quote(model), server_args.strip(),
-                     "--host {host} --port {port}"]).replace("  ", " ")
+    return " ".join(
+        [
+            "{python} -m",
+            shlex.quote(module),
+            "--model-path",
+            shlex.quote(model),
+            server_args.strip(),
+            "--host {host} --port {port}",
+        ]
+    ).replace("  ", " ")
 
 
 def health_paths(first: str) -> tuple[str, ...]:
@@ -315,20 +366,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m runners.probes.sglang_kl", description=__doc__.split("\n\n")[0])
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--launch", metavar="CMD", help="server command; {port}, {host} and {python} are substituted")
-    where.add_argument("--model", metavar="PATH", help="launch `{python} -m SERVER_MODULE --model-path PATH SERVER_ARGS --host {host} --port {port}`")
+    where.add_argument(
+        "--model",
+        metavar="PATH",
+        help="launch `{python} -m SERVER_MODULE --model-path PATH SERVER_ARGS --host {host} --port {port}`",
+    )
     where.add_argument("--base-url", metavar="URL", help="use a server that is already up instead")
     p.add_argument("--server-module", default="sglang.launch_server", help="with --model: the server's module")
-    p.add_argument("--server-args", default="", metavar="ARGS", help="with --model: the server's own arguments, e.g. '--tp-size 4'")
-    p.add_argument("--health-path", default="/health_generate", help="polled until 200 (404: /health, then /get_server_info)")
+    p.add_argument(
+        "--server-args", default="", metavar="ARGS", help="with --model: the server's own arguments, e.g. '--tp-size 4'"
+    )
+    p.add_argument(
+        "--health-path", default="/health_generate", help="polled until 200 (404: /health, then /get_server_info)"
+    )
     p.add_argument("--build", metavar="CMD", help="run first in the worktree; non-zero exit: cannot build (125)")
     p.add_argument("--threshold", type=float, default=0.002)
     p.add_argument("--samples", type=int, default=32, help="SGLang's test: 32")
     p.add_argument("--max-new-tokens", type=int, default=512, help="SGLang's test: 512")
     p.add_argument("--prompt-len", type=int, default=20)
     p.add_argument("--vocab-size", type=int, default=64, help="synthetic prompts draw token ids from 1..N-1")
-    p.add_argument("--extra-token", type=int, default=11, help="the token appended for turn 2 (',' in common vocabularies)")
+    p.add_argument(
+        "--extra-token", type=int, default=11, help="the token appended for turn 2 (',' in common vocabularies)"
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--prompts", type=Path, metavar="FILE.jsonl", help="one JSON list of token ids (or {\"input_ids\": [...]}) a line")
+    p.add_argument(
+        "--prompts", type=Path, metavar="FILE.jsonl", help='one JSON list of token ids (or {"input_ids": [...]}) a line'
+    )
     p.add_argument("--min-cache-hit-ratio", type=float, default=0.5)
     p.add_argument("--startup-timeout", type=float, default=120.0)
     p.add_argument("--request-timeout", type=float, default=600.0)
@@ -400,7 +463,7 @@ def _raise_terminated(signum, _frame):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     say = Console()
-    started_at, t0 = datetime.now(timezone.utc), time.monotonic()
+    started_at, t0 = datetime.now(UTC), time.monotonic()
     cwd = args.cwd.resolve()
     old_handlers = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     server: ServerProcess | None = None
@@ -411,7 +474,9 @@ def main(argv: list[str] | None = None) -> int:
             prompts = load_prompts(args.prompts, args.samples, args.prompt_len, args.vocab_size, args.seed)
             if args.build:
                 run_build(args.build, cwd, args.build_timeout, say)
-            launch = args.launch or (launch_template(args.server_module, args.model, args.server_args) if args.model else None)
+            launch = args.launch or (
+                launch_template(args.server_module, args.model, args.server_args) if args.model else None
+            )
             if launch:
                 server = ServerProcess(launch, cwd, _server_log_path(args), host=args.host, port=args.port)
                 say(f"launching: {' '.join(server.argv)}  (log: {server.log_path})")
@@ -423,13 +488,23 @@ def main(argv: list[str] | None = None) -> int:
                 base_url = args.base_url.rstrip("/")
                 info = wait_healthy(base_url, args.startup_timeout, health_paths(args.health_path))
             if info:
-                shown = {k: info[k] for k in ("model_path", "page_size", "mamba_track_interval", "disable_radix_cache") if k in info}
+                shown = {
+                    k: info[k]
+                    for k in ("model_path", "page_size", "mamba_track_interval", "disable_radix_cache")
+                    if k in info
+                }
                 say(f"server_info: {json.dumps(shown)}")
                 if info.get("disable_radix_cache"):
                     raise InfraError("the server runs with the radix cache disabled: a decode cache hit cannot happen")
             client = Client(base_url, args.request_timeout, server, say)
-            outcome = decode_cache_hit_kl(client, prompts, max_new_tokens=args.max_new_tokens, extra_token=args.extra_token,
-                                          threshold=args.threshold, min_cache_hit_ratio=args.min_cache_hit_ratio)
+            outcome = decode_cache_hit_kl(
+                client,
+                prompts,
+                max_new_tokens=args.max_new_tokens,
+                extra_token=args.extra_token,
+                threshold=args.threshold,
+                min_cache_hit_ratio=args.min_cache_hit_ratio,
+            )
             client.check_alive("the test")
         except BuildFailed as exc:
             outcome = Outcome(EXIT_SKIP, f"cannot build: {exc}")
@@ -460,8 +535,16 @@ def main(argv: list[str] | None = None) -> int:
         for line in server.log_tail(30).splitlines():
             say(line)
     if args.result:
-        _write_result(args.result, outcome, args.threshold, cwd, started_at, time.monotonic() - t0, say,
-                      server.log_tail(40) if server else "")
+        _write_result(
+            args.result,
+            outcome,
+            args.threshold,
+            cwd,
+            started_at,
+            time.monotonic() - t0,
+            say,
+            server.log_tail(40) if server else "",
+        )
     return exit_code
 
 
@@ -480,8 +563,16 @@ def _report(outcome: Outcome, threshold: float, say: Callable[[str], None]) -> N
         say(f"ERROR: {TEST_NAME}: infrastructure failure: {outcome.message}")
 
 
-def _write_result(path: Path, outcome: Outcome, threshold: float, cwd: Path, started_at: datetime, duration: float,
-                  say: Console, server_tail: str) -> None:
+def _write_result(
+    path: Path,
+    outcome: Outcome,
+    threshold: float,
+    cwd: Path,
+    started_at: datetime,
+    duration: float,
+    say: Console,
+    server_tail: str,
+) -> None:
     log_tail = "\n".join(say.lines[-30:])
     if server_tail:
         log_tail += "\n--- server log ---\n" + server_tail
@@ -495,7 +586,7 @@ def _write_result(path: Path, outcome: Outcome, threshold: float, cwd: Path, sta
         "duration_s": round(duration, 3),
         "log_tail": log_tail[-8000:],
         "started_at": started_at.isoformat(),
-        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "finished_at": datetime.now(UTC).isoformat(),
         "details": outcome.details,
     }
     try:

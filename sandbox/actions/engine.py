@@ -19,8 +19,18 @@ from runners.proc import kill_group
 from .. import gitstore
 from ..models import Repo, SandboxStore
 from . import workflow as wfspec
-from .model import (HOSTED_LABEL, HOSTED_RUNNER_NAME, LINK_TTL, RUNNER_NAME, WORKFLOW_DIR, Hook, Run, Workflow, _now,
-                    _stamp)
+from .model import (
+    HOSTED_LABEL,
+    HOSTED_RUNNER_NAME,
+    LINK_TTL,
+    RUNNER_NAME,
+    WORKFLOW_DIR,
+    Hook,
+    Run,
+    Workflow,
+    _now,
+    _stamp,
+)
 from .outbox import OutboxMixin
 from .runner import RunnerMixin
 
@@ -84,8 +94,9 @@ class Actions(RunnerMixin, OutboxMixin):
                 existing.name, existing.triggers, existing.spec = name, triggers, spec
                 existing.run_name = spec.run_name if spec else None
                 return existing
-            wf = Workflow(self.state.new_id(), name, path, triggers=triggers, spec=spec,
-                          run_name=spec.run_name if spec else None)
+            wf = Workflow(
+                self.state.new_id(), name, path, triggers=triggers, spec=spec, run_name=spec.run_name if spec else None
+            )
             flows[wf.id] = wf
             return wf
 
@@ -101,8 +112,15 @@ class Actions(RunnerMixin, OutboxMixin):
                 return wf
         return None
 
-    def bind(self, repo: Repo, path: str, argv: list[str], env: dict | None = None,
-             timeout: float | None = None, name: str | None = None) -> Workflow:
+    def bind(
+        self,
+        repo: Repo,
+        path: str,
+        argv: list[str],
+        env: dict | None = None,
+        timeout: float | None = None,
+        name: str | None = None,
+    ) -> Workflow:
         """Bind a workflow to a runner command; a path the repository lacks becomes a workflow too
         (without a file: any inputs, runs-on `self-hosted`). `timeout` (seconds) wins over the file's."""
         wf = self.workflow(repo, path)
@@ -115,8 +133,17 @@ class Actions(RunnerMixin, OutboxMixin):
 
     # -- runs --
 
-    def start(self, repo: Repo, workflow: int | str | Workflow, ref: str, *, event: str = "workflow_dispatch",
-              inputs: dict | None = None, actor: str | None = None, branch_of_sha: str | None = None) -> Run:
+    def start(
+        self,
+        repo: Repo,
+        workflow: int | str | Workflow,
+        ref: str,
+        *,
+        event: str = "workflow_dispatch",
+        inputs: dict | None = None,
+        actor: str | None = None,
+        branch_of_sha: str | None = None,
+    ) -> Run:
         """Queue a run. InputError (GitHub's 422s) for dispatch inputs the workflow does not accept."""
         wf = workflow if isinstance(workflow, Workflow) else self.workflow(repo, workflow)
         if wf is None:
@@ -128,15 +155,24 @@ class Actions(RunnerMixin, OutboxMixin):
             inputs = wfspec.dispatch_inputs(wf.spec, inputs)
         with self.lock:
             wf.runs += 1
-            run = Run(self.state.new_id(), repo.full_name.lower(), wf.id, wf.runs, sha, branch, event,
-                      actor or repo.owner, wf.name, inputs)
+            run = Run(
+                self.state.new_id(),
+                repo.full_name.lower(),
+                wf.id,
+                wf.runs,
+                sha,
+                branch,
+                event,
+                actor or repo.owner,
+                wf.name,
+                inputs,
+            )
             run.job_id = self.state.new_id()
             error = self._plan(run, wf, repo)
             self.runs[run.id] = run
             self.jobs[run.job_id] = run.id
         self._notify(run, "requested")
-        threading.Thread(target=self._execute, args=(run, wf, error), name=f"actions-run-{run.id}",
-                         daemon=True).start()
+        threading.Thread(target=self._execute, args=(run, wf, error), name=f"actions-run-{run.id}", daemon=True).start()
         return run
 
     def _resolve(self, repo: Repo, ref: str) -> tuple[str, str | None]:
@@ -145,20 +181,28 @@ class Actions(RunnerMixin, OutboxMixin):
         if sha is not None:
             return sha, ref
         if ref and ref.startswith("refs/heads/") and gitstore.resolve(repo.path, ref):
-            return gitstore.resolve(repo.path, ref), ref[len("refs/heads/"):]
+            return gitstore.resolve(repo.path, ref), ref[len("refs/heads/") :]
         sha = gitstore.resolve(repo.path, ref)
         if sha is None:
             raise LookupError(f"no commit for ref {ref!r} in {repo.full_name}")
         return sha, None
 
     def _context(self, run: Run, wf: Workflow, repo: Repo) -> dict:
-        return {"inputs": wfspec.typed_inputs(wf.spec, run.inputs),
-                "github": {"run_id": str(run.id), "run_number": str(run.run_number), "event_name": run.event,
-                           "event": {"inputs": dict(run.inputs)}, "sha": run.head_sha,
-                           "repository": repo.full_name, "workflow": wf.name,
-                           "ref": f"refs/heads/{run.head_branch}" if run.head_branch else ""},
-                "runner": {"temp": str(self._temp(run)), "os": "Linux", "arch": "X64"},
-                "vars": dict(self.variables)}
+        return {
+            "inputs": wfspec.typed_inputs(wf.spec, run.inputs),
+            "github": {
+                "run_id": str(run.id),
+                "run_number": str(run.run_number),
+                "event_name": run.event,
+                "event": {"inputs": dict(run.inputs)},
+                "sha": run.head_sha,
+                "repository": repo.full_name,
+                "workflow": wf.name,
+                "ref": f"refs/heads/{run.head_branch}" if run.head_branch else "",
+            },
+            "runner": {"temp": str(self._temp(run)), "os": "Linux", "arch": "X64"},
+            "vars": dict(self.variables),
+        }
 
     def _temp(self, run: Run) -> Path:
         return self.state.root / "_actions" / f"run-{run.id}-temp"
@@ -189,8 +233,12 @@ class Actions(RunnerMixin, OutboxMixin):
         cancel-in-progress, the running one); it waits `pending` while another run holds the group."""
         run.group = group
         for other in list(self.runs.values()):
-            if (other.repo, other.group) == (run.repo, group) and other.status != "completed" \
-                    and not other.cancel_requested and (other.status == "pending" or cancel_in_progress):
+            if (
+                (other.repo, other.group) == (run.repo, group)
+                and other.status != "completed"
+                and not other.cancel_requested
+                and (other.status == "pending" or cancel_in_progress)
+            ):
                 self.cancel(other)
         holder = self._groups.setdefault((run.repo, group), run.id)
         if holder != run.id:
@@ -206,7 +254,9 @@ class Actions(RunnerMixin, OutboxMixin):
     def runs_of(self, repo: Repo, workflow: Workflow | None = None) -> list[Run]:
         key = repo.full_name.lower()
         with self.lock:
-            found = [r for r in self.runs.values() if r.repo == key and (workflow is None or r.workflow_id == workflow.id)]
+            found = [
+                r for r in self.runs.values() if r.repo == key and (workflow is None or r.workflow_id == workflow.id)
+            ]
         return sorted(found, key=lambda r: -r.id)
 
     def wait(self, run_id: int, timeout: float | None = None) -> Run:
@@ -306,6 +356,7 @@ class Actions(RunnerMixin, OutboxMixin):
             if run.group is not None and self._groups.get((run.repo, run.group)) == run.id:
                 del self._groups[(run.repo, run.group)]
             self._cond.notify_all()
+
     # -- signed download links --
 
     def sign_link(self, kind: str, ident: int, ttl: int = LINK_TTL) -> str:

@@ -19,8 +19,9 @@ from .render import render_job, render_run, render_workflow
 class OutboxMixin:
     """The webhook side of `Actions` (engine.py)."""
 
-    def add_hook(self, url: str, secret: str, events: tuple[str, ...] | list[str] = ("workflow_run",),
-                 repo: str | None = None) -> Hook:
+    def add_hook(
+        self, url: str, secret: str, events: tuple[str, ...] | list[str] = ("workflow_run",), repo: str | None = None
+    ) -> Hook:
         """Deliver `events` (`workflow_run`, `workflow_job`) of `repo` (None: every repository) to `url`."""
         hook = Hook(self.state.new_id(), url, secret, tuple(events), repo.lower() if repo else None)
         with self.lock:
@@ -44,16 +45,24 @@ class OutboxMixin:
         repo = self.state.repo(run.repo)
         rr = Renderer(self.state, self.base_url or "http://127.0.0.1")
         wf = self.workflow_of(run)
-        return {"action": action, "workflow_run": render_run(rr, wf, repo, run),
-                "workflow": render_workflow(rr, repo, wf), "repository": rr.repo(repo, schema="repository"),
-                "sender": rr.user(run.actor)}
+        return {
+            "action": action,
+            "workflow_run": render_run(rr, wf, repo, run),
+            "workflow": render_workflow(rr, repo, wf),
+            "repository": rr.repo(repo, schema="repository"),
+            "sender": rr.user(run.actor),
+        }
 
     def job_payload(self, run: Run, action: str) -> dict:
         """A `workflow_job` event (queued, in_progress, completed)."""
         repo = self.state.repo(run.repo)
         rr = Renderer(self.state, self.base_url or "http://127.0.0.1")
-        return {"action": action, "workflow_job": render_job(rr, self.workflow_of(run), repo, run),
-                "repository": rr.repo(repo, schema="repository"), "sender": rr.user(run.actor)}
+        return {
+            "action": action,
+            "workflow_job": render_job(rr, self.workflow_of(run), repo, run),
+            "repository": rr.repo(repo, schema="repository"),
+            "sender": rr.user(run.actor),
+        }
 
     def _send_loop(self) -> None:
         import requests
@@ -69,16 +78,30 @@ class OutboxMixin:
                 continue
 
             body = json.dumps(payload).encode()
-            delivery = {"guid": str(uuid.uuid4()), "hook_id": hook.id, "url": hook.url, "event": event,
-                        "action": payload.get("action"), "run_id": (payload.get("workflow_run") or {}).get("id")
-                        or (payload.get("workflow_job") or {}).get("run_id"),
-                        "status": None, "attempts": 0, "error": None, "delivered_at": None, "payload": payload}
-            headers = {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/sandbox",
-                       "X-GitHub-Event": event, "X-GitHub-Delivery": delivery["guid"],
-                       "X-GitHub-Hook-ID": str(hook.id),
-                       "X-GitHub-Hook-Installation-Target-Type": "repository",
-                       "X-GitHub-Hook-Installation-Target-ID": str(payload["repository"]["id"]),
-                       "X-Hub-Signature-256": signature(hook.secret.encode(), body)}
+            delivery = {
+                "guid": str(uuid.uuid4()),
+                "hook_id": hook.id,
+                "url": hook.url,
+                "event": event,
+                "action": payload.get("action"),
+                "run_id": (payload.get("workflow_run") or {}).get("id")
+                or (payload.get("workflow_job") or {}).get("run_id"),
+                "status": None,
+                "attempts": 0,
+                "error": None,
+                "delivered_at": None,
+                "payload": payload,
+            }
+            headers = {
+                "Content-Type": "application/json",
+                "User-Agent": "GitHub-Hookshot/sandbox",
+                "X-GitHub-Event": event,
+                "X-GitHub-Delivery": delivery["guid"],
+                "X-GitHub-Hook-ID": str(hook.id),
+                "X-GitHub-Hook-Installation-Target-Type": "repository",
+                "X-GitHub-Hook-Installation-Target-ID": str(payload["repository"]["id"]),
+                "X-Hub-Signature-256": signature(hook.secret.encode(), body),
+            }
             delivery["headers"] = headers
             for attempt, delay in enumerate((*self.retry_delays, None), start=1):
                 delivery["attempts"] = attempt

@@ -13,14 +13,20 @@ from ..schema import conform
 from .model import JOB_STATUSES, Artifact, Run, Workflow
 
 
-
 def render_workflow(rr: Renderer, repo: Repo, wf: Workflow) -> dict:
     h = rr.html(repo)
-    body = {"id": wf.id, "node_id": node_id("W", wf.id), "name": wf.name, "path": wf.path, "state": wf.state,
-            "created_at": wf.created_at, "updated_at": wf.updated_at,
-            "url": f"{rr.api(repo)}/actions/workflows/{wf.id}",
-            "html_url": f"{h}/blob/{repo.default_branch}/{wf.path}",
-            "badge_url": f"{h}/workflows/{wf.path.rsplit('/', 1)[-1]}/badge.svg"}
+    body = {
+        "id": wf.id,
+        "node_id": node_id("W", wf.id),
+        "name": wf.name,
+        "path": wf.path,
+        "state": wf.state,
+        "created_at": wf.created_at,
+        "updated_at": wf.updated_at,
+        "url": f"{rr.api(repo)}/actions/workflows/{wf.id}",
+        "html_url": f"{h}/blob/{repo.default_branch}/{wf.path}",
+        "badge_url": f"{h}/workflows/{wf.path.rsplit('/', 1)[-1]}/badge.svg",
+    }
     return conform(body, "workflow", rr.base)
 
 
@@ -29,9 +35,14 @@ def _head_commit(repo: Repo, sha: str) -> dict | None:
         c = gitstore.commit(repo.path, sha)
     except gitstore.GitError:
         return None
-    return {"id": c["sha"], "tree_id": c["tree"], "message": c["message"], "timestamp": c["committer"]["date"],
-            "author": {"name": c["author"]["name"], "email": c["author"]["email"]},
-            "committer": {"name": c["committer"]["name"], "email": c["committer"]["email"]}}
+    return {
+        "id": c["sha"],
+        "tree_id": c["tree"],
+        "message": c["message"],
+        "timestamp": c["committer"]["date"],
+        "author": {"name": c["author"]["name"], "email": c["author"]["email"]},
+        "committer": {"name": c["committer"]["name"], "email": c["committer"]["email"]},
+    }
 
 
 def render_run(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> dict:
@@ -39,18 +50,41 @@ def render_run(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> dict:
     u = f"{a}/actions/runs/{run.id}"
     minimal = rr.repo(repo, schema="minimal-repository")
     body = {
-        "id": run.id, "node_id": node_id("WFR", run.id), "name": wf.name, "display_title": run.display_title,
-        "head_branch": run.head_branch, "head_sha": run.head_sha, "path": wf.path, "run_number": run.run_number,
-        "run_attempt": 1, "event": run.event, "status": run.status, "conclusion": run.conclusion,
-        "workflow_id": wf.id, "check_suite_id": run.id, "check_suite_node_id": node_id("CS", run.id),
-        "url": u, "html_url": f"{h}/actions/runs/{run.id}", "jobs_url": f"{u}/jobs", "logs_url": f"{u}/logs",
-        "check_suite_url": f"{a}/check-suites/{run.id}", "artifacts_url": f"{u}/artifacts",
-        "cancel_url": f"{u}/cancel", "rerun_url": f"{u}/rerun", "previous_attempt_url": None,
-        "workflow_url": f"{a}/actions/workflows/{wf.id}", "pull_requests": [], "referenced_workflows": [],
-        "created_at": run.created_at, "updated_at": run.updated_at,
+        "id": run.id,
+        "node_id": node_id("WFR", run.id),
+        "name": wf.name,
+        "display_title": run.display_title,
+        "head_branch": run.head_branch,
+        "head_sha": run.head_sha,
+        "path": wf.path,
+        "run_number": run.run_number,
+        "run_attempt": 1,
+        "event": run.event,
+        "status": run.status,
+        "conclusion": run.conclusion,
+        "workflow_id": wf.id,
+        "check_suite_id": run.id,
+        "check_suite_node_id": node_id("CS", run.id),
+        "url": u,
+        "html_url": f"{h}/actions/runs/{run.id}",
+        "jobs_url": f"{u}/jobs",
+        "logs_url": f"{u}/logs",
+        "check_suite_url": f"{a}/check-suites/{run.id}",
+        "artifacts_url": f"{u}/artifacts",
+        "cancel_url": f"{u}/cancel",
+        "rerun_url": f"{u}/rerun",
+        "previous_attempt_url": None,
+        "workflow_url": f"{a}/actions/workflows/{wf.id}",
+        "pull_requests": [],
+        "referenced_workflows": [],
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
         "run_started_at": run.run_started_at or run.created_at,
-        "actor": rr.user(run.actor), "triggering_actor": rr.user(run.actor),
-        "head_commit": _head_commit(repo, run.head_sha), "repository": minimal, "head_repository": minimal,
+        "actor": rr.user(run.actor),
+        "triggering_actor": rr.user(run.actor),
+        "head_commit": _head_commit(repo, run.head_sha),
+        "repository": minimal,
+        "head_repository": minimal,
         "head_repository_id": repo.id,
     }
     return conform(body, "workflow-run", rr.base)
@@ -61,25 +95,53 @@ def render_job(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> dict:
     done = run.status == "completed"
     status = run.status if run.status in JOB_STATUSES else "queued"
     step_status = "completed" if done else ("in_progress" if run.status == "in_progress" else "queued")
-    steps = [{"name": "Set up job", "status": "completed" if run.job_started_at else "queued",
-              "conclusion": "success" if run.job_started_at else None, "number": 1,
-              "started_at": run.job_started_at, "completed_at": run.job_started_at},
-             {"name": "Run " + (shlex.join(wf.argv) if wf.argv else wf.path), "status": step_status,
-              "conclusion": run.conclusion, "number": 2, "started_at": run.job_started_at,
-              "completed_at": run.job_completed_at},
-             {"name": "Complete job", "status": "completed" if done else "queued",
-              "conclusion": "success" if done else None, "number": 3, "started_at": run.job_completed_at,
-              "completed_at": run.job_completed_at}]
+    steps = [
+        {
+            "name": "Set up job",
+            "status": "completed" if run.job_started_at else "queued",
+            "conclusion": "success" if run.job_started_at else None,
+            "number": 1,
+            "started_at": run.job_started_at,
+            "completed_at": run.job_started_at,
+        },
+        {
+            "name": "Run " + (shlex.join(wf.argv) if wf.argv else wf.path),
+            "status": step_status,
+            "conclusion": run.conclusion,
+            "number": 2,
+            "started_at": run.job_started_at,
+            "completed_at": run.job_completed_at,
+        },
+        {
+            "name": "Complete job",
+            "status": "completed" if done else "queued",
+            "conclusion": "success" if done else None,
+            "number": 3,
+            "started_at": run.job_completed_at,
+            "completed_at": run.job_completed_at,
+        },
+    ]
     body = {
-        "id": run.job_id, "node_id": node_id("J", run.job_id), "run_id": run.id,
-        "run_url": f"{a}/actions/runs/{run.id}", "run_attempt": 1, "head_sha": run.head_sha,
-        "head_branch": run.head_branch, "workflow_name": wf.name, "name": _job_name(wf),
-        "url": f"{a}/actions/jobs/{run.job_id}", "html_url": f"{rr.html(repo)}/actions/runs/{run.id}/job/{run.job_id}",
+        "id": run.job_id,
+        "node_id": node_id("J", run.job_id),
+        "run_id": run.id,
+        "run_url": f"{a}/actions/runs/{run.id}",
+        "run_attempt": 1,
+        "head_sha": run.head_sha,
+        "head_branch": run.head_branch,
+        "workflow_name": wf.name,
+        "name": _job_name(wf),
+        "url": f"{a}/actions/jobs/{run.job_id}",
+        "html_url": f"{rr.html(repo)}/actions/runs/{run.id}/job/{run.job_id}",
         "check_run_url": f"{a}/check-runs/{run.job_id}",
         "status": status,
-        "conclusion": run.conclusion, "created_at": run.created_at,
-        "started_at": run.job_started_at or run.created_at, "completed_at": run.job_completed_at,
-        "steps": steps, "labels": list(run.labels), "runner_id": 1 if run.runner_name else None,
+        "conclusion": run.conclusion,
+        "created_at": run.created_at,
+        "started_at": run.job_started_at or run.created_at,
+        "completed_at": run.job_completed_at,
+        "steps": steps,
+        "labels": list(run.labels),
+        "runner_id": 1 if run.runner_name else None,
         "runner_name": run.runner_name,
         "runner_group_id": 1 if run.runner_name else None,
         "runner_group_name": "Default" if run.runner_name else None,
@@ -97,12 +159,27 @@ def _job_name(wf: Workflow) -> str:
 
 def render_artifact(rr: Renderer, repo: Repo, run: Run, art: Artifact) -> dict:
     a = rr.api(repo)
-    body = {"id": art.id, "node_id": node_id("AR", art.id), "name": art.name, "size_in_bytes": len(art.data),
-            "url": f"{a}/actions/artifacts/{art.id}",
-            "archive_download_url": f"{a}/actions/artifacts/{art.id}/zip", "expired": False,
-            "created_at": art.created_at, "updated_at": art.created_at,
-            "expires_at": datetime.fromtimestamp(time.time() + 90 * 86400, UTC).replace(microsecond=0)
-            .isoformat().replace("+00:00", "Z"), "digest": art.digest,
-            "workflow_run": {"id": run.id, "repository_id": repo.id, "head_repository_id": repo.id,
-                             "head_branch": run.head_branch or "", "head_sha": run.head_sha}}
+    body = {
+        "id": art.id,
+        "node_id": node_id("AR", art.id),
+        "name": art.name,
+        "size_in_bytes": len(art.data),
+        "url": f"{a}/actions/artifacts/{art.id}",
+        "archive_download_url": f"{a}/actions/artifacts/{art.id}/zip",
+        "expired": False,
+        "created_at": art.created_at,
+        "updated_at": art.created_at,
+        "expires_at": datetime.fromtimestamp(time.time() + 90 * 86400, UTC)
+        .replace(microsecond=0)
+        .isoformat()
+        .replace("+00:00", "Z"),
+        "digest": art.digest,
+        "workflow_run": {
+            "id": run.id,
+            "repository_id": repo.id,
+            "head_repository_id": repo.id,
+            "head_branch": run.head_branch or "",
+            "head_sha": run.head_sha,
+        },
+    }
     return conform(body, "artifact", rr.base)

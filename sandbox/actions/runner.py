@@ -39,8 +39,7 @@ class RunnerMixin:
         self._notify(run, "in_progress", "workflow_job")
         self._line(run, f"Current runner version: 'sandbox' -- runner name: '{run.runner_name}'")
         if not wf.argv:
-            self._line(run, f"##[error]No runner command is bound to {wf.path} "
-                            f"(state.bind_workflow); nothing to run.")
+            self._line(run, f"##[error]No runner command is bound to {wf.path} (state.bind_workflow); nothing to run.")
             return "failure"
         work, temp = self.state.root / "_actions" / f"run-{run.id}", self._temp(run)
         result = self.state.root / "_actions" / f"run-{run.id}-result.json"
@@ -70,15 +69,26 @@ class RunnerMixin:
         return conclusion
 
     def _env(self, run: Run, wf: Workflow, repo: Repo, work: Path, temp: Path, result: Path) -> dict:
-        env = {**os.environ, **wf.env, "CI": "true", "GITHUB_ACTIONS": "true",
-               "GITHUB_SHA": run.head_sha, "GITHUB_RUN_ID": str(run.id),
-               "GITHUB_RUN_NUMBER": str(run.run_number), "GITHUB_REPOSITORY": repo.full_name,
-               "GITHUB_EVENT_NAME": run.event, "GITHUB_WORKSPACE": str(work),
-               "GITHUB_REF": f"refs/heads/{run.head_branch}" if run.head_branch else run.head_sha,
-               "GITHUB_WORKFLOW": wf.name, "RUNNER_NAME": run.runner_name or RUNNER_NAME,
-               "RUNNER_TEMP": str(temp), "REVERT_BISECT_SHA": run.head_sha,
-               "REVERT_BISECT_WORKTREE": str(work), "REVERT_BISECT_RESULT": str(result),
-               "GITHUB_TOKEN": self._job_token(run, repo)}
+        env = {
+            **os.environ,
+            **wf.env,
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_SHA": run.head_sha,
+            "GITHUB_RUN_ID": str(run.id),
+            "GITHUB_RUN_NUMBER": str(run.run_number),
+            "GITHUB_REPOSITORY": repo.full_name,
+            "GITHUB_EVENT_NAME": run.event,
+            "GITHUB_WORKSPACE": str(work),
+            "GITHUB_REF": f"refs/heads/{run.head_branch}" if run.head_branch else run.head_sha,
+            "GITHUB_WORKFLOW": wf.name,
+            "RUNNER_NAME": run.runner_name or RUNNER_NAME,
+            "RUNNER_TEMP": str(temp),
+            "REVERT_BISECT_SHA": run.head_sha,
+            "REVERT_BISECT_WORKTREE": str(work),
+            "REVERT_BISECT_RESULT": str(result),
+            "GITHUB_TOKEN": self._job_token(run, repo),
+        }
         for name, value in run.inputs.items():
             env["INPUT_" + re.sub(r"\W", "_", name).upper()] = value
         return env
@@ -99,8 +109,11 @@ class RunnerMixin:
             return "cancelled"
         if code is None:
             limit = run.timeout_text or f"{run.timeout}s"
-            self._line(run, f"##[error]The job running on runner {run.runner_name} has exceeded the maximum "
-                            f"execution time of {limit}.")
+            self._line(
+                run,
+                f"##[error]The job running on runner {run.runner_name} has exceeded the maximum "
+                f"execution time of {limit}.",
+            )
             return "timed_out"
         if code != 0:
             self._line(run, f"##[error]Process completed with exit code {code}.")
@@ -151,8 +164,15 @@ class RunnerMixin:
 
     def _spawn(self, run: Run, argv: list[str], cwd: Path, env: dict, timeout: float | None) -> int | None:
         """Run argv in its own process group, streaming its output into the log; None on timeout."""
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         with self.lock:
             run.pid = proc.pid
         if run.cancel_requested:
@@ -183,7 +203,6 @@ class RunnerMixin:
         code = proc.wait()
         kill_group(proc.pid, signal.SIGKILL)  # leftovers of the group (background children)
         return None if timed_out.is_set() else code
-
 
     def _finish(self, run: Run, conclusion: str) -> None:
         with self.lock:
@@ -223,10 +242,15 @@ def _artifact_files(paths: list[str], work: Path, hidden: bool = False) -> dict[
             roots.append(full if full.is_dir() else full.parent)
             hits = [full] if full.exists() else []
         for hit in hits:
-            found += sorted(f for f in hit.rglob("*") if f.is_file()) if hit.is_dir() else [hit] if hit.is_file() else []
+            found += (
+                sorted(f for f in hit.rglob("*") if f.is_file()) if hit.is_dir() else [hit] if hit.is_file() else []
+            )
     if not found:
         return {}
     root = os.path.commonpath([str(r) for r in roots])
     names = {os.path.relpath(f, root): f for f in found}
-    return {n: f.read_bytes() for n, f in sorted(names.items())
-            if hidden or not any(part.startswith(".") for part in Path(n).parts)}
+    return {
+        n: f.read_bytes()
+        for n, f in sorted(names.items())
+        if hidden or not any(part.startswith(".") for part in Path(n).parts)
+    }

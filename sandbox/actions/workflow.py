@@ -22,8 +22,10 @@ MAX_INPUTS = 25
 DEFAULT_TIMEOUT_MINUTES = 360
 UPLOAD_ARTIFACT = "actions/upload-artifact@"
 EXPR = re.compile(r"\$\{\{((?:[^}]|\}(?!\}))*)\}\}")
-TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][\w-]*)"
-                   r"|(?P<op>[().\[\],])|(?P<bad>\S))")
+TOKEN = re.compile(
+    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][\w-]*)"
+    r"|(?P<op>[().\[\],])|(?P<bad>\S))"
+)
 
 
 class ExpressionError(ValueError):
@@ -75,10 +77,15 @@ def parse(text: str) -> WorkflowSpec | None:
     steps = job.get("steps") if isinstance(job.get("steps"), list) else []
     name, run_name = doc.get("name"), doc.get("run-name")
     return WorkflowSpec(
-        name=str(name) if name is not None else None, run_name=str(run_name) if run_name else None,
-        triggers=triggers, inputs=_inputs(dispatch), job_id=None if job_id is None else str(job_id), job=job,
+        name=str(name) if name is not None else None,
+        run_name=str(run_name) if run_name else None,
+        triggers=triggers,
+        inputs=_inputs(dispatch),
+        job_id=None if job_id is None else str(job_id),
+        job=job,
         concurrency=doc.get("concurrency", job.get("concurrency")),
-        uploads=[s for s in steps if isinstance(s, dict) and str(s.get("uses", "")).startswith(UPLOAD_ARTIFACT)])
+        uploads=[s for s in steps if isinstance(s, dict) and str(s.get("uses", "")).startswith(UPLOAD_ARTIFACT)],
+    )
 
 
 def _inputs(dispatch: Any) -> dict[str, Input]:
@@ -87,9 +94,13 @@ def _inputs(dispatch: Any) -> dict[str, Input]:
     for name, decl in (declared or {}).items():
         decl = decl if isinstance(decl, dict) else {}
         default = decl.get("default")
-        out[str(name)] = Input(str(name), bool(decl.get("required", False)),
-                               None if default is None else as_string(default), str(decl.get("type", "string")),
-                               tuple(as_string(o) for o in decl.get("options") or ()))
+        out[str(name)] = Input(
+            str(name),
+            bool(decl.get("required", False)),
+            None if default is None else as_string(default),
+            str(decl.get("type", "string")),
+            tuple(as_string(o) for o in decl.get("options") or ()),
+        )
     return out
 
 
@@ -113,8 +124,9 @@ def dispatch_inputs(spec: WorkflowSpec | None, given: dict[str, str]) -> dict[st
         if decl.required and decl.name not in out:
             raise InputError(f"Required input '{decl.name}' not provided")
         if decl.type == "choice" and decl.name in out and decl.options and out[decl.name] not in decl.options:
-            raise InputError(f"Provided value '{out[decl.name]}' for input '{decl.name}' not in the list of "
-                             f"allowed values")
+            raise InputError(
+                f"Provided value '{out[decl.name]}' for input '{decl.name}' not in the list of allowed values"
+            )
     return out
 
 

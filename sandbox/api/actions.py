@@ -49,8 +49,6 @@ async def signed_downloads(request: Request, call_next):
 
 
 @router.get("/_sandbox/actions/{kind}/{name}")
-
-
 def blob(request: Request, actions: Engine, kind: str, name: str):
     """A download link followed with credentials instead of the signed token."""
     m = BLOB_ROUTE.match(f"/_sandbox/actions/{kind}/{name}")
@@ -75,28 +73,23 @@ def run_of(actions: Actions, r: Repo, run_id: int) -> Run:
 
 
 @router.get("/repos/{owner}/{repo}/actions/workflows")
-
-
 def list_workflows(request: Request, access: Access, actions: Engine):
     """actions/list-repo-workflows (beyond the subset; PyGithub's `get_workflows`)."""
     r, rr, _ = access
     flows = actions.workflows_of(r)
     items, headers = page(request, flows)
-    return JSONResponse({"total_count": len(flows), "workflows": [render_workflow(rr, r, w) for w in items]},
-                        headers=headers)
+    return JSONResponse(
+        {"total_count": len(flows), "workflows": [render_workflow(rr, r, w) for w in items]}, headers=headers
+    )
 
 
 @router.get("/repos/{owner}/{repo}/actions/workflows/{workflow_id}")
-
-
 def get_workflow(request: Request, access: Access, actions: Engine, workflow_id: str):
     r, rr, _ = access
     return render_workflow(rr, r, flow_of(actions, r, workflow_id))
 
 
 @router.post("/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches")
-
-
 async def dispatch(request: Request, access: Access, actions: Engine, workflow_id: str):
     r, rr, login = access
     wf = flow_of(actions, r, workflow_id)
@@ -105,8 +98,10 @@ async def dispatch(request: Request, access: Access, actions: Engine, workflow_i
     body = body if isinstance(body, dict) else {}
     ref, inputs = body.get("ref"), body.get("inputs") or {}
     if not isinstance(ref, str) or not ref:
-        raise invalid([{"resource": "WorkflowDispatch", "field": "ref", "code": "missing_field"}],
-                      "Invalid request.\n\n\"ref\" wasn't supplied.")
+        raise invalid(
+            [{"resource": "WorkflowDispatch", "field": "ref", "code": "missing_field"}],
+            'Invalid request.\n\n"ref" wasn\'t supplied.',
+        )
     if not isinstance(inputs, dict):
         raise invalid([{"resource": "WorkflowDispatch", "field": "inputs", "code": "invalid"}])
     if "workflow_dispatch" not in wf.triggers:
@@ -119,17 +114,24 @@ async def dispatch(request: Request, access: Access, actions: Engine, workflow_i
         raise invalid([], str(exc))
     if body.get("return_run_details") is True and actions.run_details:
         u = f"{rr.api(r)}/actions/runs/{run.id}"
-        return JSONResponse({"workflow_run_id": run.id, "run_url": u,
-                             "html_url": f"{rr.html(r)}/actions/runs/{run.id}"})
+        return JSONResponse(
+            {"workflow_run_id": run.id, "run_url": u, "html_url": f"{rr.html(r)}/actions/runs/{run.id}"}
+        )
     return Response(status_code=204)
 
 
 @router.get("/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs")
-
-
-def list_runs(request: Request, access: Access, actions: Engine, workflow_id: str, branch: str | None = None,
-              event: str | None = None, status: str | None = None, head_sha: str | None = None,
-              actor: str | None = None):
+def list_runs(
+    request: Request,
+    access: Access,
+    actions: Engine,
+    workflow_id: str,
+    branch: str | None = None,
+    event: str | None = None,
+    status: str | None = None,
+    head_sha: str | None = None,
+    actor: str | None = None,
+):
     r, rr, _ = access
     wf = flow_of(actions, r, workflow_id)
     runs = actions.runs_of(r, wf)
@@ -144,13 +146,13 @@ def list_runs(request: Request, access: Access, actions: Engine, workflow_id: st
     if actor:
         runs = [x for x in runs if x.actor == actor]
     items, headers = page(request, runs)
-    return JSONResponse({"total_count": len(runs), "workflow_runs": [render_run(rr, actions.workflow_of(x), r, x) for x in items]},
-                        headers=headers)
+    return JSONResponse(
+        {"total_count": len(runs), "workflow_runs": [render_run(rr, actions.workflow_of(x), r, x) for x in items]},
+        headers=headers,
+    )
 
 
 @router.get("/repos/{owner}/{repo}/actions/runs/{run_id}")
-
-
 def get_run(request: Request, access: Access, actions: Engine, run_id: int):
     r, rr, _ = access
     run = run_of(actions, r, run_id)
@@ -158,8 +160,6 @@ def get_run(request: Request, access: Access, actions: Engine, run_id: int):
 
 
 @router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/jobs")
-
-
 def list_jobs(request: Request, access: Access, actions: Engine, run_id: int):
     r, rr, _ = access
     run = run_of(actions, r, run_id)
@@ -167,8 +167,6 @@ def list_jobs(request: Request, access: Access, actions: Engine, run_id: int):
 
 
 @router.get("/repos/{owner}/{repo}/actions/jobs/{job_id}/logs")
-
-
 def job_logs(request: Request, access: Access, actions: Engine, job_id: int):
     r, rr, _ = access
     run_id = actions.jobs.get(job_id)
@@ -180,20 +178,17 @@ def job_logs(request: Request, access: Access, actions: Engine, job_id: int):
 
 
 @router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts")
-
-
 def list_artifacts(request: Request, access: Access, actions: Engine, run_id: int, name: str | None = None):
     r, rr, _ = access
     run = run_of(actions, r, run_id)
     arts = [a for a in run.artifacts if name is None or a.name == name]
     items, headers = page(request, arts)
-    return JSONResponse({"total_count": len(arts), "artifacts": [render_artifact(rr, r, run, a) for a in items]},
-                        headers=headers)
+    return JSONResponse(
+        {"total_count": len(arts), "artifacts": [render_artifact(rr, r, run, a) for a in items]}, headers=headers
+    )
 
 
 @router.get("/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}")
-
-
 def download_artifact(request: Request, access: Access, actions: Engine, artifact_id: int, archive_format: str):
     r, rr, _ = access
     run_id = actions.artifacts.get(artifact_id)
@@ -205,8 +200,6 @@ def download_artifact(request: Request, access: Access, actions: Engine, artifac
 
 
 @router.post("/repos/{owner}/{repo}/actions/runs/{run_id}/cancel")
-
-
 def cancel_run(request: Request, access: Access, actions: Engine, run_id: int):
     r, _, login = access
     run = run_of(actions, r, run_id)
@@ -214,4 +207,3 @@ def cancel_run(request: Request, access: Access, actions: Engine, run_id: int):
     if not actions.cancel(run):
         raise ApiError(409, "Cannot cancel a workflow run that is completed.")
     return JSONResponse({}, status_code=202)
-

@@ -15,13 +15,10 @@ router = APIRouter()
 
 
 CHECK_STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
-CHECK_CONCLUSIONS = ("action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale",
-                     "timed_out")
+CHECK_CONCLUSIONS = ("action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out")
 
 
 @router.post("/repos/{owner}/{repo}/statuses/{sha}", status_code=201)
-
-
 async def create_status(request: Request, access: Access, state: State, sha: str):
     r, rr, login = access
     need_write(r, login)
@@ -34,11 +31,20 @@ async def create_status(request: Request, access: Access, state: State, sha: str
         raise invalid([], f"No commit found for SHA: {sha}")
     ident = state.new_id()
     when = now_iso()
-    status = {"url": f"{rr.api(r)}/statuses/{full}", "avatar_url": None, "id": ident,
-              "node_id": f"SC_{ident}", "state": st, "description": body.get("description"),
-              "target_url": body.get("target_url"), "context": body.get("context") or "default",
-              "created_at": when, "updated_at": when, "creator": rr.user(login, "nullable-simple-user"),
-              "sha": full}
+    status = {
+        "url": f"{rr.api(r)}/statuses/{full}",
+        "avatar_url": None,
+        "id": ident,
+        "node_id": f"SC_{ident}",
+        "state": st,
+        "description": body.get("description"),
+        "target_url": body.get("target_url"),
+        "context": body.get("context") or "default",
+        "created_at": when,
+        "updated_at": when,
+        "creator": rr.user(login, "nullable-simple-user"),
+        "sha": full,
+    }
     with state.lock:
         r.statuses.append(status)
     return respond(201, status)
@@ -46,11 +52,23 @@ async def create_status(request: Request, access: Access, state: State, sha: str
 
 def check_body(r: Repo, rr: Renderer, run: dict) -> dict:
     a = rr.api(r)
-    body = {**run, "url": f"{a}/check-runs/{run['id']}", "html_url": f"{rr.html(r)}/runs/{run['id']}",
-            "node_id": f"CR_{run['id']}", "app": None, "pull_requests": [],
-            "check_suite": {"id": run["id"]},
-            "output": {"title": None, "summary": None, "text": None, "annotations_count": 0,
-                       "annotations_url": f"{a}/check-runs/{run['id']}/annotations", **run.get("output", {})}}
+    body = {
+        **run,
+        "url": f"{a}/check-runs/{run['id']}",
+        "html_url": f"{rr.html(r)}/runs/{run['id']}",
+        "node_id": f"CR_{run['id']}",
+        "app": None,
+        "pull_requests": [],
+        "check_suite": {"id": run["id"]},
+        "output": {
+            "title": None,
+            "summary": None,
+            "text": None,
+            "annotations_count": 0,
+            "annotations_url": f"{a}/check-runs/{run['id']}/annotations",
+            **run.get("output", {}),
+        },
+    }
     return conform(body, "check-run", rr.base)
 
 
@@ -72,8 +90,6 @@ def check_fields(run: dict, body: dict) -> None:
 
 
 @router.post("/repos/{owner}/{repo}/check-runs", status_code=201)
-
-
 async def create_check_run(request: Request, access: Access, state: State):
     r, rr, login = access
     need_write(r, login)
@@ -84,10 +100,20 @@ async def create_check_run(request: Request, access: Access, state: State):
         raise invalid([{"resource": "CheckRun", "field": f, "code": "missing_field"} for f in missing])
     sha = gitstore.resolve(r.path, body["head_sha"])
     if sha is None:
-        raise invalid([{"resource": "CheckRun", "field": "head_sha", "code": "invalid"}], "No commit found for SHA: "
-                      + body["head_sha"])
-    run = {"id": state.new_id(), "head_sha": sha, "status": "queued", "conclusion": None,
-           "started_at": now_iso(), "completed_at": None, "details_url": None, "external_id": ""}
+        raise invalid(
+            [{"resource": "CheckRun", "field": "head_sha", "code": "invalid"}],
+            "No commit found for SHA: " + body["head_sha"],
+        )
+    run = {
+        "id": state.new_id(),
+        "head_sha": sha,
+        "status": "queued",
+        "conclusion": None,
+        "started_at": now_iso(),
+        "completed_at": None,
+        "details_url": None,
+        "external_id": "",
+    }
     check_fields(run, body)
     with state.lock:
         r.check_runs[run["id"]] = run
@@ -95,8 +121,6 @@ async def create_check_run(request: Request, access: Access, state: State):
 
 
 @router.patch("/repos/{owner}/{repo}/check-runs/{check_run_id}")
-
-
 async def update_check_run(request: Request, access: Access, state: State, check_run_id: int):
     r, rr, login = access
     need_write(r, login)

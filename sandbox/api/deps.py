@@ -80,7 +80,7 @@ def page(request: Request, items: list, default: int = 30) -> tuple[list, dict]:
         num = max(1, int(request.query_params.get("page", 1)))
     except ValueError:
         raise invalid([{"code": "invalid", "message": "page and per_page must be integers"}])
-    chunk = items[(num - 1) * per: num * per]
+    chunk = items[(num - 1) * per : num * per]
     last = max(1, -(-len(items) // per))
     links = []
 

@@ -8,8 +8,9 @@ from ..render import DOCS
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, errors: list[dict] | None = None, doc: str = DOCS,
-                 headers: dict | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, errors: list[dict] | None = None, doc: str = DOCS, headers: dict | None = None
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.errors, self.doc, self.headers = status, message, errors, doc, headers
 

@@ -12,8 +12,6 @@ router = APIRouter()
 
 
 @router.api_route("/{owner}/{repo}.git/{path:path}", methods=["GET", "POST"])
-
-
 async def git_http(request: Request, owner: str, repo: str, state: State, path: str):
     r = state.repo(f"{owner}/{repo}")
     if r is None:

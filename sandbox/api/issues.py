@@ -19,8 +19,6 @@ REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes
 
 
 @router.post("/repos/{owner}/{repo}/issues", status_code=201)
-
-
 async def create_issue(request: Request, access: Access, state: State):
     r, rr, login = access
     body = await body_of(request)
@@ -28,14 +26,17 @@ async def create_issue(request: Request, access: Access, state: State):
     if title is None or (isinstance(title, str) and not title.strip()):
         raise invalid([{"resource": "Issue", "field": "title", "code": "missing_field"}])
     labels = [str(x) for x in body.get("labels") or []]
-    issue = state.add_issue(r.full_name, title=str(title), body=body.get("body"), user=login,
-                            labels=labels if r.permissions.get(login) in ("admin", "maintain", "write") else [])
+    issue = state.add_issue(
+        r.full_name,
+        title=str(title),
+        body=body.get("body"),
+        user=login,
+        labels=labels if r.permissions.get(login) in ("admin", "maintain", "write") else [],
+    )
     return respond(201, rr.issue(r, issue), {"Location": f"{rr.api(r)}/issues/{issue.number}"})
 
 
 @router.get("/repos/{owner}/{repo}/issues/comments/{comment_id}")
-
-
 def get_comment(request: Request, access: Access, state: State, comment_id: int):
     """issues/get-comment: not in the OpenAPI subset, but PyGithub's `get_issue_comment` (the
     forge's `react`) calls it."""
@@ -47,8 +48,6 @@ def get_comment(request: Request, access: Access, state: State, comment_id: int)
 
 
 @router.patch("/repos/{owner}/{repo}/issues/comments/{comment_id}")
-
-
 async def update_comment(request: Request, access: Access, state: State, comment_id: int):
     r, rr, login = access
     found = state.comments.get(comment_id)
@@ -67,8 +66,6 @@ async def update_comment(request: Request, access: Access, state: State, comment
 
 
 @router.post("/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions")
-
-
 async def create_reaction(request: Request, access: Access, state: State, comment_id: int):
     r, rr, login = access
     found = state.comments.get(comment_id)
@@ -89,16 +86,12 @@ async def create_reaction(request: Request, access: Access, state: State, commen
 
 
 @router.get("/repos/{owner}/{repo}/issues/{issue_number}")
-
-
 def get_issue(request: Request, access: Access, issue_number: int):
     r, rr, _ = access
     return rr.issue(r, issue_of(r, issue_number))
 
 
 @router.get("/repos/{owner}/{repo}/issues/{issue_number}/comments")
-
-
 def list_comments(request: Request, access: Access, state: State, issue_number: int):
     r, rr, _ = access
     issue_of(r, issue_number)
@@ -107,8 +100,6 @@ def list_comments(request: Request, access: Access, state: State, issue_number: 
 
 
 @router.post("/repos/{owner}/{repo}/issues/{issue_number}/comments", status_code=201)
-
-
 async def create_comment(request: Request, access: Access, state: State, issue_number: int):
     r, rr, login = access
     issue_of(r, issue_number)
@@ -121,8 +112,6 @@ async def create_comment(request: Request, access: Access, state: State, issue_n
 
 
 @router.post("/repos/{owner}/{repo}/issues/{issue_number}/labels")
-
-
 async def add_labels(request: Request, access: Access, state: State, issue_number: int):
     r, rr, login = access
     issue = issue_of(r, issue_number)
@@ -142,8 +131,6 @@ async def add_labels(request: Request, access: Access, state: State, issue_numbe
 
 
 @router.get("/repos/{owner}/{repo}/issues/{issue_number}/timeline")
-
-
 def timeline(request: Request, access: Access, state: State, issue_number: int):
     r, rr, _ = access
     issue_of(r, issue_number)
@@ -157,10 +144,23 @@ def timeline(request: Request, access: Access, state: State, issue_number: int):
             hits = [(when, who) for text, when, who in texts if issue_number in references(text, r)]
             if hits:
                 when, who = min(hits)
-                events.append((when, 0, conform({
-                    "event": "cross-referenced", "actor": rr.user(who), "created_at": when, "updated_at": when,
-                    "source": {"type": "issue", "issue": rr.issue(r, other)}},
-                    "timeline-cross-referenced-event", rr.base)))
+                events.append(
+                    (
+                        when,
+                        0,
+                        conform(
+                            {
+                                "event": "cross-referenced",
+                                "actor": rr.user(who),
+                                "created_at": when,
+                                "updated_at": when,
+                                "source": {"type": "issue", "issue": rr.issue(r, other)},
+                            },
+                            "timeline-cross-referenced-event",
+                            rr.base,
+                        ),
+                    )
+                )
         for c in state.comments_of(r, issue_number):
             body = rr.comment(r, c)
             body.update(event="commented", actor=rr.user(c.user))
@@ -171,8 +171,6 @@ def timeline(request: Request, access: Access, state: State, issue_number: int):
 
 
 @router.get("/search/issues")
-
-
 def search_issues(request: Request, state: State):
     q = request.query_params.get("q", "").strip()
     if not q:
@@ -221,5 +219,6 @@ def search_issues(request: Request, state: State):
         body = rr.issue(r, issue, "issue-search-result-item")
         body["score"] = 1.0
         out.append(body)
-    return respond(200, {"total_count": len(found), "incomplete_results": False, "search_type": "lexical",
-                          "items": out}, headers)
+    return respond(
+        200, {"total_count": len(found), "incomplete_results": False, "search_type": "lexical", "items": out}, headers
+    )

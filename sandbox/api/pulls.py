@@ -12,10 +12,15 @@ router = APIRouter()
 
 
 @router.get("/repos/{owner}/{repo}/pulls")
-
-
-def list_pulls(request: Request, access: Access, state: State, head: str | None = None, base: str | None = None,
-               sort: str = "created", direction: str | None = None):
+def list_pulls(
+    request: Request,
+    access: Access,
+    state: State,
+    head: str | None = None,
+    base: str | None = None,
+    sort: str = "created",
+    direction: str | None = None,
+):
     state_ = request.query_params.get("state", "open")
     r, rr, _ = access
     if state_ not in ("open", "closed", "all"):
@@ -34,16 +39,17 @@ def list_pulls(request: Request, access: Access, state: State, head: str | None 
 
 
 @router.post("/repos/{owner}/{repo}/pulls", status_code=201)
-
-
 async def create_pull(request: Request, access: Access, state: State):
     r, rr, login = access
     need_write(r, login)
     body = await body_of(request)
     if not isinstance(body, dict):
         body = {}
-    errors = [{"resource": "PullRequest", "field": f, "code": "missing_field"}
-              for f in ("title", "head", "base") if not body.get(f)]
+    errors = [
+        {"resource": "PullRequest", "field": f, "code": "missing_field"}
+        for f in ("title", "head", "base")
+        if not body.get(f)
+    ]
     if errors and not (errors[0]["field"] == "title" and body.get("issue")):
         raise invalid(errors)
     head = str(body["head"]).rpartition(":")[2]
@@ -53,31 +59,42 @@ async def create_pull(request: Request, access: Access, state: State):
     if gitstore.resolve(r.path, f"refs/heads/{base}") is None:
         raise invalid([{"resource": "PullRequest", "field": "base", "code": "invalid"}])
     with state.lock:
-        dup = next((i for i in r.issues.values() if i.pull and i.state == "open" and i.pull.head == head
-                    and i.pull.base == base), None)
+        dup = next(
+            (
+                i
+                for i in r.issues.values()
+                if i.pull and i.state == "open" and i.pull.head == head and i.pull.base == base
+            ),
+            None,
+        )
         if dup is not None:
-            raise invalid([{"resource": "PullRequest", "code": "custom",
-                            "message": f"A pull request already exists for {r.owner}:{head}."}])
+            raise invalid(
+                [
+                    {
+                        "resource": "PullRequest",
+                        "code": "custom",
+                        "message": f"A pull request already exists for {r.owner}:{head}.",
+                    }
+                ]
+            )
         if gitstore.count(r.path, f"refs/heads/{base}..refs/heads/{head}") == 0:
-            raise invalid([{"resource": "PullRequest", "code": "custom",
-                            "message": f"No commits between {base} and {head}"}])
-        issue = state.add_pull(r.full_name, title=str(body["title"]), body=body.get("body"), user=login,
-                               head=head, base=base)
+            raise invalid(
+                [{"resource": "PullRequest", "code": "custom", "message": f"No commits between {base} and {head}"}]
+            )
+        issue = state.add_pull(
+            r.full_name, title=str(body["title"]), body=body.get("body"), user=login, head=head, base=base
+        )
         issue.pull.draft = bool(body.get("draft"))
     return respond(201, rr.pull(r, issue), {"Location": f"{rr.api(r)}/pulls/{issue.number}"})
 
 
 @router.get("/repos/{owner}/{repo}/pulls/{pull_number}")
-
-
 def get_pull(request: Request, access: Access, pull_number: int):
     r, rr, _ = access
     return rr.pull(r, pull_of(r, pull_number))
 
 
 @router.get("/repos/{owner}/{repo}/pulls/{pull_number}/commits")
-
-
 def pull_commits(request: Request, access: Access, pull_number: int):
     r, rr, _ = access
     items, headers = page(request, rr.pull_commits(r, pull_of(r, pull_number)))
@@ -85,8 +102,6 @@ def pull_commits(request: Request, access: Access, pull_number: int):
 
 
 @router.post("/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers", status_code=201)
-
-
 async def request_reviewers(request: Request, access: Access, state: State, pull_number: int):
     r, rr, login = access
     issue = pull_of(r, pull_number)
@@ -98,9 +113,12 @@ async def request_reviewers(request: Request, access: Access, state: State, pull
         raise invalid([{"resource": "PullRequest", "field": "reviewers", "code": "missing_field"}])
     for name in reviewers:
         if name not in r.permissions or name == issue.user:
-            raise invalid([], "Reviews may only be requested from collaborators. One or more of the users or "
-                              "teams you specified is not a collaborator of the "
-                              f"{r.full_name} repository.")
+            raise invalid(
+                [],
+                "Reviews may only be requested from collaborators. One or more of the users or "
+                "teams you specified is not a collaborator of the "
+                f"{r.full_name} repository.",
+            )
     with state.lock:
         for name in reviewers:
             if name not in issue.pull.requested_reviewers:

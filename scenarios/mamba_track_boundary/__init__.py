@@ -9,10 +9,10 @@ the scheduled test command). See ../shared/DESIGN.md section 7.
 
 from .builder import (
     BUILD,
+    METRIC,
     MODEL,
     SERVER_ARGS,
     SERVER_MODULE,
-    METRIC,
     THRESHOLD,
     TRACK_INTERVAL,
     Scenario,
@@ -20,4 +20,15 @@ from .builder import (
     test_command,
 )
 
-__all__ = ["BUILD", "MODEL", "SERVER_ARGS", "SERVER_MODULE", "METRIC", "THRESHOLD", "TRACK_INTERVAL", "Scenario", "build", "test_command"]
+__all__ = [
+    "BUILD",
+    "MODEL",
+    "SERVER_ARGS",
+    "SERVER_MODULE",
+    "METRIC",
+    "THRESHOLD",
+    "TRACK_INTERVAL",
+    "Scenario",
+    "build",
+    "test_command",
+]

@@ -23,8 +23,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tic = time.monotonic()
     try:
-        scenario = build(args.dir, commits=args.commits, seed=args.seed, flake_rate=args.flake_rate,
-                         unbuildable=args.unbuildable, force=args.force)
+        scenario = build(
+            args.dir,
+            commits=args.commits,
+            seed=args.seed,
+            flake_rate=args.flake_rate,
+            unbuildable=args.unbuildable,
+            force=args.force,
+        )
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

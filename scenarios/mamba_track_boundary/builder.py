@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from . import history
@@ -29,7 +29,7 @@ TRACK_INTERVAL = 8
 REPO_SLUG = "mini-sglang/mini-sglang"
 FIRST_VERSION = "0.3.0"
 COMMITTER = "GitHub <noreply@github.com>"
-EPOCH = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 2, 2, 9, 0, tzinfo=UTC)
 MODEL = "mini-sglang/tiny-mamba-64"
 SERVER_MODULE = "mini_sglang.launch_server"
 SERVER_ARGS = "--mamba-track-interval %d" % TRACK_INTERVAL
@@ -41,10 +41,30 @@ def test_command(python: str | None = None) -> list[str]:
 
     `-P`: the worktree is the working directory, and it must not put its own `runners/` first on
     the import path -- the yardstick is the bot's, never the commit's."""
-    return [python or sys.executable, "-P", "-m", "runners.probes.sglang_kl", "--model", MODEL, "--server-module", SERVER_MODULE,
-            "--server-args", SERVER_ARGS, "--build", BUILD,
-            "--threshold", str(THRESHOLD), "--samples", "16", "--max-new-tokens", "24", "--prompt-len", "20",
-            "--startup-timeout", "60"]
+    return [
+        python or sys.executable,
+        "-P",
+        "-m",
+        "runners.probes.sglang_kl",
+        "--model",
+        MODEL,
+        "--server-module",
+        SERVER_MODULE,
+        "--server-args",
+        SERVER_ARGS,
+        "--build",
+        BUILD,
+        "--threshold",
+        str(THRESHOLD),
+        "--samples",
+        "16",
+        "--max-new-tokens",
+        "24",
+        "--prompt-len",
+        "20",
+        "--startup-timeout",
+        "60",
+    ]
 
 
 @dataclass
@@ -84,7 +104,7 @@ class Scenario:
         return data
 
     @classmethod
-    def load(cls, path: Path) -> "Scenario":
+    def load(cls, path: Path) -> Scenario:
         path = Path(path)
         data = json.loads((path / "scenario.json" if path.is_dir() else path).read_text())
         data["dir"], data["repo"] = Path(data["dir"]), Path(data["repo"])
@@ -92,6 +112,7 @@ class Scenario:
 
 
 # -- the plan: which change lands at which position --
+
 
 @dataclass
 class Planned:
@@ -125,7 +146,11 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
     releases = sorted(rng.sample(free, min(len(free), max(1, commits // 15))))
     # drawn apart from `rng`, so adding them left every other seeded choice where it was
     unpinned = [i for i in free if i not in releases]
-    pins = sorted(random.Random(f"mamba-track-boundary/{seed}/pins").sample(unpinned, min(len(unpinned), len(history.DEPENDENCY_PINS))))
+    pins = sorted(
+        random.Random(f"mamba-track-boundary/{seed}/pins").sample(
+            unpinned, min(len(unpinned), len(history.DEPENDENCY_PINS))
+        )
+    )
 
     numbers = _pr_numbers(commits, rng)
     pool = [c for kind in sorted(history.pools().items()) for c in kind[1]]
@@ -137,9 +162,13 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
     for i in range(commits):
         author = rng.randrange(len(AUTHORS))
         if i == 0:
-            change = Change("release", "Import mini-sglang v%s" % FIRST_VERSION,
-                            "Import the engine: TinyMamba, the Mamba prefix cache with ping-pong track slots, "
-                            "the overlap scheduler and the HTTP server.", lambda tree: None)
+            change = Change(
+                "release",
+                "Import mini-sglang v%s" % FIRST_VERSION,
+                "Import the engine: TinyMamba, the Mamba prefix cache with ping-pong track slots, "
+                "the overlap scheduler and the HTTP server.",
+                lambda tree: None,
+            )
         elif i == culprit:
             change, author = history.culprit_change(), CULPRIT_AUTHOR
         elif i in broken_changes:
@@ -175,6 +204,7 @@ def _pr_numbers(commits: int, rng: random.Random) -> list[int]:
 
 # -- writing the repository --
 
+
 def _ident(name: str, email: str, when: datetime, tz: str) -> str:
     return f"{name} <{email}> {int(when.timestamp())} {tz}"
 
@@ -186,10 +216,12 @@ def _data(text: str) -> bytes:
 
 def _pr_body(change: Change, number: int) -> str:
     mods = "\n".join(f"- {m}" for m in change.modifications) or "- See the diff."
-    return (f"## Motivation\n\n{change.summary}\n\n## Modifications\n\n{mods}\n\n## Checklist\n\n"
-            "- [x] Format your code according to the pre-commit config.\n"
-            f"- [{'x' if change.kind in ('test', 'feature', 'culprit') else ' '}] Add unit tests.\n"
-            f"- [{'x' if change.kind == 'docs' else ' '}] Update documentation as needed.\n")
+    return (
+        f"## Motivation\n\n{change.summary}\n\n## Modifications\n\n{mods}\n\n## Checklist\n\n"
+        "- [x] Format your code according to the pre-commit config.\n"
+        f"- [{'x' if change.kind in ('test', 'feature', 'culprit') else ' '}] Add unit tests.\n"
+        f"- [{'x' if change.kind == 'docs' else ' '}] Update documentation as needed.\n"
+    )
 
 
 def _followup(number: int, culprit_pr: int, created: datetime) -> dict:
@@ -226,8 +258,9 @@ def _followup(number: int, culprit_pr: int, created: datetime) -> dict:
     }
 
 
-def build(dir: Path, commits: int = 60, seed: int = 0, flake_rate: float = 0.0, unbuildable: int = 0,
-          force: bool = False) -> Scenario:
+def build(
+    dir: Path, commits: int = 60, seed: int = 0, flake_rate: float = 0.0, unbuildable: int = 0, force: bool = False
+) -> Scenario:
     """Write DIR/repo and DIR/scenario.json; see the module docstring."""
     if not 0.0 <= flake_rate <= 1.0:
         raise ValueError("flake_rate must be within [0, 1]")
@@ -277,25 +310,32 @@ def build(dir: Path, commits: int = 60, seed: int = 0, flake_rate: float = 0.0, 
             stream.append(f"M 100644 inline {path}\n".encode())
             stream.append(_data(tree[path]))
         stream.append(b"\n")
-        records.append({
-            "number": planned.pr,
-            "title": change.title,
-            "author": login,
-            "author_name": name,
-            "author_email": email,
-            "body": _pr_body(change, planned.pr),
-            "kind": change.kind,
-            "files": changed + removed,
-            "merged_at": when.isoformat().replace("+00:00", "Z"),
-        })
+        records.append(
+            {
+                "number": planned.pr,
+                "title": change.title,
+                "author": login,
+                "author_name": name,
+                "author_email": email,
+                "body": _pr_body(change, planned.pr),
+                "kind": change.kind,
+                "files": changed + removed,
+                "merged_at": when.isoformat().replace("+00:00", "Z"),
+            }
+        )
 
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
     git = ["git", "-C", str(repo)]
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=env, capture_output=True)
     with tempfile.TemporaryDirectory() as tmp:
         marks = Path(tmp) / "marks"
-        subprocess.run([*git, "fast-import", "--quiet", f"--export-marks={marks}"], input=b"".join(stream),
-                       check=True, env=env, capture_output=True)
+        subprocess.run(
+            [*git, "fast-import", "--quiet", f"--export-marks={marks}"],
+            input=b"".join(stream),
+            check=True,
+            env=env,
+            capture_output=True,
+        )
         by_mark = dict(line.split() for line in marks.read_text().splitlines())
     shas = [by_mark[f":{i + 1}"] for i in range(len(plan))]
     subprocess.run([*git, "reset", "-q", "--hard", "main"], check=True, env=env, capture_output=True)

@@ -17,12 +17,12 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol
 
 from runners import result as result_json
-from runners.spec import StepResult, StepSpec, new_ref
 from runners.result import ResultError
+from runners.spec import StepResult, StepSpec, new_ref
 
 ARTIFACT = "revert-bisect-step-{step}"
 
@@ -70,14 +70,22 @@ def wake_all() -> None:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class GitHubActionsBackend:
     name = "github_actions"  # the steps' `backend` column
 
-    def __init__(self, actions: Actions, ref: str, inputs_for: Callable[[StepSpec, str], dict[str, str]],
-                 parallelism: int, labels: list[str], limits: Limits = Limits(), clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        actions: Actions,
+        ref: str,
+        inputs_for: Callable[[StepSpec, str], dict[str, str]],
+        parallelism: int,
+        labels: list[str],
+        limits: Limits = Limits(),
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.actions = actions
         self.ref = ref
         self.inputs_for = inputs_for
@@ -118,7 +126,7 @@ class GitHubActionsBackend:
         (dispatched again if it never appeared: the process may have died before dispatching)."""
         if not spec.ref:
             return False
-        since = since if since.tzinfo else since.replace(tzinfo=timezone.utc)  # SQLite hands back naive UTC
+        since = since if since.tzinfo else since.replace(tzinfo=UTC)  # SQLite hands back naive UTC
         self._flights[spec.step_id] = Flight(spec, spec.ref, since, self.clock())
         return True
 
@@ -176,8 +184,11 @@ class GitHubActionsBackend:
                 flight.queued_since = self.clock()
             if self.clock() - flight.queued_since > self.limits.queue_timeout_s:
                 self.actions.cancel(flight.run_id)
-                self._fail(flight, f"no runner labelled {', '.join(self.labels)} started run {flight.run_id} within "
-                                   f"{self.limits.queue_timeout_s / 60:g} min ({state.html_url})")
+                self._fail(
+                    flight,
+                    f"no runner labelled {', '.join(self.labels)} started run {flight.run_id} within "
+                    f"{self.limits.queue_timeout_s / 60:g} min ({state.html_url})",
+                )
             return
         flight.queued_since = None
         if state.status != "completed":
@@ -187,7 +198,10 @@ class GitHubActionsBackend:
         elif state.conclusion == "timed_out":
             self._fail(flight, f"run {flight.run_id} timed out on {state.runner or 'its runner'} ({state.html_url})")
         elif state.conclusion == "cancelled":
-            self._fail(flight, f"run {flight.run_id} was cancelled on GitHub (by hand, or its runner went away) ({state.html_url})")
+            self._fail(
+                flight,
+                f"run {flight.run_id} was cancelled on GitHub (by hand, or its runner went away) ({state.html_url})",
+            )
         else:
             self._fail(flight, f"run {flight.run_id} concluded {state.conclusion} ({state.html_url})")
 
@@ -212,7 +226,10 @@ class GitHubActionsBackend:
         name = ARTIFACT.format(step=spec.step_id)
         data = self.actions.artifact_file(flight.run_id, name, "result.json")
         if data is None:
-            self._fail(flight, f"run {flight.run_id} concluded {conclusion} without the artifact {name}/result.json ({flight.url})")
+            self._fail(
+                flight,
+                f"run {flight.run_id} concluded {conclusion} without the artifact {name}/result.json ({flight.url})",
+            )
             return
         try:
             got = result_json.from_json(json.loads(data), spec.step_id, spec.sha)
@@ -226,8 +243,20 @@ class GitHubActionsBackend:
     def _fail(self, flight: Flight, reason: str) -> None:
         self._flights.pop(flight.spec.step_id, None)
         now = _now()
-        self._done.append(StepResult(flight.spec.step_id, flight.spec.sha, None, None, reason, "github-actions",
-                                     (now - flight.submitted).total_seconds(), "", flight.submitted, now))
+        self._done.append(
+            StepResult(
+                flight.spec.step_id,
+                flight.spec.sha,
+                None,
+                None,
+                reason,
+                "github-actions",
+                (now - flight.submitted).total_seconds(),
+                "",
+                flight.submitted,
+                now,
+            )
+        )
 
     def _cancel_runs(self, flight: Flight) -> None:
         ids = [flight.run_id] if flight.run_id else []

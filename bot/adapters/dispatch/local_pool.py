@@ -8,15 +8,15 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from platformdirs import user_cache_dir
 
 from bot.adapters.git.repo import GitRepo
-from runners.spec import StepResult, StepSpec
 from runners.envs import EnvCache
 from runners.proc import kill_group
+from runners.spec import StepResult, StepSpec
 from runners.step import run_in_tree
 from runners.worktrees import Slot, acquire, remove
 
@@ -29,7 +29,7 @@ def worktree_root(repo: Path, base: Path | None = None) -> Path:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class LocalPool:
@@ -118,10 +118,28 @@ class LocalPool:
         started, t0 = _now(), time.monotonic()
         try:
             out = self.root / "steps" / f"{spec.step_id}-{slot.tree.name}"
-            result = run_in_tree(spec, slot.tree, out, self.envs, f"local/{slot.tree.name}", slot.pidfile,
-                                 lambda proc: self._started(spec.step_id, proc))
+            result = run_in_tree(
+                spec,
+                slot.tree,
+                out,
+                self.envs,
+                f"local/{slot.tree.name}",
+                slot.pidfile,
+                lambda proc: self._started(spec.step_id, proc),
+            )
         except Exception as exc:  # a broken runner is an infra failure of this step, not of the bisection
-            result = StepResult(spec.step_id, spec.sha, None, None, f"runner error: {exc}", f"local/{slot.tree.name}", time.monotonic() - t0, "", started, _now())
+            result = StepResult(
+                spec.step_id,
+                spec.sha,
+                None,
+                None,
+                f"runner error: {exc}",
+                f"local/{slot.tree.name}",
+                time.monotonic() - t0,
+                "",
+                started,
+                _now(),
+            )
         finally:
             self._slots.put(slot)
         with self._lock:

@@ -84,8 +84,12 @@ def find_revert(repo: GitRepo, culprit: str, onto: str, ref: str | None = None) 
                 by = (sha, subj, "patch")
             elif not named and _names(_quoted(subj, "Revert"), subject):  # a line naming another commit wins
                 by = (sha, subj, "subject")
-        elif ((forward and pid == forward) or any(by[0].startswith(n) for n in named)
-              or _names(_quoted(subj, "Revert"), by[1]) or _names(_quoted(subj, "Reapply", "Reland"), subject)):
+        elif (
+            (forward and pid == forward)
+            or any(by[0].startswith(n) for n in named)
+            or _names(_quoted(subj, "Revert"), by[1])
+            or _names(_quoted(subj, "Reapply", "Reland"), subject)
+        ):
             by = None  # re-landed: the culprit is back
     if by:
         return RevertFound(culprit, by[0], by[1], ref or onto, by[2])

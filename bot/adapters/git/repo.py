@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -96,7 +95,9 @@ class GitRepo:
             err = log.stderr.read().decode("utf-8", "replace").strip()
             log.wait()
         if log.returncode != 0:
-            raise RepoError(f"git {command[0]} {' '.join(log_args)} failed in {self.path}: {err.splitlines()[-1] if err else 'git failed'}")
+            raise RepoError(
+                f"git {command[0]} {' '.join(log_args)} failed in {self.path}: {err.splitlines()[-1] if err else 'git failed'}"
+            )
         if ids.returncode != 0:
             raise RepoError(f"git patch-id failed in {self.path}: {ids.stderr.strip() or 'git failed'}")
         out = {}
@@ -125,7 +126,9 @@ class GitRepo:
         wanted = self.patch_ids("-1", culprit).get(culprit)
         if wanted is None:
             return False
-        return any(pid == wanted and commit != culprit for commit, pid in self.patch_ids(f"{since}..{branch_ref}").items())
+        return any(
+            pid == wanted and commit != culprit for commit, pid in self.patch_ids(f"{since}..{branch_ref}").items()
+        )
 
     # -- worktrees --
 
@@ -137,4 +140,3 @@ class GitRepo:
     def checkout(worktree: Path, sha: str) -> None:
         """Put worktree at sha, dropping edits and untracked files (ignored build caches stay)."""
         runner_git.checkout(worktree, sha)
-

@@ -10,15 +10,17 @@ from pathlib import Path
 
 import git
 
-from bot.domain.errors import RevertBisectError
-from bot.adapters.git.repo import GitRepo
 from bot.adapters.git.already import RevertFound, find_revert
+from bot.adapters.git.repo import GitRepo
+from bot.domain.errors import RevertBisectError
 from runners import git as runner_git
 
 BRANCH_PART = re.compile(r"[^A-Za-z0-9._]+")
 BOT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "revert-bisect", "GIT_AUTHOR_EMAIL": "revert-bisect@users.noreply.github.com",
-    "GIT_COMMITTER_NAME": "revert-bisect", "GIT_COMMITTER_EMAIL": "revert-bisect@users.noreply.github.com",
+    "GIT_AUTHOR_NAME": "revert-bisect",
+    "GIT_AUTHOR_EMAIL": "revert-bisect@users.noreply.github.com",
+    "GIT_COMMITTER_NAME": "revert-bisect",
+    "GIT_COMMITTER_EMAIL": "revert-bisect@users.noreply.github.com",
 }
 
 
@@ -82,7 +84,9 @@ def revert_into(tree: Path, culprit: str, onto: str) -> None:
         raise RevertConflict(culprit, onto, exc.files) from exc
 
 
-def create_revert(repo: GitRepo, culprit: str, onto: str, branch: str | None = None, reason: str | None = None) -> Revert:
+def create_revert(
+    repo: GitRepo, culprit: str, onto: str, branch: str | None = None, reason: str | None = None
+) -> Revert:
     """The revert commit of `culprit` on top of `onto`, on a new branch; nothing else changes.
 
     A merge is reverted against its first parent (mainline 1). On conflict the scratch worktree
@@ -97,8 +101,12 @@ def create_revert(repo: GitRepo, culprit: str, onto: str, branch: str | None = N
         existing = repo.resolve(f"refs/heads/{branch}")
         commit = repo.repo.commit(existing)
         if [p.hexsha for p in commit.parents] == [onto] and f"This reverts commit {culprit}." in commit.message:
-            return _describe(repo, culprit, onto, existing, branch, commit.message)  # made by an earlier, interrupted run
-        raise RevertBisectError(f"branch {branch} already exists and is not this revert; pass another --branch or delete it")
+            return _describe(
+                repo, culprit, onto, existing, branch, commit.message
+            )  # made by an earlier, interrupted run
+        raise RevertBisectError(
+            f"branch {branch} already exists and is not this revert; pass another --branch or delete it"
+        )
     subject = repo.subjects([culprit])[culprit]
     scratch = Path(tempfile.mkdtemp(prefix="revert-bisect-revert-"))
     tree = scratch / "tree"
@@ -124,7 +132,16 @@ def create_revert(repo: GitRepo, culprit: str, onto: str, branch: str | None = N
 
 def _describe(repo: GitRepo, culprit: str, onto: str, sha: str, branch: str, message: str) -> Revert:
     g = repo.repo.git
-    return Revert(culprit, onto, sha, branch, message, files=g.diff("--name-only", onto, sha).split(), diffstat=g.diff("--stat", onto, sha), diff=g.diff(onto, sha))
+    return Revert(
+        culprit,
+        onto,
+        sha,
+        branch,
+        message,
+        files=g.diff("--name-only", onto, sha).split(),
+        diffstat=g.diff("--stat", onto, sha),
+        diff=g.diff(onto, sha),
+    )
 
 
 CONFIRMED_REASON = "The revert-bisect culprit finder confirmed this commit as the first bad one."

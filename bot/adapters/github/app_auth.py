@@ -21,13 +21,17 @@ class AppCredentials:
     _auth: dict[str, Auth.AppInstallationAuth] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_file(cls, app_id: int, key_path: Path, base_url: str, throttle: bool = True, timeout: int = 15) -> AppCredentials:
+    def from_file(
+        cls, app_id: int, key_path: Path, base_url: str, throttle: bool = True, timeout: int = 15
+    ) -> AppCredentials:
         return cls(app_id, key_path.read_text(), base_url.rstrip("/"), throttle, timeout)
 
     def _installation(self, repo: str) -> Auth.AppInstallationAuth:
         if repo not in self._auth:
             app = Auth.AppAuth(self.app_id, self.private_key)
-            integration = GithubIntegration(auth=app, base_url=self.base_url, retry=retry_policy(patient=self.throttle), timeout=self.timeout)
+            integration = GithubIntegration(
+                auth=app, base_url=self.base_url, retry=retry_policy(patient=self.throttle), timeout=self.timeout
+            )
             owner, name = repo.split("/", 1)
             installation = integration.get_repo_installation(owner, name)
             self._auth[repo] = app.get_installation_auth(installation.id)
@@ -35,8 +39,13 @@ class AppCredentials:
 
     def client(self, repo: str) -> Github:
         pauses = {} if self.throttle else dict(seconds_between_requests=0, seconds_between_writes=0)
-        return Github(base_url=self.base_url, auth=self._installation(repo), retry=retry_policy(patient=self.throttle),
-                      timeout=self.timeout, **pauses)
+        return Github(
+            base_url=self.base_url,
+            auth=self._installation(repo),
+            retry=retry_policy(patient=self.throttle),
+            timeout=self.timeout,
+            **pauses,
+        )
 
     def token(self, repo: str) -> str:
         """The current installation token (valid for git over HTTP as `Authorization: Bearer`)."""

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import re
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from github import Auth, Github, GithubException, GithubRetry
-from urllib3.util.retry import Retry
 from github.Repository import Repository
+from urllib3.util.retry import Retry
 
-from bot.domain.errors import RevertBisectError
-from bot.adapters.github.actions import GitHubActions, artifact_files
 from bot.adapters.git.repo import git_auth
+from bot.adapters.github.actions import GitHubActions, artifact_files
+from bot.domain.errors import RevertBisectError
 from bot.domain.scope import RunInfo
 from bot.ports import CulpritFacts, PullRef
 
@@ -34,7 +34,9 @@ def retry_policy(*, patient: bool) -> GithubRetry:
 
     The bot's writes are looked up before they are made, so a retried POST or PATCH is safe."""
     return GithubRetry(
-        total=10, backoff_factor=1.0 if patient else 0.02, secondary_rate_wait=60 if patient else 1,
+        total=10,
+        backoff_factor=1.0 if patient else 0.02,
+        secondary_rate_wait=60 if patient else 1,
         status_forcelist=list(range(500, 600)) + [429],
         allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"},
     )
@@ -45,7 +47,13 @@ def connect(base_url: str, token: str, *, throttle: bool = True, timeout: int = 
 
     `throttle=False` (a local sandbox) drops PyGithub's pauses between requests and retries fast."""
     pauses = {} if throttle else dict(seconds_between_requests=0, seconds_between_writes=0)
-    return Github(base_url=base_url.rstrip("/"), auth=Auth.Token(token), retry=retry_policy(patient=throttle), timeout=timeout, **pauses)
+    return Github(
+        base_url=base_url.rstrip("/"),
+        auth=Auth.Token(token),
+        retry=retry_policy(patient=throttle),
+        timeout=timeout,
+        **pauses,
+    )
 
 
 def marker(key: str) -> str:
@@ -104,7 +112,11 @@ class GitHubForge:
         """An open PR that already reverts the culprit PR (GitHub's own revert button writes `Reverts o/r#N`)."""
         slug = self.repo.full_name
         for pr in self.repo.get_pulls(state="open"):
-            if f"Reverts {slug}#{culprit_pr}" in (pr.body or "") or (pr.title or "").startswith("Revert ") and f"#{culprit_pr}" in (pr.body or ""):
+            if (
+                f"Reverts {slug}#{culprit_pr}" in (pr.body or "")
+                or (pr.title or "").startswith("Revert ")
+                and f"#{culprit_pr}" in (pr.body or "")
+            ):
                 return pr.number
         return None
 
@@ -112,7 +124,17 @@ class GitHubForge:
         """Completed runs of a workflow on a branch, newest first."""
         out = []
         for run in self.repo.get_workflow(workflow_id).get_runs(branch=branch):
-            out.append(RunInfo(run.id, run.name or "", run.path or "", run.head_branch or "", run.head_sha, run.event, run.conclusion))
+            out.append(
+                RunInfo(
+                    run.id,
+                    run.name or "",
+                    run.path or "",
+                    run.head_branch or "",
+                    run.head_sha,
+                    run.event,
+                    run.conclusion,
+                )
+            )
             if len(out) >= limit:
                 break
         return out
@@ -186,7 +208,7 @@ class GitHubForge:
         """Revert PRs the bot opened since `since` (any state: a closed one still counted against the cap)."""
         count = 0
         for pr in self.repo.get_pulls(state="all", sort="created", direction="desc"):
-            created = pr.created_at if pr.created_at.tzinfo else pr.created_at.replace(tzinfo=timezone.utc)
+            created = pr.created_at if pr.created_at.tzinfo else pr.created_at.replace(tzinfo=UTC)
             if created < since:
                 break
             count += pr.head.ref.startswith(bot_branch_prefix)
@@ -208,7 +230,8 @@ def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: s
     """Push `sha` to `branch` with the token in an HTTP header for this one command: never in .git/config."""
     result = subprocess.run(
         ["git", *git_auth(token), "-C", str(repo_dir), "push", "--quiet", remote_url, f"{sha}:refs/heads/{branch}"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         message = result.stderr.replace(token, "***").strip().splitlines()

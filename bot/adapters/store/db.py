@@ -14,8 +14,8 @@ from sqlalchemy.exc import (
     OperationalError,
 )
 
-from runners import locks
 from bot.domain.errors import StoreUnavailable
+from runners import locks
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 # The newest migration; a test checks it against Alembic's own view. Knowing it lets an
@@ -59,7 +59,9 @@ def connect(url: str | None = None) -> Engine:
                 command.upgrade(cfg, "head")
     except OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise StoreUnavailable(f"cannot reach the store at {engine.url.render_as_string(hide_password=True)}: {reason}") from exc
+        raise StoreUnavailable(
+            f"cannot reach the store at {engine.url.render_as_string(hide_password=True)}: {reason}"
+        ) from exc
     return engine
 
 

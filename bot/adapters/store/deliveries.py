@@ -88,29 +88,46 @@ class Jobs:
             queued = select(JobRow.id).where(JobRow.state == "queued").order_by(JobRow.id).limit(5)
             candidates = s.scalars(queued.with_for_update(skip_locked=True)).all()
             for job_id in candidates:
-                won = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.state == "queued").values(
-                    state="running", attempts=JobRow.attempts + 1, owner=self.owner, lease_until=self._lease()))
+                won = s.execute(
+                    update(JobRow)
+                    .where(JobRow.id == job_id, JobRow.state == "queued")
+                    .values(state="running", attempts=JobRow.attempts + 1, owner=self.owner, lease_until=self._lease())
+                )
                 if won.rowcount == 1:
                     job = s.get(JobRow, job_id)
                     delivery = s.get(DeliveryRow, job.delivery_id)
-                    return ClaimedJob(job.id, job.handler, delivery.delivery_id, delivery.event, delivery.payload, job.attempts)
+                    return ClaimedJob(
+                        job.id, job.handler, delivery.delivery_id, delivery.event, delivery.payload, job.attempts
+                    )
         return None
 
     def finish(self, job_id: int, error: str | None = None, retry: bool = False) -> None:
         """done, failed, or (retry) back in the queue with the error kept for the record."""
         state = "queued" if retry else "failed" if error else "done"
         with self._session.begin() as s:
-            s.execute(update(JobRow).where(JobRow.id == job_id).values(state=state, error=error, finished_at=None if retry else utcnow()))
+            s.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id)
+                .values(state=state, error=error, finished_at=None if retry else utcnow())
+            )
 
     def renew(self, job_id: int) -> bool:
         """Extend this worker's lease on a running job; False when it is no longer ours."""
         with self._session.begin() as s:
-            return s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.state == "running", JobRow.owner == self.owner)
-                             .values(lease_until=self._lease())).rowcount == 1
+            return (
+                s.execute(
+                    update(JobRow)
+                    .where(JobRow.id == job_id, JobRow.state == "running", JobRow.owner == self.owner)
+                    .values(lease_until=self._lease())
+                ).rowcount
+                == 1
+            )
 
     def requeue_expired(self) -> int:
         """Running jobs whose worker stopped renewing (a killed process) go back to the queue; handlers
         are idempotent. Jobs of live workers, on this replica or another, are left alone."""
         with self._session.begin() as s:
             stale = (JobRow.lease_until.is_(None)) | (JobRow.lease_until < utcnow())
-            return s.execute(update(JobRow).where(JobRow.state == "running", stale).values(state="queued", owner=None)).rowcount
+            return s.execute(
+                update(JobRow).where(JobRow.state == "running", stale).values(state="queued", owner=None)
+            ).rowcount

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):
@@ -41,7 +41,9 @@ class BisectionRow(Base):
     origin: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     # "owner/repo#comment:123" or "owner/repo@test:good..bad": one bisection per request or range.
     origin_key: Mapped[str | None] = mapped_column(String(512), nullable=True, index=True)
-    commits: Mapped[list | None] = mapped_column(JSON, nullable=True)  # [sha, author, subject] of GOOD..BAD, first parent, oldest first
+    commits: Mapped[list | None] = mapped_column(
+        JSON, nullable=True
+    )  # [sha, author, subject] of GOOD..BAD, first parent, oldest first
     cancel_requested_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
     # Latest view, for status displays.
     guess: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -73,7 +75,9 @@ class StepRow(Base):
     infra_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     verdict: Mapped[str | None] = mapped_column(String(16), nullable=True)
     runner: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    backend: Mapped[str | None] = mapped_column(String(32), nullable=True)  # local, github_actions (metrics group by it)
+    backend: Mapped[str | None] = mapped_column(
+        String(32), nullable=True
+    )  # local, github_actions (metrics group by it)
     duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     log_tail: Mapped[str | None] = mapped_column(Text, nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

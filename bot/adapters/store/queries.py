@@ -10,8 +10,8 @@ from datetime import datetime
 from sqlalchemy import Engine, case, func, select
 from sqlalchemy.orm import selectinload, sessionmaker
 
-from bot.domain.bisect.model import Phase
 from bot.adapters.store.models import BisectionRow, StepRow
+from bot.domain.bisect.model import Phase
 
 FINISHED_STEP_STATES = ("done", "lost", "cancelled")
 PHASES = [p.value for p in Phase if p is not Phase.DONE]
@@ -35,14 +35,19 @@ class Bisections:
 
     def get(self, bisection_id: int) -> BisectionRow | None:
         with self._session() as s:
-            return s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
+            return s.scalar(
+                select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps))
+            )
 
     def progress(self, bisection_id: int) -> Progress | None:
         """One aggregate query, not the row with its steps."""
         finished = func.sum(case((StepRow.state.in_(FINISHED_STEP_STATES), 1), else_=0))
-        query = (select(BisectionRow.phase, BisectionRow.status, BisectionRow.updated_at, func.count(StepRow.id), finished)
-                 .outerjoin(StepRow, StepRow.bisection_id == BisectionRow.id)
-                 .where(BisectionRow.id == bisection_id).group_by(BisectionRow.id))
+        query = (
+            select(BisectionRow.phase, BisectionRow.status, BisectionRow.updated_at, func.count(StepRow.id), finished)
+            .outerjoin(StepRow, StepRow.bisection_id == BisectionRow.id)
+            .where(BisectionRow.id == bisection_id)
+            .group_by(BisectionRow.id)
+        )
         with self._session() as s:
             row = s.execute(query).first()
         if row is None:
@@ -50,7 +55,9 @@ class Bisections:
         phase, status, updated_at, steps, done = row
         return Progress(phase, status, updated_at, steps, int(done or 0))
 
-    def newest(self, state: str | None, keep: Callable[[BisectionRow], bool], skip: int, wanted: int) -> list[BisectionRow]:
+    def newest(
+        self, state: str | None, keep: Callable[[BisectionRow], bool], skip: int, wanted: int
+    ) -> list[BisectionRow]:
         """Newest first, `skip` then up to `wanted` of the rows `keep` accepts; state filters in SQL, `keep` (what
         SQL cannot: the repository and test in the JSON origin) here, scanning in chunks."""
         query = select(BisectionRow).order_by(BisectionRow.id.desc())
@@ -69,10 +76,12 @@ class Bisections:
                     break
                 offset += len(rows)
                 found += [r for r in rows if keep(r)]
-        return found[skip:skip + wanted]
+        return found[skip : skip + wanted]
 
     def finished(self) -> list:
         """What the trust report reads of every finished bisection (no steps)."""
         columns = (BisectionRow.repo, BisectionRow.status, BisectionRow.outcome, BisectionRow.origin, BisectionRow.head)
         with self._session() as s:
-            return list(s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all())
+            return list(
+                s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all()
+            )

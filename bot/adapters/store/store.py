@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import selectinload, sessionmaker
 
-from bot.domain.errors import NotFound
 from bot.adapters.store.models import BisectionRow, StepRow, utcnow
+from bot.domain.errors import NotFound
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,21 @@ class Store:
     def create(self, new: NewBisection, phase: str) -> int:
         with self._session.begin() as s:
             row = BisectionRow(
-                repo=new.repo, good_rev=new.good_rev, bad_rev=new.bad_rev, good=new.good, bad=new.bad,
-                command=new.command, settings=new.settings, head=new.head, origin=new.origin, origin_key=new.origin_key, commits=new.commits, phase=phase, merges=[], confirm_round=0, confirmations=0,
+                repo=new.repo,
+                good_rev=new.good_rev,
+                bad_rev=new.bad_rev,
+                good=new.good,
+                bad=new.bad,
+                command=new.command,
+                settings=new.settings,
+                head=new.head,
+                origin=new.origin,
+                origin_key=new.origin_key,
+                commits=new.commits,
+                phase=phase,
+                merges=[],
+                confirm_round=0,
+                confirmations=0,
             )
             s.add(row)
             s.flush()
@@ -66,20 +79,31 @@ class Store:
 
     def get(self, bisection_id: int) -> BisectionRow:
         with self._session() as s:
-            row = s.scalar(select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps)))
+            row = s.scalar(
+                select(BisectionRow).where(BisectionRow.id == bisection_id).options(selectinload(BisectionRow.steps))
+            )
             if row is None:
                 raise NotFound(f"no bisection #{bisection_id} in this store; `revert-bisect status` lists them")
             return row
 
     def recent(self, limit: int = 20) -> Sequence[BisectionRow]:
         with self._session() as s:
-            query = select(BisectionRow).order_by(BisectionRow.id.desc()).limit(limit).options(selectinload(BisectionRow.steps))
+            query = (
+                select(BisectionRow)
+                .order_by(BisectionRow.id.desc())
+                .limit(limit)
+                .options(selectinload(BisectionRow.steps))
+            )
             return s.scalars(query).all()
 
     def request_cancel(self, bisection_id: int, by: str) -> bool:
         """Ask the process driving an unfinished bisection to stop; False when it already finished."""
         with self._session.begin() as s:
-            result = s.execute(update(BisectionRow).where(BisectionRow.id == bisection_id, BisectionRow.status.is_(None)).values(cancel_requested_by=by))
+            result = s.execute(
+                update(BisectionRow)
+                .where(BisectionRow.id == bisection_id, BisectionRow.status.is_(None))
+                .values(cancel_requested_by=by)
+            )
             return result.rowcount == 1
 
     def cancel_requested(self, bisection_id: int) -> bool:
@@ -89,12 +113,16 @@ class Store:
     def by_origin_key(self, key: str) -> BisectionRow | None:
         """The newest bisection started for this request or range (a retried job finds it again)."""
         with self._session() as s:
-            return s.scalar(select(BisectionRow).where(BisectionRow.origin_key == key).order_by(BisectionRow.id.desc()).limit(1))
+            return s.scalar(
+                select(BisectionRow).where(BisectionRow.origin_key == key).order_by(BisectionRow.id.desc()).limit(1)
+            )
 
     def from_thread(self, repo: str, thread: int) -> Sequence[BisectionRow]:
         """Bisections asked for in one issue or PR (newest first); filtered here to stay portable across JSON dialects."""
         with self._session() as s:
-            rows = s.scalars(select(BisectionRow).where(BisectionRow.origin.is_not(None)).order_by(BisectionRow.id.desc()).limit(500)).all()
+            rows = s.scalars(
+                select(BisectionRow).where(BisectionRow.origin.is_not(None)).order_by(BisectionRow.id.desc()).limit(500)
+            ).all()
             return [r for r in rows if r.origin.get("repo") == repo and r.origin.get("thread") == thread]
 
     def save_progress(self, bisection_id: int, **fields) -> None:
@@ -105,9 +133,18 @@ class Store:
     def add_steps(self, bisection_id: int, steps: Iterable[NewStep]) -> list[int]:
         """Record steps as running, in one transaction, before they are dispatched."""
         with self._session.begin() as s:
-            rows = [StepRow(bisection_id=bisection_id, sha=st.sha, kind=st.kind, round=st.round, state="running", runner_ref=st.runner_ref,
-                            backend=st.backend)
-                    for st in steps]
+            rows = [
+                StepRow(
+                    bisection_id=bisection_id,
+                    sha=st.sha,
+                    kind=st.kind,
+                    round=st.round,
+                    state="running",
+                    runner_ref=st.runner_ref,
+                    backend=st.backend,
+                )
+                for st in steps
+            ]
             s.add_all(rows)
             s.flush()
             return [r.id for r in rows]
@@ -120,7 +157,9 @@ class Store:
                 .values(state="done", finished_at=utcnow(), **report.__dict__)
             )
 
-    def mark_lost(self, bisection_id: int, reason: str, state: str = "lost", step_ids: Iterable[int] | None = None) -> int:
+    def mark_lost(
+        self, bisection_id: int, reason: str, state: str = "lost", step_ids: Iterable[int] | None = None
+    ) -> int:
         """Close steps still running (all of the bisection's, or just step_ids): `lost` (their
         process is gone: an infra result, kept, never believed) or `cancelled` (stopped on
         purpose: said nothing)."""

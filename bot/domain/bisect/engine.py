@@ -37,10 +37,10 @@ from bot.domain.bisect.model import (
     State,
     Status,
 )
-from bot.domain.reasons import Reason
 from bot.domain.bisect.planner import USEFUL, choose_probes
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
 from bot.domain.bisect.verdict import MetricRule, Verdict
+from bot.domain.reasons import Reason
 
 
 def decide(
@@ -64,12 +64,18 @@ def _done(state: State, outcome: Outcome, evidence: Evidence, flake: float = 0.0
     return Decision(replace(state, phase=Phase.DONE), outcome=outcome, flake_rate=flake, boundary=evidence.boundary)
 
 
-def _calibrate(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
+def _calibrate(
+    problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int
+) -> Decision:
     s = problem.settings
     untestable = ev.untestable(s)
     for sha, name in ((problem.bad, "BAD"), (problem.good, "GOOD")):
         if sha in untestable:
-            why = "exited 125 (cannot be tested)" if Verdict.SKIP in ev.of_sha(sha) else f"failed on infrastructure {s.max_infra_per_commit} times"
+            why = (
+                "exited 125 (cannot be tested)"
+                if Verdict.SKIP in ev.of_sha(sha)
+                else f"failed on infrastructure {s.max_infra_per_commit} times"
+            )
             found = f"the {name} endpoint {sha[:12]} {why}"
             facts = dict(endpoint=name, side=name.lower(), sha=sha)
             return _done(state, Outcome(Status.UNTESTABLE, found, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts), ev)
@@ -77,7 +83,9 @@ def _calibrate(problem: Problem, state: State, ev: Evidence, in_flight: Sequence
     metric_verdict = _metric_calibration(problem, ev, rule) if rule is not None else None
     # An endpoint saying the unexpected (GOOD fails, BAD passes, or one reading each that leaves nothing to
     # bisect) is a surprise: auto then calibrates as for a flaky test before believing it.
-    doubt = ev.surprised(problem) or (metric_verdict is not None and metric_verdict.status in (Status.NOT_REPRODUCIBLE, Status.GOOD_FAILS))
+    doubt = ev.surprised(problem) or (
+        metric_verdict is not None and metric_verdict.status in (Status.NOT_REPRODUCIBLE, Status.GOOD_FAILS)
+    )
     trust = trusted(problem, ev) and not (doubt and s.flake_rate is None)
     needs = _calibration_needs(problem, ev, in_flight, 1 if trust else s.calibration_runs)
     if needs or any(p.kind is Kind.CALIBRATE for p in in_flight):
@@ -96,8 +104,16 @@ def _calibrate(problem: Problem, state: State, ev: Evidence, in_flight: Sequence
     return _search(problem, replace(state, phase=Phase.SEARCHING), ev, in_flight, free, rnd)
 
 
-def _calibration_round(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int,
-                       needs: list[str], presume: bool) -> Decision:
+def _calibration_round(
+    problem: Problem,
+    state: State,
+    ev: Evidence,
+    in_flight: Sequence[Probe],
+    free: int,
+    rnd: int,
+    needs: list[str],
+    presume: bool,
+) -> Decision:
     """Endpoint runs, and search runs on the runners they leave free while the endpoints are presumed
     right; once an endpoint surprised, the search runs under way were planned on a false premise."""
     obsolete = () if presume else tuple(p for p in in_flight if p.kind is Kind.SEARCH)
@@ -136,7 +152,10 @@ def _presumed_search(problem: Problem, ev: Evidence, in_flight: Sequence[Probe],
     except Contradiction:  # --flake-rate 0 with contradicting results: the search says so once calibrated
         return []
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight) if p is not None]
-    return [Probe(scope.sha(p), Kind.SEARCH, rnd) for p in choose_probes(post, free, busy, _untestable_positions(problem, scope, ev))]
+    return [
+        Probe(scope.sha(p), Kind.SEARCH, rnd)
+        for p in choose_probes(post, free, busy, _untestable_positions(problem, scope, ev))
+    ]
 
 
 def _untestable_positions(problem: Problem, scope: Scope, ev: Evidence) -> set[int]:
@@ -145,7 +164,11 @@ def _untestable_positions(problem: Problem, scope: Scope, ev: Evidence) -> set[i
 
 def _metric_calibration(problem: Problem, ev: Evidence, rule: MetricRule) -> Outcome | None:
     readings = {
-        sha: [r.raw.metric for r, v in ev.verdicts if r.sha == sha and r.kind is Kind.CALIBRATE and r.raw.metric is not None]
+        sha: [
+            r.raw.metric
+            for r, v in ev.verdicts
+            if r.sha == sha and r.kind is Kind.CALIBRATE and r.raw.metric is not None
+        ]
         for sha in (problem.good, problem.bad)
     }
     good, bad = readings[problem.good], readings[problem.bad]
@@ -154,10 +177,16 @@ def _metric_calibration(problem: Problem, ev: Evidence, rule: MetricRule) -> Out
         found = f"the metric was not reported on the endpoints (GOOD: {shown(good)}; BAD: {shown(bad)})"
         return Outcome(Status.UNTESTABLE, found, reason=Reason.METRIC_MISSING)
     if ev.boundary is None:
-        return Outcome(Status.NOT_REPRODUCIBLE, f"BAD's metric ({shown(bad)}) is not worse than GOOD's ({shown(good)}): nothing to bisect")
+        return Outcome(
+            Status.NOT_REPRODUCIBLE,
+            f"BAD's metric ({shown(bad)}) is not worse than GOOD's ({shown(good)}): nothing to bisect",
+        )
     if rule.threshold is not None:
         if not any(rule.worse(v, rule.threshold) for v in bad):
-            return Outcome(Status.NOT_REPRODUCIBLE, f"BAD reads {shown(bad)}, within the threshold {rule.threshold:g}: the failure does not reproduce")
+            return Outcome(
+                Status.NOT_REPRODUCIBLE,
+                f"BAD reads {shown(bad)}, within the threshold {rule.threshold:g}: the failure does not reproduce",
+            )
         if all(rule.worse(v, rule.threshold) for v in good):
             found = f"GOOD already reads {shown(good)}, beyond the threshold {rule.threshold:g}"
             return Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good))
@@ -194,8 +223,10 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     tallies = ev.tallies(scope)
     flake = effective_flake(s, tallies)
     if flake is None:
-        found = ("results contradict a flake rate of 0 (a commit both passed and failed, or a pass above a failure):"
-                 " the test is flaky")
+        found = (
+            "results contradict a flake rate of 0 (a commit both passed and failed, or a pass above a failure):"
+            " the test is flaky"
+        )
         return _done(state, Outcome(Status.INCONCLUSIVE, found, reason=Reason.FLAKY_UNDER_ZERO), ev)
     try:
         post = Posterior.compute(n, tallies, flake)
@@ -211,8 +242,11 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     backed = fails_at(block.last) and passes_at(block.parent) if block.last <= n else passes_at(n)
     # With a deterministic test, a run in flight whose outcome is already implied is pure waste.
     obsolete = tuple(
-        pr for pr in in_flight
-        if pr.kind is Kind.SEARCH and (pos := scope.position(pr.sha)) is not None and not USEFUL < post.cdf(pos) < 1 - USEFUL
+        pr
+        for pr in in_flight
+        if pr.kind is Kind.SEARCH
+        and (pos := scope.position(pr.sha)) is not None
+        and not USEFUL < post.cdf(pos) < 1 - USEFUL
     )
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr not in obsolete) if p is not None]
     free += len(obsolete)
@@ -222,18 +256,48 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
 
     if confident and backed:
         if block.last > n:
-            return finish(Outcome(Status.NO_CULPRIT, f"BAD passed on re-runs: its failures look like flakes (P={block.mass:.3f}); nothing to revert", confidence=block.mass))
+            return finish(
+                Outcome(
+                    Status.NO_CULPRIT,
+                    f"BAD passed on re-runs: its failures look like flakes (P={block.mass:.3f}); nothing to revert",
+                    confidence=block.mass,
+                )
+            )
         culprit = scope.sha(block.last)
         if block.first < block.last:
             shas = tuple(scope.sha(p) for p in range(block.first, block.last + 1))
-            return finish(Outcome(Status.AMBIGUOUS, f"the first bad commit is one of {len(shas)} commits; all but the last could not be tested (exit 125)", culprit=culprit, first_parent_culprit=_outermost(state, culprit), confidence=block.mass, candidates=shas))
+            return finish(
+                Outcome(
+                    Status.AMBIGUOUS,
+                    f"the first bad commit is one of {len(shas)} commits; all but the last could not be tested (exit 125)",
+                    culprit=culprit,
+                    first_parent_culprit=_outermost(state, culprit),
+                    confidence=block.mass,
+                    candidates=shas,
+                )
+            )
         if s.descend_merges and is_merge(problem.graph, culprit) and culprit not in state.merges:
             inner = replace(state, phase=Phase.SEARCHING, merges=state.merges + (culprit,), confirming=None)
             return _search(problem, inner, ev, in_flight, free, rnd)
         if state.phase is Phase.CONFIRMING and state.confirming == culprit:
-            return _confirm(problem, state, ev, in_flight, free, rnd, culprit, scope.sha(block.parent), flake, block.mass, guess, trust)
+            return _confirm(
+                problem,
+                state,
+                ev,
+                in_flight,
+                free,
+                rnd,
+                culprit,
+                scope.sha(block.parent),
+                flake,
+                block.mass,
+                guess,
+                trust,
+            )
         if state.phase is not Phase.CONFIRMING or state.confirming != culprit:
-            confirm = replace(state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None)
+            confirm = replace(
+                state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None
+            )
             return _search(problem, confirm, ev, in_flight, free, rnd)
     if state.phase is Phase.CONFIRMING:
         # The confirmation round (or later evidence) disagreed: back to searching.
@@ -242,28 +306,73 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         retries = state.confirmations + 1
         if retries >= s.max_confirmations:
             found = f"confirmation failed {retries} times: the test is too flaky for confidence {s.confidence}"
-            return finish(Outcome(Status.INCONCLUSIVE, found, culprit=guess.sha, confidence=block.mass,
-                                  reason=Reason.TOO_FLAKY, facts=dict(confidence=s.confidence)))
-        state = replace(state, phase=Phase.SEARCHING, confirming=None, confirmations=retries, revert=None, revert_error=None)
+            return finish(
+                Outcome(
+                    Status.INCONCLUSIVE,
+                    found,
+                    culprit=guess.sha,
+                    confidence=block.mass,
+                    reason=Reason.TOO_FLAKY,
+                    facts=dict(confidence=s.confidence),
+                )
+            )
+        state = replace(
+            state, phase=Phase.SEARCHING, confirming=None, confirmations=retries, revert=None, revert_error=None
+        )
     if ev.evidence_count() >= s.run_budget(n):
-        return finish(Outcome(Status.INCONCLUSIVE, f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
+        return finish(
+            Outcome(
+                Status.INCONCLUSIVE,
+                f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} (best guess P={block.mass:.3f})",
+                culprit=guess.sha,
+                confidence=block.mass,
+            )
+        )
     # Once results contradict a deterministic test, the endpoints get their full calibration after all.
-    recalibrate = [] if trust else [Probe(sha, Kind.CALIBRATE, rnd) for sha in _calibration_needs(problem, ev, in_flight, s.calibration_runs)[:free]]
+    recalibrate = (
+        []
+        if trust
+        else [
+            Probe(sha, Kind.CALIBRATE, rnd)
+            for sha in _calibration_needs(problem, ev, in_flight, s.calibration_runs)[:free]
+        ]
+    )
     free -= len(recalibrate)
     if confident and block.last <= n:
         # The mass is settled but the culprit lacks its FAIL or its parent its PASS: test those.
-        wanted = [p for p, ok in ((block.last, fails_at(block.last)), (block.parent, passes_at(block.parent))) if not ok]
+        wanted = [
+            p for p, ok in ((block.last, fails_at(block.last)), (block.parent, passes_at(block.parent))) if not ok
+        ]
         positions = [p for p in wanted if p not in busy][:free]
     else:
         positions = choose_probes(post, free, busy, untestable_pos)
     if not positions and not recalibrate and len(in_flight) == len(obsolete):
-        return finish(Outcome(Status.INCONCLUSIVE, f"no commit left whose result would change the answer (best guess P={block.mass:.3f})", culprit=guess.sha, confidence=block.mass))
+        return finish(
+            Outcome(
+                Status.INCONCLUSIVE,
+                f"no commit left whose result would change the answer (best guess P={block.mass:.3f})",
+                culprit=guess.sha,
+                confidence=block.mass,
+            )
+        )
     probes = tuple(recalibrate) + tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
     return Decision(state, probes, obsolete, guess=guess, flake_rate=flake, boundary=ev.boundary)
 
 
-def _confirm(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int,
-             culprit: str, parent: str, flake: float, mass: float, guess: Guess, trust: bool) -> Decision:
+def _confirm(
+    problem: Problem,
+    state: State,
+    ev: Evidence,
+    in_flight: Sequence[Probe],
+    free: int,
+    rnd: int,
+    culprit: str,
+    parent: str,
+    flake: float,
+    mass: float,
+    guess: Guess,
+    trust: bool,
+) -> Decision:
     """The confirmation round: culprit and parent re-run (x times each for a flaky test, fewer for a
     trusted one) and, in the same round, the branch head and head + revert x times each (the A/B
     proof), once the revert exists."""
@@ -279,10 +388,18 @@ def _confirm(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[P
     targets = [(culprit, Kind.CONFIRM, culprit_x), (parent, Kind.CONFIRM, parent_x)]
     if state.revert:
         untestable = ev.untestable(s)
-        targets += [(sha, kind, x) for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT)) if sha not in untestable]
+        targets += [
+            (sha, kind, x)
+            for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
+            if sha not in untestable
+        ]
     needs = []
     for sha, kind, want in targets:
-        done = sum(1 for r, v in ev.verdicts if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence)
+        done = sum(
+            1
+            for r, v in ev.verdicts
+            if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
+        )
         flying = sum(1 for p in in_flight if p.sha == sha and p.kind is kind)
         needs.append([Probe(sha, kind, rnd)] * max(0, want - done - flying))
     pending = [p for batch in zip_longest(*needs) for p in batch if p is not None]  # interleaved
@@ -300,8 +417,20 @@ def _confirm(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[P
     if state.revert_error:
         message += f"; no revert to verify: {state.revert_error}"
     elif ab is not None:
-        message += "; the revert is proven: HEAD fails, HEAD + revert passes" if ab.passed else "; the revert is NOT proven by the A/B runs"
-    outcome = Outcome(Status.FOUND, message, culprit=culprit, first_parent_culprit=_outermost(state, culprit), confidence=mass, ab=ab, revert_error=state.revert_error)
+        message += (
+            "; the revert is proven: HEAD fails, HEAD + revert passes"
+            if ab.passed
+            else "; the revert is NOT proven by the A/B runs"
+        )
+    outcome = Outcome(
+        Status.FOUND,
+        message,
+        culprit=culprit,
+        first_parent_culprit=_outermost(state, culprit),
+        confidence=mass,
+        ab=ab,
+        revert_error=state.revert_error,
+    )
     return replace(_done(state, outcome, ev, flake), guess=guess)
 
 
@@ -318,9 +447,15 @@ def _ab_result(problem: Problem, state: State, ev: Evidence) -> ABResult | None:
         return None
 
     def verdicts(sha: str, kind: Kind) -> tuple[Verdict, ...]:
-        return tuple(v for r, v in ev.verdicts if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence)
+        return tuple(
+            v
+            for r, v in ev.verdicts
+            if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
+        )
 
-    return ABResult(problem.head, state.revert, verdicts(problem.head, Kind.AB_HEAD), verdicts(state.revert, Kind.AB_REVERT))
+    return ABResult(
+        problem.head, state.revert, verdicts(problem.head, Kind.AB_HEAD), verdicts(state.revert, Kind.AB_REVERT)
+    )
 
 
 def _flaky_revert(ab: ABResult) -> bool:

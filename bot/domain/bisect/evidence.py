@@ -24,8 +24,12 @@ class Evidence:
         boundary = None
         if rule is not None:
             calib = [(r, classify(r.raw, rule, None)) for r in runs if r.kind is Kind.CALIBRATE]
-            good = [r.raw.metric for r, v in calib if r.sha == problem.good and v.is_evidence and r.raw.metric is not None]
-            bad = [r.raw.metric for r, v in calib if r.sha == problem.bad and v.is_evidence and r.raw.metric is not None]
+            good = [
+                r.raw.metric for r, v in calib if r.sha == problem.good and v.is_evidence and r.raw.metric is not None
+            ]
+            bad = [
+                r.raw.metric for r, v in calib if r.sha == problem.bad and v.is_evidence and r.raw.metric is not None
+            ]
             boundary = rule.boundary(good, bad)
         return cls(tuple((r, classify(r.raw, rule, boundary)) for r in runs), boundary)
 

@@ -54,8 +54,9 @@ class Explanation:
     posterior: Masses
 
 
-def explain(good: str, bad: str, settings: Settings, steps: Sequence[Step], recorded: Sequence[str],
-            flake_rate: float | None) -> Explanation:
+def explain(
+    good: str, bad: str, settings: Settings, steps: Sequence[Step], recorded: Sequence[str], flake_rate: float | None
+) -> Explanation:
     """`steps` in id order; `recorded` the range's first-parent commits (may be empty); `flake_rate` the
     engine's last (None: estimate it from the results, as the engine does)."""
     verdict_of = verdicts(good, bad, settings, steps)

@@ -81,7 +81,9 @@ class Problem:
         """The linear search space: first-parent GOOD..BAD, or the commits the innermost merge
         brought in. Computed once per problem (O(range)); decisions then cost O(tested commits)."""
         if merges not in self._scopes:
-            scope = merge_scope(self.graph, merges[-1]) if merges else first_parent_scope(self.graph, self.good, self.bad)
+            scope = (
+                merge_scope(self.graph, merges[-1]) if merges else first_parent_scope(self.graph, self.good, self.bad)
+            )
             scope.position(scope.candidates[-1])  # build its sha -> position index now, not in a decision
             self._scopes[merges] = scope
         return self._scopes[merges]
@@ -128,7 +130,11 @@ class ABResult:
 
     @property
     def passed(self) -> bool:
-        return bool(self.head_verdicts and self.revert_verdicts) and all(v is Verdict.BAD for v in self.head_verdicts) and all(v is Verdict.GOOD for v in self.revert_verdicts)
+        return (
+            bool(self.head_verdicts and self.revert_verdicts)
+            and all(v is Verdict.BAD for v in self.head_verdicts)
+            and all(v is Verdict.GOOD for v in self.revert_verdicts)
+        )
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,10 @@ class Posterior:
         if n < 1:
             raise ValueError("need at least one candidate")
         cuts = sorted({0, n} | {p for p in tallies if 0 <= p <= n}) + [n + 1]
-        good_ll = [_xlog(tallies.get(p, Tally()).passes, 1 - flake) + _xlog(tallies.get(p, Tally()).fails, flake) for p in cuts[:-1]]
+        good_ll = [
+            _xlog(tallies.get(p, Tally()).passes, 1 - flake) + _xlog(tallies.get(p, Tally()).fails, flake)
+            for p in cuts[:-1]
+        ]
         bad_ll = [_xlog(tallies.get(p, Tally()).passes, 0.0) for p in cuts[:-1]]
         # Segment j: positions cuts[0..j] are good, cuts[j+1..] are bad.
         segs = len(cuts) - 1

@@ -46,7 +46,10 @@ def render(
             marks.append((mark, sha))
     marks.sort(key=lambda m: (m[0] == "bad", m[1] == culprit))
     for mark, sha in marks:
-        lines += [f"# {mark}: [{sha}] {subjects.get(sha, '')} (runs: {_tally(verdicts[sha])})", f"git bisect {mark} {sha}"]
+        lines += [
+            f"# {mark}: [{sha}] {subjects.get(sha, '')} (runs: {_tally(verdicts[sha])})",
+            f"git bisect {mark} {sha}",
+        ]
     if culprit:
         lines.append(f"# first bad commit: [{culprit}] {subjects.get(culprit, '')}")
     return "\n".join(lines) + "\n"

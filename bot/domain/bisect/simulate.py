@@ -53,7 +53,9 @@ def simulate(n: int, test: FlakyTest, workers: int, settings: Settings = Setting
         decision = decide(problem, state, runs, (), workers)
         state = decision.state
         if decision.outcome is not None:
-            return SimResult(decision.outcome, rounds, len(runs), total, {kind: sum(r.kind is kind for r in runs) for kind in Kind})
+            return SimResult(
+                decision.outcome, rounds, len(runs), total, {kind: sum(r.kind is kind for r in runs) for kind in Kind}
+            )
         if not decision.probes:
             raise RuntimeError("engine neither probed nor finished with nothing in flight")
         total += 1

@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from bot.adapters.github.forge import GitHubForge
+from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.command_plan import Comment, Plan, plan
 from bot.domain.policy import Policy
 from bot.domain.requests import StartRequest
-from bot.adapters.store.deliveries import ClaimedJob
 
 log = logging.getLogger("revert_bisect.command")
 
@@ -57,4 +57,6 @@ class CommandJob:
             forge.comment_once(thread, f"reply-{comment['id']}", reply)
         if decided.start:
             s = decided.start
-            self.bisections.start(StartRequest(repo, thread, comment["id"], author, s.test, s.good, s.bad, s.followup, s.dry_run), forge)
+            self.bisections.start(
+                StartRequest(repo, thread, comment["id"], author, s.test, s.good, s.bad, s.followup, s.dry_run), forge
+            )

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from bot.adapters.github.forge import GitHubForge
-from bot.domain.scope import Results, RunInfo, Scoped, Unscoped, scope, watched
-from bot.domain.policy import Policy
 from bot.adapters.store.deliveries import ClaimedJob
+from bot.domain.policy import Policy
+from bot.domain.scope import Results, RunInfo, Scoped, Unscoped, scope, watched
 
 log = logging.getLogger("revert_bisect.nightly")
 
@@ -20,8 +20,15 @@ class NightlyBisections(Protocol):
 
 
 def run_info(run: dict) -> RunInfo:
-    return RunInfo(run["id"], run.get("name") or "", run.get("path") or "", run.get("head_branch") or "", run["head_sha"],
-                   run.get("event") or "", run.get("conclusion"))
+    return RunInfo(
+        run["id"],
+        run.get("name") or "",
+        run.get("path") or "",
+        run.get("head_branch") or "",
+        run["head_sha"],
+        run.get("event") or "",
+        run.get("conclusion"),
+    )
 
 
 def read_results(forge: GitHubForge, policy: Policy, run_id: int) -> Results:
@@ -41,7 +48,9 @@ def read_results(forge: GitHubForge, policy: Policy, run_id: int) -> Results:
 
 
 class NightlyJob:
-    def __init__(self, policies: Mapping[str, Policy], forge_for: Callable[[str], GitHubForge], bisections: NightlyBisections):
+    def __init__(
+        self, policies: Mapping[str, Policy], forge_for: Callable[[str], GitHubForge], bisections: NightlyBisections
+    ):
         self.policies = policies
         self.forge_for = forge_for
         self.bisections = bisections
@@ -57,10 +66,18 @@ class NightlyJob:
         if info.conclusion != "failure" or watched(policy, info) is None:
             return  # a green or unwatched run: nothing to do, and no API call
         forge = self.forge_for(repo)
-        result = scope(policy, info, read_results(forge, policy, info.id), forge.run_history(run["workflow_id"], info.head_branch))
+        result = scope(
+            policy, info, read_results(forge, policy, info.id), forge.run_history(run["workflow_id"], info.head_branch)
+        )
         if isinstance(result, Unscoped):
             log.warning("delivery %s: %s", job.delivery_id, result.reason)
             return
         for scoped in result:
-            log.info("delivery %s: bisecting %s over %s..%s", job.delivery_id, scoped.test.test.id, scoped.good[:12], scoped.bad[:12])
+            log.info(
+                "delivery %s: bisecting %s over %s..%s",
+                job.delivery_id,
+                scoped.test.test.id,
+                scoped.good[:12],
+                scoped.bad[:12],
+            )
             self.bisections.start_nightly(repo, scoped, forge)

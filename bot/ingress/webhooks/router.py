@@ -11,12 +11,12 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from bot.observability import bind, count_delivery
-from bot.settings import BotSettings
+from bot.adapters.dispatch.actions import wake_all
 from bot.adapters.store.deliveries import Deliveries, Incoming
 from bot.ingress.webhooks.routes import handler_for
 from bot.ingress.webhooks.signature import verify
-from bot.adapters.dispatch.actions import wake_all
+from bot.observability import bind, count_delivery
+from bot.settings import BotSettings
 
 router = APIRouter()
 log = logging.getLogger("revert_bisect.webhooks")
@@ -42,7 +42,15 @@ def _outcome(request: Request, event: str, outcome: str, status: int, message: s
     """The answer, counted (revert_bisect_webhook_deliveries_total) and logged with the delivery id in context."""
     count_delivery(request.app, event, outcome)
     level = logging.INFO if status < 400 else logging.ERROR if status >= 500 else logging.WARNING
-    log.log(level, "%s delivery %s: %s (%s)", event, outcome, message, status, extra={"event": event, "outcome": outcome, "status": status})
+    log.log(
+        level,
+        "%s delivery %s: %s (%s)",
+        event,
+        outcome,
+        message,
+        status,
+        extra={"event": event, "outcome": outcome, "status": status},
+    )
     return _answer(status, message, **extra)
 
 
@@ -70,8 +78,16 @@ async def _receive(request: Request, settings: BotSettings, deliveries: Deliveri
     body = await _read_body(request, settings.max_body_bytes)
     if body is None:
         return _outcome(request, "unverified", "too_large", 413, f"body larger than {settings.max_body_bytes} bytes")
-    if not verify(settings.webhook_secret.get_secret_value().encode(), body, request.headers.get("x-hub-signature-256")):
-        return _outcome(request, "unverified", "refused_signature", 401, "missing or wrong X-Hub-Signature-256 (check the webhook secret)")
+    if not verify(
+        settings.webhook_secret.get_secret_value().encode(), body, request.headers.get("x-hub-signature-256")
+    ):
+        return _outcome(
+            request,
+            "unverified",
+            "refused_signature",
+            401,
+            "missing or wrong X-Hub-Signature-256 (check the webhook secret)",
+        )
     event = request.headers.get("x-github-event")
     delivery_id = request.headers.get("x-github-delivery")
     if not event or not delivery_id or len(delivery_id) > 64 or len(event) > 64:
@@ -89,17 +105,32 @@ async def _receive(request: Request, settings: BotSettings, deliveries: Deliveri
     handler = handler_for(event, action)
     try:
         # on a worker thread: a database round trip must not hold up every other request of this replica
-        recorded = await run_in_threadpool(deliveries.record, Incoming(delivery_id, event, action, full_name, handler, payload))
+        recorded = await run_in_threadpool(
+            deliveries.record, Incoming(delivery_id, event, action, full_name, handler, payload)
+        )
     except OperationalError:
         # Refused, not lost: GitHub shows the delivery as failed and it can be redelivered.
         return _outcome(request, event, "store_unavailable", 503, "the store is unreachable; redeliver later")
     if event == "ping":
-        return _outcome(request, event, "duplicate" if recorded.duplicate else "ignored", 200, "pong", zen=payload.get("zen"))
+        return _outcome(
+            request, event, "duplicate" if recorded.duplicate else "ignored", 200, "pong", zen=payload.get("zen")
+        )
     if recorded.duplicate:
-        return _outcome(request, event, "duplicate", 202, "already received this delivery; nothing to do", delivery=delivery_id)
+        return _outcome(
+            request, event, "duplicate", 202, "already received this delivery; nothing to do", delivery=delivery_id
+        )
     if event in ("workflow_run", "workflow_job"):
         wake_all()  # a step's run may have moved: its backend polls now instead of at its next interval
     if handler is None:
-        return _outcome(request, event, "ignored", 202, f"ignored: nothing handles {event}" + (f".{action}" if action else ""), delivery=delivery_id)
+        return _outcome(
+            request,
+            event,
+            "ignored",
+            202,
+            f"ignored: nothing handles {event}" + (f".{action}" if action else ""),
+            delivery=delivery_id,
+        )
     with bind(job_id=recorded.job_id):
-        return _outcome(request, event, "queued", 202, "queued", delivery=delivery_id, job=recorded.job_id, handler=handler)
+        return _outcome(
+            request, event, "queued", 202, "queued", delivery=delivery_id, job=recorded.job_id, handler=handler
+        )

@@ -1,0 +1,363 @@
+"""The CLI end to end: real git repositories, real test processes, the real store."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import sqlalchemy
+
+from scenarios.synthetic import build
+from tests.support.cli import bisect_args
+
+
+def test_finds_culprit_in_parallel_and_writes_json_and_replay_log(synth, cli, tmp_path):
+    repo = synth(40, 23)
+    log = tmp_path / "bisect.log"
+    r = cli(*bisect_args(repo, "--workers", "3", "--log", str(log)))
+    assert r.code == 0, r.stderr
+    assert r.json["status"] == "found" and r.json["culprit"] == repo.culprit
+    assert r.json["culprit_subject"] == "Change 23 (#1023)" and r.json["first_parent_culprit"] == repo.culprit
+    assert r.json["confidence"] >= 0.99 and r.json["runs"] == len(r.json["steps"])
+    calibration = [s for s in r.json["steps"] if s["kind"] == "calibrate"]
+    assert sorted(s["sha"] for s in calibration) == sorted([repo.good, repo.bad])  # one run per endpoint
+    assert r.json["rounds_by_kind"]["calibrate"] == 1  # on 3 workers, beside the first search run
+    assert any(s["kind"] == "search" and s["round"] == calibration[0]["round"] for s in r.json["steps"])
+    assert {s["kind"] for s in r.json["steps"]} == {"calibrate", "search", "confirm"}
+    assert repo.culprit in r.stdout
+    # `git bisect replay` accepts the log and lands on the same commit
+    replay = subprocess.run(["git", "-C", str(repo.path), "bisect", "replay", str(log)], capture_output=True, text=True)
+    assert replay.returncode == 0, replay.stderr
+    assert f"{repo.culprit} is the first bad commit" in replay.stdout
+    subprocess.run(["git", "-C", str(repo.path), "bisect", "reset"], check=True, capture_output=True)
+
+
+def test_status_lists_and_details(synth, cli):
+    repo = synth(8, 3)
+    assert cli(*bisect_args(repo)).code == 0
+    listing = cli("status")
+    assert listing.code == 0 and "found" in listing.stdout and repo.culprit[:12] in listing.stdout
+    detail = cli("status", "1")
+    assert detail.code == 0 and "calibrate" in detail.stdout and "confirm" in detail.stdout
+
+
+def test_metric_regex_and_threshold(synth, cli):
+    repo = synth(16, 9)
+    r = cli(
+        *bisect_args(
+            repo, "--metric-regex", r"avg_kl_div=(?P<value>[0-9.eE+-]+)", "--threshold", "0.002", "--workers", "2"
+        )
+    )
+    assert r.code == 0, r.stderr
+    assert r.json["culprit"] == repo.culprit
+    assert {s["metric"] for s in r.json["steps"]} == {0.0003, 0.0065}
+    assert 0.0003 < r.json["metric_boundary"] < 0.0065
+
+
+def test_merge_culprit_descended_into(tmp_path, cli):
+    repo = build(tmp_path / "merges", 10, culprit=0, merge_at=6, side_commits=5, side_culprit=3)
+    flat = cli(*bisect_args(repo, "--workers", "2"))
+    assert flat.code == 0, flat.stderr
+    merge = repo.shas[5]
+    assert flat.json["culprit"] == merge
+    log = tmp_path / "deep.log"
+    deep = cli(*bisect_args(repo, "--workers", "2", "--descend-merges", "--log", str(log)))
+    assert deep.code == 0, deep.stderr
+    assert deep.json["culprit"] == repo.culprit != merge
+    assert deep.json["first_parent_culprit"] == merge
+    assert deep.json["culprit_subject"] == "Side change 3 of feature 6"
+    replay = subprocess.run(["git", "-C", str(repo.path), "bisect", "replay", str(log)], capture_output=True, text=True)
+    assert replay.returncode == 0 and f"{repo.culprit} is the first bad commit" in replay.stdout, (
+        replay.stdout + replay.stderr
+    )
+    subprocess.run(["git", "-C", str(repo.path), "bisect", "reset"], check=True, capture_output=True)
+    every = cli(*bisect_args(repo, "--workers", "2", "--all-commits"))
+    assert every.code == 0 and every.json["culprit"] == repo.culprit
+
+
+def test_unbuildable_commits_next_to_the_culprit_are_ambiguous(synth, cli):
+    repo = synth(24, 12, unbuildable=frozenset({10, 11}))
+    r = cli(*bisect_args(repo, "--workers", "2"))
+    assert r.code == 3, r.stderr
+    assert r.json["status"] == "ambiguous"
+    assert r.json["candidates"] == repo.shas[9:12]
+    assert "could not be tested" in r.stderr
+
+
+def test_unbuildable_commits_elsewhere_are_stepped_around(synth, cli):
+    repo = synth(24, 18, unbuildable=frozenset({6, 12}))
+    r = cli(*bisect_args(repo, "--workers", "2"))
+    assert r.code == 0 and r.json["culprit"] == repo.culprit
+
+
+def test_infra_failures_and_timeouts_are_retried_not_believed(synth, cli, tmp_path):
+    repo = synth(20, 13)
+    marker = tmp_path / "seen"
+    marker.mkdir()
+    # First run on each commit dies with 255 (lost runner); commit 5 hangs once (timeout).
+    script = tmp_path / "infra.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'm="{marker}/$REVERT_BISECT_SHA"\n'
+        'if [ ! -e "$m" ]; then touch "$m"; exit 255; fi\n'
+        f'if [ "$REVERT_BISECT_SHA" = "{repo.shas[4]}" ] && [ ! -e "$m.slow" ]; then touch "$m.slow"; sleep 30; fi\n'
+        f"exec {sys.executable} {repo.test_script}\n"
+    )
+    script.chmod(0o755)
+    r = cli(*bisect_args(repo, "--workers", "2", "--timeout", "3", command=[str(script)]))
+    assert r.code == 0, r.stderr
+    assert r.json["culprit"] == repo.culprit
+    infra = [s for s in r.json["steps"] if s["verdict"] == "infra"]
+    assert infra and all(s["exit_code"] == 255 or "timeout" in (s["infra_reason"] or "") for s in infra)
+
+
+def test_bad_that_passes_is_not_reproducible(synth, cli):
+    repo = synth(10, 99)
+    r = cli(*bisect_args(repo, "--workers", "4"))
+    assert r.code == 4 and r.json["status"] == "not_reproducible"
+    assert "passes on BAD" in r.stderr
+
+
+def test_good_that_fails(synth, cli):
+    repo = synth(10, 1)
+    # GOOD is HEAD~10 where BROKEN is False, so make the command fail everywhere instead
+    r = cli(*bisect_args(repo, command=["false"]))
+    assert r.code == 5 and r.json["status"] == "good_fails"
+    assert "pass an older --good" in r.stderr
+
+
+def test_demo_finds_reverts_and_proves_the_miniature_incident(cli, tmp_path):
+    import json
+
+    r = cli("demo", "--local", "--dir", str(tmp_path / "demo"), timeout=300)
+    assert r.code == 0, r.stderr[-3000:]
+    scenario = json.loads((tmp_path / "demo" / "scenario.json").read_text())
+    result = json.loads((tmp_path / "demo" / "result.json").read_text())
+    assert result["culprit"] == scenario["culprit"]
+    assert (
+        result["ab"]["passed"]
+        and result["ab"]["head_verdicts"] == ["bad", "bad"]
+        and result["ab"]["revert_verdicts"] == ["good", "good"]
+    )
+    assert "nightly is red" in r.stderr and "correct" in r.stderr
+    pr = (tmp_path / "demo" / "revert-pr.md").read_text()
+    assert pr.startswith('# Revert "') and f"Reverts {scenario['repo_slug']}#{scenario['culprit_pr']}" in pr
+    assert f"#{scenario['followup']['number']}" in pr
+    assert "HEAD fails and HEAD + revert passes on every run" in pr
+
+
+def test_demo_with_flakes_and_unbuildable_commits(cli, tmp_path):
+    import json
+
+    r = cli(
+        "demo",
+        "--local",
+        "--dir",
+        str(tmp_path / "demo"),
+        "--flake-rate",
+        "0.05",
+        "--unbuildable",
+        "3",
+        "--seed",
+        "4",
+        timeout=300,
+    )
+    assert r.code == 0, r.stderr[-3000:]
+    scenario = json.loads((tmp_path / "demo" / "scenario.json").read_text())
+    result = json.loads((tmp_path / "demo" / "result.json").read_text())
+    assert result["culprit"] == scenario["culprit"]
+    skipped = {s["sha"] for s in result["steps"] if s["verdict"] == "skip"}
+    assert skipped <= set(scenario["unbuildable"])  # only the unbuildable commits ever exit 125
+
+
+def test_demo_through_github(cli, tmp_path):
+    """The README's first command: sandbox and bot on loopback; the PR comes through webhooks only."""
+    import json
+
+    r = cli("demo", "--dir", str(tmp_path / "demo"), timeout=600)
+    assert r.code == 0, r.stderr[-3000:]
+    scenario = json.loads((tmp_path / "demo" / "scenario" / "scenario.json").read_text())
+    assert r.stdout.strip().startswith("http://127.0.0.1:") and "/pull/" in r.stdout
+    assert "tonight's scheduled run" in r.stderr and "failure" in r.stderr and "correct" in r.stderr
+    assert f"comment on the culprit PR #{scenario['culprit_pr']}" in r.stderr
+    assert f"comment on the follow-up issue #{scenario['followup']['number']}" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "case, words",
+    [
+        ("unknown-rev", "is not a commit"),
+        ("not-ancestor", "swap them"),
+        ("diverged", "is not an ancestor of --bad"),
+        ("not-executable", "is not executable"),
+        ("missing-command", "no test command"),
+        ("not-a-repo", "not a git repository"),
+        ("bad-db", "cannot reach the store"),
+        ("bad-regex", "not a valid regular expression"),
+    ],
+)
+def test_bad_input_is_one_clear_line(case, words, synth, cli, tmp_path):
+    repo = synth(6, 3)
+    side = subprocess.run(
+        ["git", "-C", str(repo.path), "commit-tree", "-p", repo.good, "-m", "elsewhere", f"{repo.good}^{{tree}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    script = tmp_path / "noexec.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    args = {
+        "unknown-rev": ["bisect", "--repo", str(repo.path), "--good", "nope", "--bad", repo.bad, "--", "true"],
+        "not-ancestor": ["bisect", "--repo", str(repo.path), "--good", repo.bad, "--bad", repo.good, "--", "true"],
+        "diverged": ["bisect", "--repo", str(repo.path), "--good", side, "--bad", repo.bad, "--", "true"],
+        "not-executable": [
+            "bisect",
+            "--repo",
+            str(repo.path),
+            "--good",
+            repo.good,
+            "--bad",
+            repo.bad,
+            "--",
+            str(script),
+        ],
+        "missing-command": ["bisect", "--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad],
+        "not-a-repo": ["bisect", "--repo", str(tmp_path), "--good", "a", "--bad", "b", "--", "true"],
+        "bad-db": [
+            "bisect",
+            "--db",
+            "postgresql+psycopg://nobody@127.0.0.1:1/x",
+            "--repo",
+            str(repo.path),
+            "--good",
+            repo.good,
+            "--bad",
+            repo.bad,
+            "--",
+            "true",
+        ],
+        "bad-regex": [
+            "bisect",
+            "--repo",
+            str(repo.path),
+            "--good",
+            repo.good,
+            "--bad",
+            repo.bad,
+            "--metric-regex",
+            "(",
+            "--",
+            "true",
+        ],
+    }[case]
+    r = cli(*args)
+    assert r.code == 2
+    assert words in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_sigkill_then_resume_finishes_without_rerunning_finished_steps(synth, tmp_path):
+    repo = synth(60, 41, sleep=0.4)
+    db = f"sqlite:///{tmp_path / 'kill.db'}"
+    runlog = tmp_path / "runs.log"
+    env = {**os.environ, "SYNTH_RUN_LOG": str(runlog)}
+    argv = [
+        sys.executable,
+        "-m",
+        "bot.cli.main",
+        "bisect",
+        "--db",
+        db,
+        "--workers",
+        "2",
+        "--json",
+        str(tmp_path / "out.json"),
+        "--repo",
+        str(repo.path),
+        "--good",
+        repo.good,
+        "--bad",
+        repo.bad,
+        "--",
+        *repo.command(),
+    ]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    engine = sqlalchemy.create_engine(db)
+    deadline = time.monotonic() + 60
+    done_before: dict[int, tuple] = {}
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(sqlalchemy.text("SELECT id, sha, verdict FROM steps WHERE state = 'done'")).all()
+        except sqlalchemy.exc.OperationalError:
+            continue
+        if len(rows) >= 6:  # calibration finished and the search under way
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            with engine.connect() as conn:
+                rows = conn.execute(sqlalchemy.text("SELECT id, sha, verdict FROM steps WHERE state = 'done'")).all()
+            done_before = {r.id: (r.sha, r.verdict) for r in rows}
+            break
+    assert done_before, "the bisection never got going"
+    with engine.connect() as conn:
+        assert conn.execute(sqlalchemy.text("SELECT status FROM bisections")).scalar() is None  # really interrupted
+
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli.main",
+            "bisect",
+            "--db",
+            db,
+            "--resume",
+            "1",
+            "--json",
+            str(tmp_path / "out.json"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    import json
+
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["culprit"] == repo.culprit
+    with engine.connect() as conn:
+        steps = conn.execute(sqlalchemy.text("SELECT id, sha, verdict, state FROM steps")).all()
+    after = {s.id: (s.sha, s.verdict) for s in steps if s.state == "done"}
+    assert all(after[i] == v for i, v in done_before.items())  # finished steps kept as they were
+    ran = [line.split()[0] for line in runlog.read_text().splitlines()]
+    assert len(ran) == len(set(ran)), "a step ran twice"
+    assert {str(i) for i in after} <= set(ran)
+    # every test invocation belongs to a recorded step: nothing ran behind the store's back
+    assert set(ran) <= {str(s.id) for s in steps}
+
+
+def test_verify_revert_proves_the_revert_alongside_confirmation(synth, cli):
+    repo = synth(30, 19)
+    r = cli(*bisect_args(repo, "--workers", "4", "--verify-revert"))
+    assert r.code == 0, r.stderr
+    assert r.json["culprit"] == repo.culprit
+    assert r.json["ab"]["passed"] and r.json["ab"]["head"] == repo.bad
+    assert r.json["ab"]["head_verdicts"] == ["bad", "bad"] and r.json["ab"]["revert_verdicts"] == ["good", "good"]
+    assert r.json["revert"]["branch"] == f"revert-bisect/revert-{repo.culprit[:12]}"
+    confirm_rounds = {s["round"] for s in r.json["steps"] if s["kind"] in ("confirm", "ab_head", "ab_revert")}
+    assert len(confirm_rounds) == 2  # 8 runs on 4 workers: confirmation and A/B share the rounds
+    assert "revert is proven" in r.stderr
+
+
+def test_verify_revert_with_conflict_reports_culprit_and_why(synth, cli, tmp_path):
+    repo = synth(10, 4)
+    subprocess.run(["git", "-C", str(repo.path), "checkout", "-q", "-b", "release"], check=True)
+    (repo.path / "service" / "config.py").write_text("BROKEN = True  # tuned\n")
+    subprocess.run(["git", "-C", str(repo.path), "commit", "-qam", "Tune (#3000)"], check=True)
+    r = cli(*bisect_args(repo, "--workers", "2", "--verify-revert", "--onto", "release"))
+    assert r.code == 0, r.stderr
+    assert r.json["culprit"] == repo.culprit and r.json["ab"] is None
+    assert "conflicts in service/config.py" in r.json["revert"]["error"]

@@ -1,0 +1,128 @@
+"""The demo ends when the story ends: a bisection that cannot succeed, or an interrupt, ends it at once,
+with the reason printed and no process left behind."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from sqlalchemy import create_engine, text
+
+from bot.cli import demo_github
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _processes_mentioning(marker: str) -> list[str]:
+    """Command lines of live processes that name `marker` (the demo's directory is in every one it starts)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(f"{pid}: {cmdline}")
+    return found
+
+
+def test_a_demo_whose_steps_cannot_run_says_why_and_exits_soon_after_the_bisection_ends(tmp_path):
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    policy = yaml.safe_load((REPO / "policies" / "example.yaml").read_text())
+    policy["tests"][0]["runner"]["env"] = {
+        "project": "no-such-dir/pyproject.toml",
+        "offline": True,
+    }  # no commit can be set up
+    (policies / "example.yaml").write_text(yaml.safe_dump(policy))
+    workdir = tmp_path / "demo"
+    stream = io.StringIO()
+    console = Console(file=stream, width=200)
+    result = demo_github.run(
+        workdir,
+        commits=16,
+        seed=0,
+        flake_rate=0.0,
+        unbuildable=0,
+        keep=False,
+        err=console,
+        out=console,
+        timeout_s=600,
+        policies=policies,
+    )
+    returned = datetime.now(UTC)
+    said = stream.getvalue()
+    assert result.exit_code == 1 and result.pr_url is None, said
+    assert "no revert PR" in said and "ended untestable" in said, said
+    assert "no-such-dir/pyproject.toml does not exist at this commit" in said  # the first failing steps' reason
+    assert str(workdir / "bot.log") in said  # where to look
+    with create_engine(f"sqlite:///{workdir / 'bot.db'}").connect() as conn:
+        finished = conn.execute(text("SELECT finished_at FROM bisections")).scalar_one()
+    finished = datetime.fromisoformat(str(finished)).replace(tzinfo=UTC)
+    assert (returned - finished).total_seconds() < 30
+    assert _processes_mentioning(str(workdir)) == []
+
+
+def test_an_interrupted_demo_leaves_no_process_behind(tmp_path):
+    workdir = tmp_path / "demo"
+    cli = shutil.which("revert-bisect", path=str(Path(sys.executable).parent)) or "revert-bisect"
+    proc = subprocess.Popen(
+        [cli, "demo", "--dir", str(workdir), "--commits", "16"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:  # the bot is up and bisecting
+            if (workdir / "bot.db").exists() and _steps_started(workdir / "bot.db"):
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert _processes_mentioning(str(workdir)), "the demo started no process naming its directory?"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "interrupted after" in stderr
+    time.sleep(0.5)  # the last kill's zombies are reaped by init
+    assert _processes_mentioning(str(workdir)) == []
+
+
+def _steps_started(db: Path) -> bool:
+    try:
+        with create_engine(f"sqlite:///{db}").connect() as conn:
+            return conn.execute(text("SELECT count(*) FROM steps")).scalar_one() > 0
+    except Exception:
+        return False
+
+
+def test_the_local_demo_is_bounded_by_its_timeout(tmp_path):
+    workdir = tmp_path / "demo"
+    cli = shutil.which("revert-bisect", path=str(Path(sys.executable).parent)) or "revert-bisect"
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [cli, "demo", "--local", "--dir", str(workdir), "--workers", "1", "--timeout", "30"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    elapsed = time.monotonic() - t0
+    assert proc.returncode not in (0, 1), proc.stderr[-3000:]  # the bisection's own exit code: cancelled
+    assert "gave up after 30s" in proc.stderr and "no revert PR would be opened" in proc.stderr
+    assert elapsed < 30 + 60  # the run in flight when time ran out is allowed to finish being stopped
+    assert _processes_mentioning(str(workdir)) == []

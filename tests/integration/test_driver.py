@@ -1,0 +1,72 @@
+"""The driver against a backend whose timing the test controls: results that race a cancellation."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from bot.domain.bisect.model import Status
+from bot.service import setup
+from bot.service.config import BisectConfig
+from bot.service.driver import Driver
+from runners.spec import StepResult, StepSpec
+from scenarios.synthetic import build
+
+
+class EndpointsFirst:
+    """Every step passes. The endpoints' results come back first, one per wait; the other steps' results
+    are held back until something was cancelled, then delivered anyway: they finished just as the driver
+    cancelled them, as a real runner's can."""
+
+    def __init__(self, workers: int, endpoints: set[str]):
+        self.workers, self.endpoints = workers, endpoints
+        self.pending: list[StepSpec] = []
+        self.cancelled: set[int] = set()
+
+    @property
+    def free(self) -> int:
+        return self.workers - len([s for s in self.pending if s.step_id not in self.cancelled])
+
+    def submit(self, spec: StepSpec) -> None:
+        self.pending.append(spec)
+
+    def wait(self, timeout: float | None) -> list[StepResult]:
+        ready = list(self.pending) if self.cancelled else [s for s in self.pending if s.sha in self.endpoints][:1]
+        if not ready:
+            time.sleep(min(timeout or 0.01, 0.01))
+            return []
+        for spec in ready:
+            self.pending.remove(spec)
+        now = datetime.now(UTC)
+        return [StepResult(s.step_id, s.sha, 0, None, None, "fake", 0.0, "", now, now) for s in ready]
+
+    def cancel(self, step_ids: list[int]) -> None:
+        self.cancelled.update(step_ids)  # too late: their results are already on their way
+
+    def waiting(self) -> dict[int, str]:
+        return {}
+
+    def adopt(self, spec: StepSpec, since: datetime) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_result_arriving_for_a_step_cancelled_as_obsolete_is_ignored(tmp_path):
+    """BAD passes while the search overlapped with calibration runs: the driver cancels those search runs,
+    their results arrive anyway, and the bisection ends not reproducible instead of crashing."""
+    repo = build(tmp_path / "repo", 12, 99)
+    store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
+    loaded = setup.create(store, GitRepo(repo.path), repo.good, repo.bad, BisectConfig(command=("true",), workers=4))
+    backend = EndpointsFirst(4, {loaded.problem.good, loaded.problem.bad})
+    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, backend).run()
+    assert outcome.status is Status.NOT_REPRODUCIBLE
+    steps = store.get(loaded.id).steps
+    searched = [s for s in steps if s.kind == "search"]
+    assert searched and all(s.state == "cancelled" and s.verdict is None for s in searched)
+    assert backend.cancelled == {s.id for s in searched}
+    assert sorted(s.sha for s in steps if s.kind == "calibrate") == sorted([repo.good, repo.good, repo.bad, repo.bad])

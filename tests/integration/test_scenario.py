@@ -1,0 +1,270 @@
+"""The miniature SGLang incident: the generated history, and the KL test on its commits."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from scenarios.mamba_track_boundary import Scenario, build
+from scenarios.mamba_track_boundary.history import (
+    AUTHORS,
+    BAD_BOUNDARY,
+    CULPRIT_TITLE,
+    GOOD_BOUNDARY,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+THRESHOLD = 0.002
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def show(repo: Path, sha: str, path: str) -> str:
+    return git(repo, "show", f"{sha}:{path}")
+
+
+def blobs(repo: Path, specs: list[str]) -> list[str]:
+    """`git show REV:PATH` for many specs through one `git cat-file --batch`."""
+    raw = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"],
+        input="\n".join(specs).encode() + b"\n",
+        check=True,
+        capture_output=True,
+    ).stdout
+    out, pos = [], 0
+    for spec in specs:
+        header_end = raw.index(b"\n", pos)
+        header = raw[pos:header_end].split()
+        assert header[-1] != b"missing", spec
+        size = int(header[2])
+        out.append(raw[header_end + 1 : header_end + 1 + size].decode())
+        pos = header_end + 1 + size + 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory):
+    """Two seeds, one of them with unbuildable commits."""
+    root = tmp_path_factory.mktemp("scenarios")
+    return [build(root / "s0", seed=0), build(root / "s7", seed=7, unbuildable=2)]
+
+
+def run_probe(scenario: Scenario, sha: str, workdir: Path) -> tuple[int, dict]:
+    """The scheduled test, as revert-bisect's local runner runs it: in a worktree at the commit."""
+    tree = workdir / f"wt-{sha[:12]}"
+    git(scenario.repo, "worktree", "add", "-q", "--detach", str(tree), sha)
+    result = workdir / f"result-{sha[:12]}.json"
+    env = {
+        **os.environ,
+        "REVERT_BISECT_SHA": sha,
+        "REVERT_BISECT_WORKTREE": str(tree),
+        "REVERT_BISECT_RESULT": str(result),
+    }
+    proc = subprocess.run(scenario.test_command, cwd=tree, env=env, capture_output=True, text=True, timeout=180)
+    data = json.loads(result.read_text())
+    assert data["exit_code"] == proc.returncode, proc.stdout + proc.stderr
+    assert data["sha"] == sha
+    return proc.returncode, data
+
+
+# -- the history --
+
+
+def test_history_is_a_realistic_squash_merge_log(scenarios):
+    for sc in scenarios:
+        log = git(
+            sc.repo, "log", "--first-parent", "--reverse", "--format=%H%x1f%an%x1f%ae%x1f%cn%x1f%s%x1f%P"
+        ).splitlines()
+        rows = [line.split("\x1f") for line in log]
+        assert [r[0] for r in rows] == sc.shas and len(rows) == sc.commits == 60
+        assert sc.good == sc.shas[0] and sc.bad == sc.shas[-1] == git(sc.repo, "rev-parse", "HEAD").strip()
+        assert all(len(r[5].split()) <= 1 for r in rows)  # linear, squash merges
+        known = {(a[0], a[1]) for a in AUTHORS}
+        assert all((r[1], r[2]) in known and r[3] == "GitHub" for r in rows)
+        assert len({r[1] for r in rows}) >= 6
+        numbers = []
+        for r, pr in zip(rows, sc.prs):
+            m = re.fullmatch(r"(.+) \(#(\d+)\)", r[4])
+            assert m, r[4]
+            assert pr["title"] == m.group(1) and pr["number"] == int(m.group(2)) and pr["sha"] == r[0]
+            assert {"number", "title", "author", "body", "sha"} <= pr.keys() and "## Motivation" in pr["body"]
+            numbers.append(pr["number"])
+        assert len(set(numbers)) == len(numbers)
+        kinds = {pr["kind"] for pr in sc.prs}
+        assert {"docs", "ci", "refactor", "feature", "release", "culprit"} <= kinds
+        assert 3 <= sc.culprit_index <= sc.commits - 4
+        assert sc.shas[sc.culprit_index] == sc.culprit
+        assert sc.pr_for(sc.culprit)["title"] == CULPRIT_TITLE
+        assert (
+            rows[sc.culprit_index][4] == f"[Mamba] Fix track boundary seqlen under overlap scheduler (#{sc.culprit_pr})"
+        )
+        touched = git(sc.repo, "show", "--format=", "--name-only", sc.culprit).split()
+        assert "mini_sglang/scheduler.py" in touched
+
+
+def test_exactly_one_commit_introduces_the_regression(scenarios):
+    for sc in scenarios:
+        sources = blobs(sc.repo, [f"{sha}:mini_sglang/scheduler.py" for sha in sc.shas])
+        for i, source in enumerate(sources):
+            if i < sc.culprit_index:
+                assert GOOD_BOUNDARY in source and BAD_BOUNDARY not in source, i
+            else:
+                assert BAD_BOUNDARY in source and GOOD_BOUNDARY not in source, i
+
+
+def test_the_culprit_reverts_cleanly_on_head(tmp_path):
+    """What the bot will do with it: `git revert` on HEAD, no conflict, the boundary restored."""
+    for seed in range(8):
+        sc = build(tmp_path / f"s{seed}", seed=seed, commits=40 + 20 * seed, unbuildable=seed % 3)
+        tree = tmp_path / f"wt{seed}"
+        git(sc.repo, "worktree", "add", "-q", "--detach", str(tree), sc.bad)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(tree),
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "revert",
+                "--no-edit",
+                sc.culprit,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        source = (tree / "mini_sglang" / "scheduler.py").read_text()
+        assert GOOD_BOUNDARY in source and BAD_BOUNDARY not in source, seed
+
+
+def test_followup_issue_cites_the_culprit_pr(scenarios):
+    for sc in scenarios:
+        f = sc.followup
+        assert f["kind"] == "issue" and f["number"] not in {pr["number"] for pr in sc.prs}
+        assert f"The proper fix for the regression introduced in #{sc.culprit_pr} is being worked on here" in f["body"]
+        assert f["title"] and f["author"]
+
+
+def test_scenario_json_holds_the_same_content(scenarios):
+    sc = scenarios[1]
+    data = json.loads((sc.dir / "scenario.json").read_text())
+    assert data["good"] == sc.good and data["bad"] == sc.bad and data["culprit"] == sc.culprit
+    assert data["culprit_pr"] == sc.culprit_pr and data["threshold"] == THRESHOLD and data["metric"] == "avg_kl_div"
+    assert data["test_command"] == sc.test_command and data["unbuildable"] == sc.unbuildable
+    assert Scenario.load(sc.dir) == sc
+
+
+def test_deterministic_for_a_seed(tmp_path):
+    tic = time.monotonic()
+    a = build(tmp_path / "a", seed=3, unbuildable=1, flake_rate=0.05)
+    assert time.monotonic() - tic < 5.0
+    b = build(tmp_path / "b", seed=3, unbuildable=1, flake_rate=0.05)
+    assert a.shas == b.shas and a.culprit == b.culprit and a.prs == b.prs and a.followup == b.followup
+    c = build(tmp_path / "c", seed=4, unbuildable=1, flake_rate=0.05)
+    assert c.shas != a.shas
+    assert "STATE_RESTORE_FAULT_RATE = 0.05" in show(a.repo, a.bad, "mini_sglang/config.py")
+
+
+def test_unbuildable_commits_fail_to_compile_and_the_next_commit_fixes_them(scenarios):
+    sc = scenarios[1]
+    assert len(sc.unbuildable) == 2
+    for sha in sc.unbuildable:
+        i = sc.shas.index(sha)
+        assert i not in (0, sc.commits - 1, sc.culprit_index, sc.culprit_index - 1)
+        assert sc.shas[i + 1] not in sc.unbuildable
+    for i, sha in enumerate(sc.shas):
+        paths = git(sc.repo, "ls-tree", "-r", "--name-only", sha, "mini_sglang").split()
+        errors = []
+        for path, source in zip(paths, blobs(sc.repo, [f"{sha}:{p}" for p in paths])):
+            try:
+                compile(source, path, "exec")
+            except SyntaxError:
+                errors.append(path)
+        assert bool(errors) == (sha in sc.unbuildable), (i, errors)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError):
+        build(tmp_path / "x", commits=5)
+    with pytest.raises(ValueError):
+        build(tmp_path / "y", commits=10, unbuildable=8)
+    proc = subprocess.run(
+        [sys.executable, "-m", "scenarios.mamba_track_boundary", "build", str(tmp_path / "z"), "--commits", "4"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2 and "at least 8" in proc.stderr
+
+
+def test_cli_builds_a_scenario(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scenarios.mamba_track_boundary",
+            "build",
+            str(tmp_path),
+            "--commits",
+            "12",
+            "--seed",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    sc = Scenario.load(tmp_path / "scenario.json")
+    assert sc.commits == 12 and (tmp_path / "repo" / "mini_sglang" / "launch_server.py").exists()
+    assert sc.culprit in proc.stdout
+
+
+# -- the KL test on the commits (needs torch: the `model` extra) --
+
+
+def test_kl_is_far_below_the_threshold_before_the_culprit_and_far_above_from_it_on(scenarios, tmp_path):
+    import torch  # noqa: F401  (the model extra: a missing torch must fail, not skip)
+
+    jobs = []
+    for sc in scenarios:
+        c = sc.culprit_index
+        for i in sorted({0, c - 1, c, sc.commits - 1}):
+            jobs.append((sc, i))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda job: run_probe(job[0], job[0].shas[job[1]], tmp_path), jobs))
+    for (sc, i), (code, data) in zip(jobs, results):
+        value = data["metric"]["value"]
+        assert data["metric"]["name"] == "avg_kl_div" and data["metric"]["threshold"] == THRESHOLD
+        if i < sc.culprit_index:
+            assert code == 0 and data["verdict"] == "good", (i, data["message"])
+            assert value <= THRESHOLD / 10, (sc.seed, i, value)
+        else:
+            assert code == 1 and data["verdict"] == "bad", (i, data["message"])
+            assert value >= THRESHOLD * 10, (sc.seed, i, value)
+
+
+def test_unbuildable_commit_exits_125(scenarios, tmp_path):
+    sc = scenarios[1]
+    code, data = run_probe(sc, sc.unbuildable[0], tmp_path)
+    assert code == 125 and data["verdict"] == "skip" and "cannot build" in data["message"]
+
+
+def test_flake_rate_one_always_fails_a_good_commit(tmp_path):
+    import torch  # noqa: F401  (the model extra: a missing torch must fail, not skip)
+
+    sc = build(tmp_path / "flaky", commits=10, seed=1, flake_rate=1.0)
+    code, data = run_probe(sc, sc.good, tmp_path)
+    assert code == 1 and data["metric"]["value"] >= THRESHOLD * 10
+    # Rate 0 never fails a good commit: the separation test above runs good commits with rate 0.

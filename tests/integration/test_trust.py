@@ -1,0 +1,410 @@
+"""The trust report (bot/domain/trust.py): counts over hand-made rows, re-land detection on a real git repository
+(GitRepo.relanded), and the dashboard's /trust page and /api/trust (validated against the app's OpenAPI)."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from openapi_core import OpenAPI
+from openapi_core.testing import MockRequest, MockResponse
+from sqlalchemy.orm import Session
+from starlette.testclient import TestClient
+
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.db import connect
+from bot.adapters.store.models import BisectionRow
+from bot.app import create_app
+from bot.domain import trust
+from bot.domain.errors import RepoError
+from bot.domain.guards import GUARDS, Culprit, Repository, revert_refusal, start_refusal
+from bot.settings import BotSettings
+from bot.wiring import default_workspace
+from tests.support.policies import NOW, POLICY  # the same policy the guards are tested with
+
+LOCAL = ("127.0.0.1", 50123)
+REMOTE = ("10.0.0.5", 1234)
+OK_CULPRIT = Culprit("Fix track boundary (#8924)", "ada", NOW - timedelta(days=1), ())
+OK_REPO = Repository("main", None, 0)
+# The guards' own messages (bot.domain.guards), so the report's reasons follow them.
+DAILY_CAP = revert_refusal(POLICY, OK_CULPRIT, Repository("main", None, 2), NOW)
+TOO_OLD = revert_refusal(POLICY, Culprit("x (#1)", "a", NOW - timedelta(days=8), ()), OK_REPO, NOW)
+
+
+# -- the pure report ------------------------------------------------------------------------------
+
+
+def refused(refusal) -> dict:
+    """What Bisections._publish stores for a refused revert."""
+    return dict(revert_refused=str(refusal), revert_refused_reason=refusal.key)
+
+
+def row(status, repo="octo/widgets", head="h" * 40, origin=True, **outcome):
+    return SimpleNamespace(
+        repo=f"/srv/clones/{repo}",
+        status=status,
+        outcome=outcome or None,
+        head=head,
+        origin={"repo": repo, "test": "t"} if origin else None,
+    )
+
+
+def test_report_counts_per_repository():
+    rows = [
+        row("found", culprit="c1", revert_pr=11, revert_pr_url="https://x/pull/11"),  # re-landed: a false positive
+        row("found", culprit="c2", revert_pr=12),  # not re-landed
+        row("found", culprit="c3", revert_pr="#13"),  # unknown
+        row("found", culprit="c4", **refused(DAILY_CAP)),
+        row("found", culprit="c5", **refused(DAILY_CAP)),
+        row("found", culprit="c6", **refused(TOO_OLD)),
+        row("found", culprit="c7"),  # found, A/B failed or dry run: neither opened nor refused
+        row("ambiguous", candidates=["a", "b"]),
+        row("inconclusive"),
+        row("no_culprit"),
+        row("untestable"),
+        row("not_reproducible"),
+        row("cancelled"),
+        row(None),  # running: not counted
+        row("found", repo="octo/gizmos", culprit="g1", revert_pr=5),
+        row("found", repo="octo/gizmos", revert_pr=6),  # no culprit sha: unknown, relanded never asked
+        row("good_fails", repo="octo/gizmos"),
+        row("found", repo="octo/gizmos", culprit="g2", revert_refused="some guard this version does not know"),
+        row("untestable", repo="/home/ada/src/local", origin=False),  # a CLI bisection: named by its path
+    ]
+    answers = {("octo/widgets", "c1"): True, ("octo/widgets", "c2"): False, ("octo/gizmos", "g1"): True}
+    asked = []
+
+    def relanded(repo, culprit):
+        asked.append((repo, culprit))
+        return answers.get((repo, culprit))
+
+    rows_out = trust.report(rows, relanded)
+    assert [r.repository for r in rows_out] == ["/srv/clones//home/ada/src/local", "octo/gizmos", "octo/widgets"]
+    local, gizmos, widgets = rows_out
+    assert sorted(asked) == [
+        ("octo/gizmos", "g1"),
+        ("octo/widgets", "c1"),
+        ("octo/widgets", "c2"),
+        ("octo/widgets", "c3"),
+    ]
+
+    assert (widgets.bisections, widgets.confirmed, widgets.inconclusive, widgets.cancelled) == (13, 7, 5, 1)
+    assert widgets.statuses == {
+        "found": 7,
+        "ambiguous": 1,
+        "inconclusive": 1,
+        "no_culprit": 1,
+        "untestable": 1,
+        "not_reproducible": 1,
+        "cancelled": 1,
+    }
+    assert (widgets.reverts_opened, widgets.relanded, widgets.relanded_unknown, widgets.relanded_known) == (3, 1, 1, 2)
+    assert widgets.false_positive_rate == 0.5
+    assert widgets.confirmed_rate == 7 / 12
+    assert widgets.refused == {"daily_cap": 2, "culprit_too_old": 1} and widgets.reverts_refused == 3
+
+    assert (gizmos.bisections, gizmos.confirmed, gizmos.inconclusive, gizmos.cancelled) == (4, 3, 1, 0)
+    assert (gizmos.reverts_opened, gizmos.relanded, gizmos.relanded_unknown) == (2, 1, 1)
+    assert gizmos.false_positive_rate == 1.0
+    assert gizmos.refused == {"other": 1}
+
+    assert (
+        local.bisections,
+        local.inconclusive,
+        local.reverts_opened,
+        local.false_positive_rate,
+        local.confirmed_rate,
+    ) == (1, 1, 0, None, 0.0)
+
+    report = trust.build(rows, relanded)
+    total = report.total
+    assert (total.bisections, total.confirmed, total.inconclusive, total.cancelled) == (18, 10, 7, 1)
+    assert (total.reverts_opened, total.relanded, total.relanded_unknown, total.reverts_refused) == (5, 2, 2, 4)
+    assert total.refused == {"daily_cap": 2, "culprit_too_old": 1, "other": 1}
+
+
+def test_no_rows_and_all_unknown():
+    assert trust.report([], lambda repo, culprit: True) == []
+    only = trust.report([row("found", culprit="c", revert_pr=1)], lambda repo, culprit: None)[0]
+    assert (only.reverts_opened, only.relanded, only.relanded_unknown, only.false_positive_rate) == (1, 0, 1, None)
+
+
+def test_each_guard_refusal_is_counted_under_its_key():
+    messages = {
+        "kill_switch": revert_refusal(POLICY, OK_CULPRIT, Repository("main", 12, 0), NOW),
+        "branch": start_refusal(POLICY, None, "release/v1"),
+        "culprit_is_revert": revert_refusal(POLICY, Culprit('Revert "x" (#2)', "a", NOW, ()), OK_REPO, NOW),
+        "never_revert_author": revert_refusal(POLICY, Culprit("Bump (#3)", "dependabot[bot]", NOW, ()), OK_REPO, NOW),
+        "opt_out_label": revert_refusal(POLICY, Culprit("x (#4)", "a", NOW, ("no-revert",)), OK_REPO, NOW),
+        "culprit_too_old": TOO_OLD,
+        "daily_cap": DAILY_CAP,
+    }
+    assert {key: trust.refusal_reason(refused(r)) for key, r in messages.items()} == {key: key for key in messages}
+    assert set(messages) == set(GUARDS)  # every guard is counted under its own key
+    assert trust.refusal_reason({"revert_refused": "the moon is full"}) == "other"
+    assert trust.refusal_reason({"revert_refused": "x", "revert_refused_reason": "moon"}) == "other"
+
+
+def test_revert_bases_are_the_heads_reverts_were_made_on():
+    rows = [
+        row("found", culprit="c1", revert_pr=1, head="a" * 40),
+        row("found", culprit="c1", revert_pr=2, head="b" * 40),
+        row("found", culprit="c2", **refused(DAILY_CAP)),
+        row("found", culprit="c3", revert_pr=3, head=None),
+    ]
+    assert trust.revert_bases(rows) == {("octo/widgets", "c1"): "a" * 40}
+
+
+# -- re-lands in a real repository -----------------------------------------------------------------
+
+
+def git(path: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit_file(path: Path, name: str, text: str, message: str) -> str:
+    (path / name).write_text(text)
+    git(path, "add", name)
+    git(path, "commit", "-q", "-m", message)
+    return git(path, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def history(tmp_path):
+    """main: base, the culprit, more work, H (where the revert is made), the revert, more work."""
+    path = tmp_path / "upstream"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    commit_file(path, "kernel.py", "def kl():\n    return 0.0001\n", "base")
+    culprit = commit_file(path, "kernel.py", "def kl():\n    return 0.0065\n", "Faster kernel (#10)")
+    other = commit_file(path, "README", "docs\n", "Docs (#11)")
+    head = commit_file(path, "notes.txt", "one\n", "Notes (#12)")
+    git(path, "revert", "--no-edit", culprit)
+    commit_file(path, "notes.txt", "one\ntwo\n", "More notes (#14)")
+    return SimpleNamespace(path=path, culprit=culprit, other=other, head=head)
+
+
+def test_an_identical_reland_is_found(history):
+    path = history.path
+    assert GitRepo(path).relanded(history.culprit, history.head, "main") is False  # reverted, not re-landed yet
+    git(path, "cherry-pick", history.culprit)  # the same change again, unchanged
+    commit_file(path, "notes.txt", "one\ntwo\nthree\n", "Later (#16)")
+    assert GitRepo(path).relanded(history.culprit, history.head, "main") is True
+    assert GitRepo(path).relanded(history.other, history.head, "main") is False  # never reverted, never re-landed
+
+
+def test_a_modified_reland_is_not_unchanged(history):
+    path = history.path
+    commit_file(path, "kernel.py", "def kl():\n    return 0.0002  # fixed\n", "Reland faster kernel, fixed (#15)")
+    assert GitRepo(path).relanded(history.culprit, history.head, "main") is False
+
+
+def test_a_reland_merged_as_a_pr_counts(history):
+    """GitHub's merge button: the re-land is a merge commit on main, compared by its diff to the first parent."""
+    path = history.path
+    git(path, "checkout", "-q", "-b", "reland")
+    git(path, "cherry-pick", history.culprit)
+    git(path, "checkout", "-q", "main")
+    git(path, "merge", "--no-ff", "-q", "-m", "Merge pull request #17 from ada/reland", "reland")
+    assert GitRepo(path).relanded(history.culprit, history.head, "main") is True
+
+
+def test_before_the_revert_does_not_count(history):
+    """The culprit is not its own re-land, even when since..ref reaches back past it."""
+    assert GitRepo(history.path).relanded(history.culprit, f"{history.culprit}~1", "main") is False
+
+
+def test_unknown_commits_raise(history):
+    with pytest.raises(RepoError):
+        GitRepo(history.path).relanded("0" * 40, history.head, "main")
+
+
+# -- the dashboard ----------------------------------------------------------------------------------
+
+
+def check(openapi: OpenAPI, response, pattern: str) -> dict:
+    """Validate a real response against the app's own OpenAPI description."""
+    path = response.request.url.path
+    request = MockRequest("http://testserver", "get", path, path_pattern=pattern)
+    openapi.validate_response(
+        request,
+        MockResponse(
+            response.content,
+            status_code=response.status_code,
+            content_type=response.headers["content-type"].split(";")[0],
+        ),
+    )
+    return response.json()
+
+
+def populate(history, workspace: Path, db: str) -> None:
+    """octo/widgets has a clone in the workspace (its culprit was re-landed unchanged, another was not);
+    octo/gizmos has none, so its revert's fate is unknown."""
+    git(history.path, "cherry-pick", history.culprit)
+    kept = commit_file(history.path, "lib.py", "x = 1\n", "Keep (#20)")
+    kept_head = commit_file(history.path, "other.py", "y = 2\n", "After keep (#21)")
+    git(history.path, "revert", "--no-edit", kept)
+    subprocess.run(
+        ["git", "clone", "-q", "--no-checkout", str(history.path), str(workspace / "octo__widgets")], check=True
+    )
+
+    def add(status, repo="octo/widgets", head=None, **outcome):
+        return BisectionRow(
+            repo=str(workspace / repo.replace("/", "__")),
+            good_rev="g",
+            bad_rev="b",
+            good="a" * 40,
+            bad="b" * 40,
+            command=["./t.sh"],
+            settings={},
+            phase="done" if status else "searching",
+            status=status,
+            outcome=outcome or None,
+            head=head,
+            origin={"repo": repo, "test": "test_kl"},
+        )
+
+    with Session(connect(db)) as s:
+        s.add_all(
+            [
+                add(
+                    "found",
+                    head=history.head,
+                    culprit=history.culprit,
+                    revert_pr=31,
+                    revert_pr_url="https://github.example/octo/widgets/pull/31",
+                ),
+                add("found", head=kept_head, culprit=kept, revert_pr=32),
+                add("found", culprit="c" * 40, **refused(DAILY_CAP)),
+                add("ambiguous"),
+                add("untestable"),
+                add("cancelled"),
+                add(None),
+                add("found", repo="octo/gizmos", head="d" * 40, culprit="e" * 40, revert_pr=7),
+                add("found", repo="octo/gizmos", culprit="f" * 40, **refused(TOO_OLD)),
+                add("inconclusive", repo="octo/gizmos"),
+            ]
+        )
+        s.commit()
+
+
+@pytest.fixture
+def dashboard(tmp_path, history):
+    workspace = tmp_path / "workspace"
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    populate(history, workspace, db)
+    app = create_app(BotSettings(webhook_secret="whsec-trust-tests", db=db, workspace=workspace), handlers={})
+    return SimpleNamespace(app=app, client=TestClient(app, client=LOCAL), openapi=OpenAPI.from_dict(app.openapi()))
+
+
+def test_api_trust_matches_the_schema_and_counts(dashboard):
+    data = check(dashboard.openapi, dashboard.client.get("/api/trust"), "/api/trust")
+    by_repo = {r["repository"]: r for r in data["repositories"]}
+    assert list(by_repo) == ["octo/gizmos", "octo/widgets"]
+    widgets, gizmos = by_repo["octo/widgets"], by_repo["octo/gizmos"]
+    assert (widgets["bisections"], widgets["confirmed"], widgets["inconclusive"], widgets["cancelled"]) == (6, 3, 2, 1)
+    assert (widgets["reverts_opened"], widgets["relanded"], widgets["relanded_unknown"], widgets["relanded_known"]) == (
+        2,
+        1,
+        0,
+        True,
+    )
+    assert widgets["false_positive_rate"] == 0.5
+    assert widgets["refused"] == [{"reason": "daily_cap", "label": trust.REASON_LABELS["daily_cap"], "count": 1}]
+    assert (gizmos["reverts_opened"], gizmos["relanded"], gizmos["relanded_unknown"], gizmos["relanded_known"]) == (
+        1,
+        0,
+        1,
+        False,
+    )
+    assert gizmos["false_positive_rate"] is None
+    assert [(c["reason"], c["count"]) for c in gizmos["refused"]] == [("culprit_too_old", 1)]
+    total = data["total"]
+    assert (
+        total["bisections"],
+        total["confirmed"],
+        total["inconclusive"],
+        total["reverts_opened"],
+        total["relanded"],
+        total["relanded_unknown"],
+        total["reverts_refused"],
+    ) == (9, 5, 3, 3, 1, 1, 2)
+
+
+def test_openapi_describes_api_trust(dashboard):
+    spec = dashboard.app.openapi()
+    ok = spec["paths"]["/api/trust"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ok["$ref"].endswith("/TrustReportView")
+    assert "/trust" not in spec["paths"]  # the page stays out of the API description
+
+
+def test_trust_page_renders_the_numbers(dashboard):
+    r = dashboard.client.get("/trust")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    html = r.text
+
+    def cell(repo: str, col: str) -> str:
+        start = html.index(f'data-repository="{repo}"')
+        cell_at = html.index(f'data-col="{col}"', start)
+        return html[html.index(">", cell_at) + 1 : html.index("</td>", cell_at)]
+
+    assert cell("octo/widgets", "reverts_opened") == "2"
+    assert cell("octo/widgets", "relanded") == "1"
+    assert cell("octo/widgets", "false_positive_rate") == "50%"
+    assert cell("octo/widgets", "confirmed") == "3" and cell("octo/widgets", "inconclusive") == "2"
+    assert cell("octo/widgets", "reverts_refused") == "1"
+    assert cell("octo/gizmos", "reverts_opened") == "1"
+    assert "unknown" in cell("octo/gizmos", "relanded")
+    assert cell("all repositories", "reverts_opened") == "3"
+    assert 'data-reason="daily_cap"' in html and 'data-reason="culprit_too_old"' in html
+    assert trust.REASON_LABELS["culprit_too_old"] in html
+
+
+def test_list_page_links_to_trust(dashboard):
+    assert '<a href="/trust">Trust</a>' in dashboard.client.get("/").text
+
+
+def test_trust_needs_the_same_access_as_the_dashboard(dashboard):
+    remote = TestClient(dashboard.app, client=REMOTE)
+    assert remote.get("/trust").status_code == 403
+    r = remote.get("/api/trust")
+    assert r.status_code == 403 and "REVERT_BISECT_DASHBOARD_TOKEN" in r.json()["detail"]
+    check(dashboard.openapi, r, "/api/trust")
+
+
+def test_without_a_workspace_setting_the_default_clone_directory_is_used(tmp_path, history):
+    """settings.workspace None: the clones are looked for where the bot makes them (bot.wiring.default_workspace)."""
+    settings = BotSettings(webhook_secret="whsec-trust-tests", db=f"sqlite:///{tmp_path / 's.db'}")
+    workspace = default_workspace(settings)
+    assert workspace.is_relative_to(tmp_path / "xdg-cache")  # conftest points XDG_CACHE_HOME into tmp_path
+    populate(history, workspace, settings.db)
+    data = TestClient(create_app(settings, handlers={}), client=LOCAL).get("/api/trust").json()
+    widgets = next(r for r in data["repositories"] if r["repository"] == "octo/widgets")
+    assert (widgets["reverts_opened"], widgets["relanded"], widgets["relanded_unknown"]) == (2, 1, 0)
+
+
+def test_relanded_answers_are_kept_until_the_branch_moves(tmp_path, history, monkeypatch):
+    """The trust page runs git once per (culprit, branch head): a page load on an unchanged clone asks nothing."""
+    from bot.web.routes import relanded_in_clones
+
+    git(history.path, "cherry-pick", history.culprit)
+    workspace = tmp_path / "ws"
+    subprocess.run(
+        ["git", "clone", "-q", "--no-checkout", str(history.path), str(workspace / "octo__widgets")], check=True
+    )
+    calls = []
+    real = GitRepo.relanded
+    monkeypatch.setattr(GitRepo, "relanded", lambda self, *a: calls.append(a) or real(self, *a))
+    known: dict = {}
+    bases = {("octo/widgets", history.culprit): history.head}
+    for _ in range(3):
+        assert relanded_in_clones(workspace, bases, known)("octo/widgets", history.culprit) is True
+    assert len(calls) == 1
+    commit_file(history.path, "later.txt", "x\n", "Later (#30)")
+    git(workspace / "octo__widgets", "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*")
+    assert relanded_in_clones(workspace, bases, known)("octo/widgets", history.culprit) is True
+    assert len(calls) == 2  # the branch moved: asked again
+    assert relanded_in_clones(workspace, {}, known)("octo/widgets", history.culprit) is None  # no base: not asked

@@ -1,0 +1,157 @@
+"""The world an end-to-end test runs in: the scenario in the sandbox and the bot on loopback, and what
+the tests do to it (comments delivered as GitHub's signed webhooks, reads of the sandbox that fail loudly)."""
+
+import json
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from bot.app import create_app
+from bot.ingress.webhooks.signature import sign
+from bot.observability.logs import ContextFilter, RedactFilter, TextFormatter
+from bot.settings import BotSettings
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from scenarios.mamba_track_boundary import build
+from tests.support import ROOT
+from tests.support.net import free_port
+from tests.support.sandbox import BotWatch, github_get
+
+SECRET = "story-secret-" + uuid.uuid4().hex
+
+
+def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str | None = None, **settings_extra):
+    """The scenario in the sandbox and the bot (in this process) on loopback; with `app_key`, the bot
+    authenticates as GitHub App 4242 (that key's public half registered), else with its token."""
+    scenario = build(tmp_path / "scenario", commits=24, seed=3)
+    state = SandboxState(tmp_path / "sandbox")
+    seeded = seed_from_scenario(state, tmp_path / "scenario")
+    auth = dict(github_token=seeded.tokens["revert-bisect-bot"])
+    if app_key:
+        from cryptography.hazmat.primitives import serialization
+
+        public = (
+            serialization.load_pem_private_key(app_key.encode(), None)
+            .public_key()
+            .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            .decode()
+        )
+        state.register_app(4242, public, [seeded.repo])
+        state.set_permission(seeded.repo, state.apps.apps[4242].bot_login, "write")
+        (tmp_path / "app.pem").write_text(app_key)
+        auth = dict(github_app_id=4242, github_app_private_key=tmp_path / "app.pem")
+    base, stop_sandbox = run_in_thread(state)
+    settings = BotSettings(
+        webhook_secret=SECRET,
+        db=f"sqlite:///{tmp_path / 'bot.db'}",
+        policies=policies,
+        github_url=base,
+        workspace=tmp_path / "clones",
+        **auth,
+        **settings_extra,
+    )
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    stop_log = _log_to(tmp_path / "bot.log")
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    bot = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            if httpx.get(bot + "/healthz", timeout=1).json()["worker"]:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    watch = BotWatch(settings.db, thread.is_alive, [tmp_path / "bot.log"])
+    try:
+        yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot, tmp=tmp_path, watch=watch)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        stop_sandbox()
+        stop_log()
+
+
+def _log_to(path: Path):
+    """The in-process bot's log lines (INFO and up, redacted as the service's own) also in `path`, for the
+    tail a failed wait shows. Returns the function that takes the handler off again."""
+    handler = logging.FileHandler(path)
+    handler.addFilter(
+        lambda record: record.name.startswith("revert_bisect") or record.levelno >= logging.WARNING
+    )  # not every HTTP request
+    handler.addFilter(ContextFilter())
+    handler.addFilter(RedactFilter())
+    handler.setFormatter(TextFormatter())
+    ours, root = logging.getLogger("revert_bisect"), logging.getLogger()
+    level = ours.level
+    ours.setLevel(logging.INFO)
+    root.addHandler(handler)
+
+    def remove() -> None:
+        root.removeHandler(handler)
+        ours.setLevel(level)
+        handler.close()
+
+    return remove
+
+
+def gh(world, method, path, token_of="sandbox-maintainer", **kw):
+    token = world["seeded"].tokens[token_of]
+    return httpx.request(method, world["base"] + path, headers={"Authorization": f"token {token}"}, timeout=10, **kw)
+
+
+def deliver_comment(world, user: str, body: str, number: int, delivery: str | None = None) -> dict:
+    """Post the comment on the sandbox as `user`, then deliver GitHub's recorded payload for it, signed
+    (as X-GitHub-Delivery `delivery`, default a fresh one)."""
+    repo = world["seeded"].repo
+    comment = gh(world, "POST", f"/repos/{repo}/issues/{number}/comments", token_of=user, json={"body": body}).json()
+    payload = json.loads((ROOT / "tests/fixtures/github/webhooks/issue_comment.created.json").read_text())
+    payload["repository"]["full_name"] = repo
+    payload["issue"]["number"] = number
+    payload["comment"].update(id=comment["id"], body=body, user={**payload["comment"]["user"], "login": user})
+    raw = json.dumps(payload).encode()
+    headers = {
+        "X-GitHub-Event": "issue_comment",
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "X-Hub-Signature-256": sign(SECRET.encode(), raw),
+        "Content-Type": "application/json",
+    }
+    answer = httpx.post(world["bot"] + "/webhooks/github", content=raw, headers=headers, timeout=10)
+    assert answer.status_code == 202, answer.text
+    return comment
+
+
+def open_reverts(world):
+    pulls = github_get(
+        world["base"],
+        world["seeded"].tokens["sandbox-maintainer"],
+        f"/repos/{world['seeded'].repo}/pulls",
+        state="open",
+    )
+    return [p for p in pulls if p["title"].startswith("Revert ")]
+
+
+def comments(world, number):
+    return github_get(
+        world["base"],
+        world["seeded"].tokens["sandbox-maintainer"],
+        f"/repos/{world['seeded'].repo}/issues/{number}/comments",
+        per_page=100,
+    )
+
+
+def wait_http(url, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"process died: {proc.args}"
+        try:
+            if httpx.get(url, timeout=1).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{url} never answered")

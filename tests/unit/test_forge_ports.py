@@ -1,0 +1,76 @@
+"""bot.ports.Forge as GitHubForge answers it, against the sandbox: plain values out (no PyGithub object), and a
+job's log fetched through PyGithub's requester, so it is counted (and retried) like every other GitHub call."""
+
+import sys
+
+import pytest
+
+from bot.adapters.github.forge import GitHubForge, connect
+from bot.observability.github_api import STATS, install
+from bot.ports import CulpritFacts
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from scenarios.mamba_track_boundary import build
+
+LINE = "the step said: naïve"  # not ASCII: the log is decoded as UTF-8
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ports")
+    scenario = build(tmp / "scenario", commits=10, seed=2)
+    state = SandboxState(tmp / "sandbox")
+    seeded = seed_from_scenario(state, tmp / "scenario")
+    state.bind_workflow(seeded.repo, "echo.yml", [sys.executable, "-c", f"print({LINE!r})"])
+    base, stop = run_in_thread(state)
+    install()  # as the app factory does, before the client is built
+    forge = GitHubForge(connect(base, seeded.tokens["revert-bisect-bot"], throttle=False), seeded.repo)
+    yield dict(scenario=scenario, state=state, seeded=seeded, forge=forge)
+    stop()
+
+
+def test_culprit_facts_are_the_linked_prs_as_plain_values(sandbox):
+    forge, scenario = sandbox["forge"], sandbox["scenario"]
+    pr = next(p for p in scenario.prs if p["number"] == scenario.culprit_pr)
+    # GitHub's link wins over the number a subject names (99999: none such)
+    facts = forge.culprit_facts(scenario.culprit, 99999)
+    assert facts == CulpritFacts(scenario.culprit_pr, pr["title"], pr["author"], facts.labels)
+    assert all(type(label) is str for label in facts.labels)
+    assert (forge.slug, forge.site.endswith("/" + sandbox["seeded"].repo)) == (sandbox["seeded"].repo, True)
+
+
+def test_run_log_is_fetched_through_the_counted_client(sandbox):
+    forge, state = sandbox["forge"], sandbox["state"]
+    run_id = state.start_run(sandbox["seeded"].repo, "echo.yml", "main", event="workflow_dispatch")
+    assert state.actions.wait(run_id, 50).conclusion == "success"
+    STATS.reset()
+    text = forge.run_log(run_id)
+    assert LINE in text
+    calls, _, _, _ = STATS.snapshot()
+    # the run, its (one) job, and the job's logs: GitHub answers a redirect, which the requester follows
+    assert calls == {("GET", "2xx"): 3, ("GET", "3xx"): 1}
+
+
+def test_the_kill_switch_is_read_with_the_roles_the_policy_names():
+    from bot.adapters.policy_files import parse
+    from bot.service.bisections import Bisections
+
+    policy = parse(
+        """
+repository: o/r
+watch: [{workflow: nightly}]
+tests: [{id: kl, match: kl, probe: {name: command, command: [./t.sh]}}]
+revert: {kill_switch_label: stop-bot, kill_switch_roles: [admin]}
+commands: {allow_users: [ann]}
+""",
+        "p.yaml",
+    )
+
+    class Forge:
+        def kill_switch(self, *args):
+            self.args = args
+            return 7
+
+    forge = Forge()
+    assert Bisections._kill_switch(None, forge, policy) == 7
+    assert forge.args == ("stop-bot", ["admin"], ["ann"])
+    assert parse(policy.model_dump_json(exclude={"revert"}), "p.json").revert.kill_switch_roles == ["admin", "maintain"]

@@ -1,0 +1,123 @@
+"""Scoping a red scheduled run from its log, with SGLang's policy and run_suite's log format."""
+
+import json
+from pathlib import Path
+
+from bot.adapters.policy_files import load
+from bot.domain.scope import RunInfo, Scoped, Unscoped, failed_tests, scope
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = load(ROOT / "policies" / "sglang.yaml")
+LOG = """\
+[2026-11-29 03:12:01] Running test_qwen3_next_decode_cache_hit.py
+AssertionError: avg_kl_div=0.0065 > threshold=0.002 for Qwen/Qwen3-Next decode_cache_hit
+============================================================
+Test Summary: 11/12 passed
+============================================================
+✓ PASSED:
+  test_other.py
+
+✗ FAILED:
+  test_qwen3_next_decode_cache_hit.py (exit code 1)
+"""
+
+
+def run(id, sha, conclusion, branch="main", event="schedule"):
+    return RunInfo(id, "PR Test", ".github/workflows/pr-test.yml", branch, sha, event, conclusion)
+
+
+def test_a_red_nightly_scopes_to_last_green_run():
+    red = run(40, "b" * 40, "failure")
+    history = [red, run(39, "c" * 40, "failure"), run(38, "a" * 40, "success"), run(30, "9" * 40, "success")]
+    result = scope(POLICY, red, LOG, history)
+    assert result == [Scoped(failed_tests(POLICY, LOG)[0], "a" * 40, "b" * 40, 38, 40)]
+    assert result[0].test.metric == 0.0065 and result[0].test.threshold == 0.002
+    assert result[0].test.test.id == "qwen3-next-decode-cache-hit"
+
+
+def test_unscopable_failures_say_why():
+    red = run(40, "b" * 40, "failure")
+    assert "no earlier green run" in scope(POLICY, red, LOG, [red]).reason
+    assert (
+        "names none of the watched tests"
+        in scope(POLICY, red, "Test Summary: 0/1 passed\n✗ FAILED:\n  test_x.py (exit code 1)\n", [red]).reason
+    )
+    assert "not watched" in scope(POLICY, run(41, "b" * 40, "failure", branch="release/v1"), LOG, []).reason
+    assert "not watched" in scope(POLICY, run(42, "b" * 40, "failure", event="pull_request"), LOG, []).reason
+    assert "nothing to bisect" in scope(POLICY, run(43, "b" * 40, "success"), LOG, []).reason
+    assert "a flake" in scope(POLICY, red, LOG, [run(39, "b" * 40, "success")]).reason
+    assert isinstance(scope(POLICY, red, LOG, [red]), Unscoped)
+
+
+def test_the_recorded_workflow_run_payload_maps_to_run_info():
+    payload = json.loads((ROOT / "tests/fixtures/github/webhooks/workflow_run.completed.json").read_text())[
+        "workflow_run"
+    ]
+    info = RunInfo(
+        payload["id"],
+        payload["name"],
+        payload["path"],
+        payload["head_branch"],
+        payload["head_sha"],
+        payload["event"],
+        payload["conclusion"],
+    )
+    assert "concluded success" in scope(POLICY, info, LOG, []).reason
+
+
+JUNIT = """<?xml version="1.0"?>
+<testsuites><testsuite name="nightly">
+  <testcase classname="test_qwen3_next_decode_cache_hit.py" name="test_kl"><failure message="avg_kl_div too high"/></testcase>
+  <testcase classname="test_other.py" name="test_ok"/>
+</testsuite></testsuites>"""
+
+
+def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
+    from bot.domain.scope import Results, junit_failures
+
+    assert junit_failures([JUNIT, "<not xml"]) == ["test_qwen3_next_decode_cache_hit.py.test_kl"]
+    results = Results(
+        "no useful log lines",
+        junit=(JUNIT,),
+        metrics={"metric": {"name": "avg_kl_div", "value": 0.0071, "threshold": 0.002}},
+    )
+    [failure] = failed_tests(POLICY, results)
+    assert failure.test.id == "qwen3-next-decode-cache-hit" and failure.metric == 0.0071 and failure.threshold == 0.002
+    # a malformed metrics artifact falls back to the log
+    [failure] = failed_tests(POLICY, Results(LOG, metrics={"metric": "broken"}))
+    assert failure.metric == 0.0065
+
+
+def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
+    """`results.log.summary`: run_suite prints its summary once the suite ran; a red run without it died first
+    (runner lost, OOM, a setup step), even when a FAILED line was printed before the end."""
+    from bot.domain.scope import Results
+
+    red, green = run(40, "b" * 40, "failure"), run(38, "a" * 40, "success")
+    died = (
+        LOG.split("=" * 60)[0]
+        + "\n✗ FAILED:\n  test_qwen3_next_decode_cache_hit.py (exit code 1)\nError: The runner has received a shutdown signal\n"
+    )
+    result = scope(POLICY, red, died, [red, green])
+    assert (
+        isinstance(result, Unscoped)
+        and "failed before its test summary" in result.reason
+        and "the job died" in result.reason
+    )
+    # the same log with the summary is a test failure, scoped
+    assert scope(POLICY, red, LOG, [red, green])[0].test.test.id == "qwen3-next-decode-cache-hit"
+    # JUnit results are read instead of the log: no summary line needed
+    assert isinstance(scope(POLICY, red, Results(died, junit=(JUNIT,)), [red, green]), list)
+    # a policy without the key scopes the FAILED lines as before
+    from bot.domain.policy import LogPatterns
+
+    no_summary = POLICY.model_copy(
+        update={"results": POLICY.results.model_copy(update={"log": LogPatterns(failed=POLICY.results.log.failed)})}
+    )
+    assert isinstance(scope(no_summary, red, died, [red, green]), list)
+
+
+def test_a_suite_that_ran_says_how_many_failed():
+    red = run(40, "b" * 40, "failure")
+    reason = scope(POLICY, red, "Test Summary: 9/12 passed\n✗ FAILED:\n  test_x.py (exit code 1)\n", [red]).reason
+    assert "the suite ran: 3 of 12 tests failed" in reason and "names none of the watched tests" in reason

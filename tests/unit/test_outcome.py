@@ -1,0 +1,74 @@
+"""The typed outcome (bot.domain.outcome) and the steps' backend column (migration 0011)."""
+
+from types import SimpleNamespace
+
+import sqlalchemy
+from alembic import command
+
+from bot.adapters.store.db import _alembic_config, connect
+from bot.adapters.store.store import NewBisection, NewStep, Store
+from bot.domain.outcome import AB, BisectionOutcome, outcome_of, parse_outcome
+
+
+def test_a_driver_outcome_round_trips_with_the_publishers_facts():
+    out = BisectionOutcome(
+        message="found",
+        culprit="c" * 40,
+        confidence=0.99,
+        candidates=[],
+        revert_error=None,
+        ab=AB(head="h", revert="r", passed=True, head_verdicts=["bad"], revert_verdicts=["good"]),
+    )
+    stored = out.as_json()
+    assert stored["revert_error"] is None and "revert_pr" not in stored  # the keys given, no more
+    row = SimpleNamespace(outcome=stored)
+    published = outcome_of(row).with_facts(culprit_pr=7, revert_pr=12, revert_pr_url="https://x/pull/12", branch=None)
+    again = outcome_of(SimpleNamespace(outcome=published.as_json()))
+    assert again == published and again.ab.passed and again.revert_pr == 12 and again.branch is None
+    assert "branch" in published.as_json()  # an explicit null is kept: the API says "no branch pushed"
+
+
+def test_rows_written_before_read_tolerantly():
+    assert outcome_of(SimpleNamespace(outcome=None)) is None
+    old = parse_outcome({"message": "x", "note": "written by hand", "revert_pr": "#13", "pr_number": 4})
+    assert old.message == "x" and old.revert_pr == 13 and old.culprit is None and old.candidates == []
+    assert old.as_json()["note"] == "written by hand" and old.as_json()["pr_number"] == 4  # unknown keys kept
+    bad = parse_outcome(
+        {"message": 5, "culprit": 3, "candidates": "x", "ab": "nope", "confidence": "high", "status": "found"}
+    )
+    assert bad.as_json() == {"status": "found"}  # each value that does not fit is dropped, the rest kept
+    assert parse_outcome({"revert_pr": True}).revert_pr is None  # True is no PR number
+    assert parse_outcome(["not", "a", "dict"]) == BisectionOutcome()
+
+
+def test_new_steps_record_their_backend(tmp_path):
+    store = Store(connect(f"sqlite:///{tmp_path / 'db.sqlite'}"))
+    bid = store.create(NewBisection("/r", "v1", "main", "a" * 40, "b" * 40, ["./t.sh"], {}), "calibrating")
+    store.add_steps(
+        bid, [NewStep("a" * 40, "calibrate", 1, backend="github_actions"), NewStep("b" * 40, "calibrate", 1)]
+    )
+    assert [s.backend for s in store.get(bid).steps] == ["github_actions", None]
+
+
+def test_migration_0011_backfills_the_backend_from_the_runner(tmp_path):
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    cfg = _alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0010")
+        # (no bisection row: SQLite does not enforce the foreign key without its pragma)
+        for i, runner in enumerate(
+            ["local/wt-0", "actions-runner-3 (http://h/o/r/actions/runs/17)", "ssh://gpu-box", None]
+        ):
+            conn.execute(
+                sqlalchemy.text(
+                    "INSERT INTO steps (id, bisection_id, sha, kind, round, state, runner, started_at) "
+                    "VALUES (:id, 1, 'a', 'search', 1, 'done', :runner, '2026-01-01')"
+                ),
+                {"id": i + 1, "runner": runner},
+            )
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0011")
+        got = conn.execute(sqlalchemy.text("SELECT backend FROM steps ORDER BY id")).scalars().all()
+    assert got == ["local", "github_actions", None, None]
