@@ -248,7 +248,8 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
             cell.e2e_ratio.append(1.0)
             cell.runs_ratio.append(1.0)
             log(
-                f"  git bisect run: {git_res.runs} runs, {git_res.wall:.1f}s, {'correct' if git_res.culprit == synth.culprit else 'WRONG'}"
+                f"  git bisect run: {git_res.runs} runs, {git_res.wall:.1f}s, "
+                f"{'correct' if git_res.culprit == synth.culprit else 'WRONG'}"
             )
             for k in args.workers:
                 res = run_revert_bisect(synth, k, case, db_url, env)
@@ -264,7 +265,8 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
                 cell.e2e_ratio.append(res.wall / git_res.wall)
                 cell.runs_ratio.append(res.runs / git_res.runs)
                 log(
-                    f"  revert-bisect k={k}: {res.runs} runs, rounds {res.by_kind}, {res.wall:.1f}s, {res.status}, {'correct' if cell.correct[-1] else 'WRONG'}"
+                    f"  revert-bisect k={k}: {res.runs} runs, rounds {res.by_kind}, {res.wall:.1f}s, {res.status}, "
+                    f"{'correct' if cell.correct[-1] else 'WRONG'}"
                 )
             if not args.keep:
                 shutil.rmtree(case, ignore_errors=True)
@@ -318,7 +320,8 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
                 )
     seeds_txt = ", ".join(f"n={n}: {seeds[n]}" for n in sizes)
     table(
-        f"Real processes and git: revert-bisect vs `git bisect run` (test: {TEST_KIND} script sleeping {args.sleep:g}s, flake {args.flake:g}; seeds {seeds_txt}; {os.cpu_count()} CPUs)",
+        f"Real processes and git: revert-bisect vs `git bisect run` (test: {TEST_KIND} script sleeping "
+        f"{args.sleep:g}s, flake {args.flake:g}; seeds {seeds_txt}; {os.cpu_count()} CPUs)",
         [
             "n",
             "tool",
@@ -330,17 +333,20 @@ def real_benchmark(args: argparse.Namespace, work: Path) -> bool:
             "test runs (median; JSON runs; git: lines in SYNTH_RUN_LOG)",
             "calibration + search + confirmation runs (medians)",
             "test runs / git (median of per-seed ratios)",
-            "search wall / git (median of per-seed ratios; estimate: search rounds x median search-step duration_s, over git's measured wall)",
+            "search wall / git (median of per-seed ratios; estimate: search rounds x median search-step duration_s, "
+            "over git's measured wall)",
             "end-to-end wall / git (median of per-seed ratios; measured CLI process wall / git's measured wall)",
             "end-to-end s (median, measured)",
         ],
         rows,
         [
-            "git's wall clock is measured around `git bisect start BAD GOOD` + `git bisect run TEST` (checkouts included). revert-bisect's end-to-end wall "
-            "is the whole `python -m bot.cli.main bisect` process: interpreter start, store, worktree creation and removal, calibration, search and confirmation. "
-            "Its search wall is an estimate: the JSON has no step timestamps, so it is (search rounds) x (median duration_s of its search steps; a step's "
-            "duration includes its worktree checkout). Ratios below 1 mean faster than `git bisect run`. Rounds are the distinct round numbers the driver "
-            "gave its steps: a step dispatched on its own while a round-mate is still running starts a new round."
+            "git's wall clock is measured around `git bisect start BAD GOOD` + `git bisect run TEST` (checkouts "
+            "included). revert-bisect's end-to-end wall is the whole `python -m bot.cli.main bisect` process: "
+            "interpreter start, store, worktree creation and removal, calibration, search and confirmation. Its search "
+            "wall is an estimate: the JSON has no step timestamps, so it is (search rounds) x (median duration_s of "
+            "its search steps; a step's duration includes its worktree checkout). Ratios below 1 mean faster than "
+            "`git bisect run`. Rounds are the distinct round numbers the driver gave its steps: a step dispatched on "
+            "its own while a round-mate is still running starts a new round."
         ],
     )
     return ok
@@ -397,7 +403,8 @@ def flaky_accuracy(seeds: int, n: int = 64, flake: float = 0.05) -> None:
         ]
     )
     table(
-        f"Simulation: accuracy with a flaky test ({n} commits, a good commit fails {100 * flake:g}% of the time, {seeds} seeds; culprit uniform per seed)",
+        f"Simulation: accuracy with a flaky test ({n} commits, a good commit fails {100 * flake:g}% of the time, "
+        f"{seeds} seeds; culprit uniform per seed)",
         [
             "tool / settings",
             "k",
@@ -410,8 +417,9 @@ def flaky_accuracy(seeds: int, n: int = 64, flake: float = 0.05) -> None:
         ],
         rows,
         [
-            "Each seed draws the culprit and the flaky test's random stream; every row uses the same seeds. bot.domain.bisect.simulate runs the engine in "
-            "synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (BAD and GOOD taken on trust, one run per midpoint)."
+            "Each seed draws the culprit and the flaky test's random stream; every row uses the same seeds. "
+            "bot.domain.bisect.simulate runs the engine in synchronous rounds of k runs; `git_bisect` is its model of "
+            "`git bisect run` (BAD and GOOD taken on trust, one run per midpoint)."
         ],
     )
 
@@ -470,11 +478,12 @@ def deterministic_rounds(seeds: int) -> None:
         ],
         rows,
         [
-            "With nothing contradicting a deterministic test, revert-bisect (auto) adds one calibration run on each endpoint and one re-run of the culprit "
-            "to the search; `git bisect run` does neither. With k > 2 the search starts on the runners calibration leaves free, in the same round. "
-            "With k > 1 the search probes k commits per round, so it runs more tests in fewer rounds. A round holding calibration and search counts once "
-            f"in all rounds. Once a result contradicts, the endpoints get {s.calibration_runs} runs each and culprit and parent x = ceil(log(1-C)/log f) "
-            "re-runs each, as for a declared flake rate."
+            "With nothing contradicting a deterministic test, revert-bisect (auto) adds one calibration run on each "
+            "endpoint and one re-run of the culprit to the search; `git bisect run` does neither. With k > 2 the "
+            "search starts on the runners calibration leaves free, in the same round. With k > 1 the search probes k "
+            "commits per round, so it runs more tests in fewer rounds. A round holding calibration and search counts "
+            f"once in all rounds. Once a result contradicts, the endpoints get {s.calibration_runs} runs each and "
+            "culprit and parent x = ceil(log(1-C)/log f) re-runs each, as for a declared flake rate."
         ],
     )
 
@@ -530,7 +539,8 @@ def versus_git(seeds: int, sizes: tuple[int, ...] = (64, 240, 512), workers: tup
                     ]
                 )
     table(
-        f"Simulation: test runs and rounds against `git bisect run`, deterministic test ({seeds} seeds per n, culprit uniform)",
+        f"Simulation: test runs and rounds against `git bisect run`, deterministic test "
+        f"({seeds} seeds per n, culprit uniform)",
         [
             "n",
             "tool",
@@ -544,9 +554,10 @@ def versus_git(seeds: int, sizes: tuple[int, ...] = (64, 240, 512), workers: tup
         ],
         rows,
         [
-            "bot.domain.bisect.simulate runs the engine in synchronous rounds of k runs; `git_bisect` is its model of `git bisect run` (one run per midpoint, "
-            "endpoints taken on trust), which the real-process table matches. A round holding calibration and search runs counts once. "
-            "Targets: at most 1.5x git's test runs at k = 1 and 2.0x at k = 3."
+            "bot.domain.bisect.simulate runs the engine in synchronous rounds of k runs; `git_bisect` is its model of "
+            "`git bisect run` (one run per midpoint, endpoints taken on trust), which the real-process table matches. "
+            "A round holding calibration and search runs counts once. Targets: at most 1.5x git's test runs at k = 1 "
+            "and 2.0x at k = 3."
         ],
     )
 
@@ -582,7 +593,8 @@ def engine_timing(n: int, workers: int, seeds: int) -> None:
             probes_total += len(decision.probes)
             runs += [Run(p.sha, p.kind, test.run(p.sha), p.round) for p in decision.probes]
     table(
-        f"Engine alone: `decide` on {n:,} commits, k={workers}, deterministic test, {seeds} full search(es) (synchronous rounds)",
+        f"Engine alone: `decide` on {n:,} commits, k={workers}, deterministic test, {seeds} full search(es) "
+        "(synchronous rounds)",
         [
             "n",
             "k",
@@ -610,9 +622,10 @@ def engine_timing(n: int, workers: int, seeds: int) -> None:
             ]
         ],
         [
-            "Wall time of each `decide(problem, state, runs, (), k)` call along whole searches (linear_graph from bot.domain.bisect.simulate; building the "
-            "graph is not timed). The first-parent candidate list is built once per bisection and timed on its own. Per probe: a call's time divided by "
-            "the probes it returned (calls that finish return none and are left out of that column)."
+            "Wall time of each `decide(problem, state, runs, (), k)` call along whole searches (linear_graph from "
+            "bot.domain.bisect.simulate; building the graph is not timed). The first-parent candidate list is built "
+            "once per bisection and timed on its own. Per probe: a call's time divided by the probes it returned "
+            "(calls that finish return none and are left out of that column)."
         ],
     )
 
@@ -665,7 +678,8 @@ def main() -> int:
     parser.add_argument(
         "--workdir",
         type=Path,
-        help="where the run's temporary directory (repositories, worktrees, store) is made (default: the system temp dir); e.g. /dev/shm to take disk speed out",
+        help="where the run's temporary directory (repositories, worktrees, store) is made "
+        "(default: the system temp dir); e.g. /dev/shm to take disk speed out",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument(
@@ -684,7 +698,8 @@ def main() -> int:
 
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
     print(
-        f"## revert-bisect benchmark\n\n{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {git_version}\n"
+        f"## revert-bisect benchmark\n\n{platform.platform()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, {git_version}\n"
     )
     started = time.perf_counter()
     ok = True

@@ -96,16 +96,19 @@ def main() -> int:
     print(f"### Environment builds per bisection ({args.commits} commits, k={args.workers})\n")
     print(f"`python bench/env_bench.py --commits {args.commits} --seeds {args.seeds} --workers {args.workers}`\n")
     print(
-        "| seed | pin changes in range | steps | commits tested | env builds (keyed by pins) | builds, one per commit | builds, one per step | culprit |"
+        "| seed | pin changes in range | steps | commits tested | env builds (keyed by pins) | builds, one per commit "
+        "| builds, one per step | culprit |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['seed']} | {r['pins']} | {r['steps']} | {r['commits']} | **{r['built']}** | {r['commits']} | {r['steps']} | {'correct' if r['culprit_ok'] else 'WRONG'} |"
+            f"| {r['seed']} | {r['pins']} | {r['steps']} | {r['commits']} | **{r['built']}** | {r['commits']} | "
+            f"{r['steps']} | {'correct' if r['culprit_ok'] else 'WRONG'} |"
         )
     print(
-        f"\nMedian: {statistics.median(r['built'] for r in rows):g} builds vs {statistics.median(r['steps'] for r in rows):g} "
-        f"without reuse; median bisection wall {statistics.median(r['wall'] for r in rows):.1f} s."
+        f"\nMedian: {statistics.median(r['built'] for r in rows):g} builds vs "
+        f"{statistics.median(r['steps'] for r in rows):g} without reuse; "
+        f"median bisection wall {statistics.median(r['wall'] for r in rows):.1f} s."
     )
     return 0 if all(r["culprit_ok"] for r in rows) else 1
 

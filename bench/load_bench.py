@@ -367,7 +367,8 @@ def run_one(count: int, args: argparse.Namespace, payloads: list[Payload], work:
             n = round(args.rate * args.seconds)
             plan = make_plan(n, count, args.dup, payloads, args.seed, window=max(1, round(args.rate)))
             log(
-                f"  firing {n} requests at {args.rate:g}/s for {args.seconds:g}s ({sum(p.duplicate for p in plan)} duplicates) ..."
+                f"  firing {n} requests at {args.rate:g}/s for {args.seconds:g}s "
+                f"({sum(p.duplicate for p in plan)} duplicates) ..."
             )
             cpu0, srv0 = time.process_time(), sum(r.cpu_s() for r in replicas)
             stats = asyncio.run(drive(plan, [r.url for r in replicas], args.rate, args.timeout))
@@ -413,7 +414,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
             codes[key] = codes.get(key, 0) + 1
         notes.append(
             f"{row.replicas} replica(s): answers {', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}; "
-            f"generator lag (fired - planned) p50 {fmt(quantile(lag, 0.5))} ms, p99 {fmt(quantile(lag, 0.99))} ms, max {fmt(max(lag))} ms; "
+            f"generator lag (fired - planned) p50 {fmt(quantile(lag, 0.5))} ms, "
+            f"p99 {fmt(quantile(lag, 0.99))} ms, max {fmt(max(lag))} ms; "
             f"CPU during the run: servers {fmt(row.stats.server_cpu)} s, generator {fmt(row.stats.gen_cpu)} s "
             f"(of {fmt(row.stats.wall * NPROC)} CPU-s available in {fmt(row.stats.wall)} s wall); "
             f"stored but not acknowledged: {row.stored_unacked}."
@@ -424,7 +426,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
         else "SQLite (a fresh file per replica count, WAL)"
     )
     table(
-        f"Webhook load: {args.rate:g} req/s offered for {args.seconds:g} s, {100 * args.dup:g}% duplicate deliveries, store {db}",
+        f"Webhook load: {args.rate:g} req/s offered for {args.seconds:g} s, {100 * args.dup:g}% duplicate deliveries, "
+        f"store {db}",
         [
             "replicas",
             "requests",
@@ -439,12 +442,12 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
         ],
         out,
         [
-            f"Machine: nproc = {NPROC} ({platform.platform()}, Python {platform.python_version()}); the load generator, the replicas and "
-            "the database share these CPUs.",
-            "Latency is measured from each request's planned send time to its answer (open loop: a slow server does not slow the "
-            f"generator down, so queueing is included). Percentiles are nearest-rank over every answered request of the run; requests "
-            f"without an answer within {args.timeout:g} s are counted under errors. lost = delivery ids that got a 2xx but have no row "
-            "in `deliveries`.",
+            f"Machine: nproc = {NPROC} ({platform.platform()}, Python {platform.python_version()}); "
+            "the load generator, the replicas and the database share these CPUs.",
+            "Latency is measured from each request's planned send time to its answer (open loop: a slow server does "
+            "not slow the generator down, so queueing is included). Percentiles are nearest-rank over every answered "
+            f"request of the run; requests without an answer within {args.timeout:g} s are counted under errors. "
+            "lost = delivery ids that got a 2xx but have no row in `deliveries`.",
             *notes,
         ],
     )
@@ -476,12 +479,14 @@ def main() -> int:
         parser.error("--rate and --seconds must be positive, --dup in [0, 1), replica counts at least 1")
 
     print(
-        f"## revert-bisect webhook load benchmark\n\n{platform.platform()}, nproc {NPROC}, Python {platform.python_version()}\n"
+        f"## revert-bisect webhook load benchmark\n\n{platform.platform()}, nproc {NPROC}, Python "
+        f"{platform.python_version()}\n"
     )
     payloads = load_payloads()
     extra = log_format_args()
     log(
-        f"{len(payloads)} payloads ({', '.join(sorted({p.event for p in payloads}))}); serve {' '.join(extra) or '(no --log-format option)'}"
+        f"{len(payloads)} payloads ({', '.join(sorted({p.event for p in payloads}))}); serve "
+        f"{' '.join(extra) or '(no --log-format option)'}"
     )
     work = Path(tempfile.mkdtemp(prefix="revert-bisect-load-"))
     rows: list[Row] = []
@@ -497,7 +502,8 @@ def main() -> int:
             rows.append(row)
             res = row.stats.results
             log(
-                f"  done: {len(res)} answers/errors, {row.rows} rows stored, {row.accepted} ids acknowledged, {row.lost} lost"
+                f"  done: {len(res)} answers/errors, {row.rows} rows stored, {row.accepted} ids acknowledged, "
+                f"{row.lost} lost"
             )
     finally:
         if args.keep:

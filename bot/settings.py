@@ -36,11 +36,15 @@ class BotSettings(BaseSettings):
     def _real_secret(self) -> BotSettings:
         if not self.local and self.webhook_secret.get_secret_value().strip().lower() in PLACEHOLDERS:
             raise ValueError(
-                "REVERT_BISECT_WEBHOOK_SECRET is unset or a placeholder: set the secret configured on the GitHub App's webhook"
+                "REVERT_BISECT_WEBHOOK_SECRET is unset or a placeholder: "
+                "set the secret configured on the GitHub App's webhook"
             )
         return self
 
 
 def default_workspace(settings: BotSettings) -> Path:
-    """Where the bot keeps its clones, `<workspace>/<owner>__<repo>`: settings.workspace, else the user cache directory."""
+    """Where the bot keeps its clones, `<workspace>/<owner>__<repo>`.
+
+    settings.workspace, else the user cache directory.
+    """
     return settings.workspace or Path(user_cache_dir("revert-bisect", appauthor=False)) / "clones"

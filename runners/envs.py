@@ -208,7 +208,8 @@ class EnvCache:
         python = str(home / "bin" / "python")
         missing = unsatisfied(python, requirements)
         log(
-            f"revert-bisect: {len(requirements) - len(missing)} requirements met by the base interpreter, installing {len(missing)}"
+            f"revert-bisect: {len(requirements) - len(missing)} requirements met by the base interpreter, "
+            f"installing {len(missing)}"
         )
         # uv does not see the base's packages (it reads only the environment's own site-packages), so it
         # installs without dependencies, and each round installs only what is still unmet.

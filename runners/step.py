@@ -88,7 +88,8 @@ class Request:
             raise SpecError("the step spec is not a JSON object")
         if data.get("schema") != SPEC_SCHEMA:
             raise SpecError(
-                f"step spec schema {data.get('schema')!r} is not {SPEC_SCHEMA}: install the bot's version on this runner"
+                f"step spec schema {data.get('schema')!r} is not {SPEC_SCHEMA}: "
+                "install the bot's version on this runner"
             )
         try:
             command = data["command"]
@@ -290,7 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     data = result_json.to_json(res, request.metric_name, request.threshold)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "result.json").write_text(json.dumps(data, indent=2) + "\n")
-    summary = f"step {spec.step_id} at {spec.sha[:12]}: **{data['verdict']}** (exit {res.exit_code}, metric {res.metric}, env {res.env_key} {'reused' if res.env_reused else 'built'})"
+    summary = (
+        f"step {spec.step_id} at {spec.sha[:12]}: **{data['verdict']}** "
+        f"(exit {res.exit_code}, metric {res.metric}, env {res.env_key} {'reused' if res.env_reused else 'built'})"
+    )
     print(summary)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as f:

@@ -47,10 +47,12 @@ tree="${{REVERT_BISECT_WORKTREE:-.}}"
 sleep "${{SYNTH_SLEEP:-{sleep}}}"
 if [ -n "$SYNTH_RUN_LOG" ]; then echo "${{REVERT_BISECT_STEP_ID:--}} ${{REVERT_BISECT_SHA}}" >> "$SYNTH_RUN_LOG"; fi
 if [ -e "$tree/BUILD_BROKEN" ]; then echo "build failed: BUILD_BROKEN present"; exit 125; fi
-if grep -q "BROKEN = True" "$tree/service/config.py"; then echo "avg_kl_div=0.0065 threshold=0.002"; echo "FAILED: test_decode_cache_hit"; exit 1; fi
+if grep -q "BROKEN = True" "$tree/service/config.py"; then \
+echo "avg_kl_div=0.0065 threshold=0.002"; echo "FAILED: test_decode_cache_hit"; exit 1; fi
 echo "avg_kl_div=0.0003 threshold=0.002"
 roll=$(od -An -N2 -tu2 /dev/urandom | tr -d " ")
-if [ "$roll" -lt "$(awk "BEGIN {{ print int(${{SYNTH_FLAKE:-{flake}}} * 65536) }}")" ]; then echo "FAILED: test_decode_cache_hit (flake)"; exit 1; fi
+if [ "$roll" -lt "$(awk "BEGIN {{ print int(${{SYNTH_FLAKE:-{flake}}} * 65536) }}")" ]; then \
+echo "FAILED: test_decode_cache_hit (flake)"; exit 1; fi
 echo "Test Summary: 1/1 passed"
 """
 

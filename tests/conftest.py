@@ -89,7 +89,8 @@ def pg_url(request):
     except sqlalchemy.exc.OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         pytest.fail(
-            f"PostgreSQL at {sqlalchemy.engine.make_url(PG_URL).render_as_string(hide_password=True)} is unreachable ({reason}). "
+            f"PostgreSQL at {sqlalchemy.engine.make_url(PG_URL).render_as_string(hide_password=True)} "
+            f"is unreachable ({reason}). "
             "The tests marked `postgres` need a server on 127.0.0.1:5432 with trust auth for user postgres and a "
             "database `test` (createdb -h 127.0.0.1 -U postgres test; .ci/run does both), or REVERT_BISECT_TEST_PG "
             "naming another; or leave them out with -m 'not postgres'",

@@ -68,7 +68,8 @@ def run(
     scenario = build(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable)
     err.print(
         Panel.fit(
-            f"[bold]{scenario.repo_slug}[/] ({scenario.repo}): {len(scenario.shas) - 1} commits since the last green nightly {scenario.good[:12]}\n"
+            f"[bold]{scenario.repo_slug}[/] ({scenario.repo}): {len(scenario.shas) - 1} commits "
+            f"since the last green nightly {scenario.good[:12]}\n"
             f"flake rate {flake_rate:g}, {len(scenario.unbuildable)} unbuildable commit(s), {workers} local runner(s)",
             title="revert-bisect demo: the miniature SGLang incident",
         )
@@ -108,7 +109,8 @@ def run(
             for line in failing_steps(store.get(loaded.id).steps):
                 err.print(f"  {line}", highlight=False)
             err.print(
-                f"no revert PR would be opened; {time.monotonic() - t0:.0f}s; logs in {workdir} (bisect.log, result.json)"
+                f"no revert PR would be opened; {time.monotonic() - t0:.0f}s; "
+                f"logs in {workdir} (bisect.log, result.json)"
             )
         return DemoResult(code or 1, culprit, scenario.culprit)
     if not (report["ab"] or {}).get("passed"):

@@ -106,7 +106,8 @@ def run(
         red = state.start_run(seeded.repo, NIGHTLY, scenario["default_branch"], event="schedule")
         red_run = state.actions.wait(red, _left(deadline))
         err.print(
-            f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/] -> the workflow_run webhook goes to the bot"
+            f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/] "
+            "-> the workflow_run webhook goes to the bot"
         )
         watch = StoryWatch(db, lambda: bot.poll() is None, clock=time.monotonic)
         pr, ended = None, None
@@ -132,7 +133,8 @@ def run(
         out.print(pr["html_url"])
         if keep:
             err.print(
-                f"Both servers stay up for you to browse (e.g. curl -H 'Authorization: token {seeded.tokens[seeded.maintainer]}' "
+                "Both servers stay up for you to browse "
+                f"(e.g. curl -H 'Authorization: token {seeded.tokens[seeded.maintainer]}' "
                 f"{base}/repos/{seeded.repo}/pulls/{pr['number']}); Ctrl-C stops them."
             )
             try:

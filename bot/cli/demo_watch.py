@@ -132,7 +132,8 @@ class StoryWatch:
     def _latest(self):
         rows = _rows(
             self.engine,
-            "SELECT id, phase, status, guess, guess_probability, revert_error, outcome FROM bisections ORDER BY id DESC LIMIT 1",
+            "SELECT id, phase, status, guess, guess_probability, revert_error, outcome "
+            "FROM bisections ORDER BY id DESC LIMIT 1",
         )
         if not rows:
             return None

@@ -161,7 +161,8 @@ def bisect(
     flake_rate: Annotated[
         str,
         typer.Option(
-            help="'auto' (estimate from contradicting results) or the chance a good commit fails; 0 = deterministic, stop if results contradict."
+            help="'auto' (estimate from contradicting results) or the chance a good commit fails; "
+            "0 = deterministic, stop if results contradict."
         ),
     ] = "auto",
     metric_regex: Annotated[
@@ -183,7 +184,8 @@ def bisect(
         bool,
         typer.Option(
             "--verify-revert",
-            help="Revert the culprit on --onto (a new branch) and prove it: HEAD vs HEAD+revert, alongside the confirmation.",
+            help="Revert the culprit on --onto (a new branch) and prove it: "
+            "HEAD vs HEAD+revert, alongside the confirmation.",
         ),
     ] = False,
     onto: Annotated[
@@ -203,7 +205,8 @@ def bisect(
         Path | None,
         typer.Option(
             metavar="DIR",
-            help="Where the worktrees go, one directory per repository (default: the user cache directory). Removed from the clone when the bisection ends; kept for --resume until then.",
+            help="Where the worktrees go, one directory per repository (default: the user cache directory). "
+            "Removed from the clone when the bisection ends; kept for --resume until then.",
         ),
     ] = None,
     resume: Annotated[
@@ -314,9 +317,7 @@ def status(
 def revert(
     repo: Annotated[Path, typer.Option(help="The git repository.")],
     culprit: Annotated[str, typer.Option(help="The commit to revert.")],
-    onto: Annotated[
-        str | None, typer.Option(help="Where the revert goes (default: the default branch head).")
-    ] = None,
+    onto: Annotated[str | None, typer.Option(help="Where the revert goes (default: the default branch head).")] = None,
     branch: Annotated[str | None, typer.Option(help="The new branch (default: revert-bisect/revert-<sha>).")] = None,
     reason: Annotated[str | None, typer.Option(help="Why, appended to the commit message.")] = None,
 ) -> None:
@@ -356,7 +357,8 @@ def serve(
         ),
     ] = "json",
 ) -> None:
-    """The webhook service: POST /webhooks/github (secret from $REVERT_BISECT_WEBHOOK_SECRET); GET /healthz, /readyz, /metrics."""
+    """The webhook service: POST /webhooks/github (secret from $REVERT_BISECT_WEBHOOK_SECRET); GET /healthz,
+    /readyz, /metrics."""
     import uvicorn
     from pydantic import ValidationError
 
@@ -459,7 +461,8 @@ def demo(
         raise typer.Exit(2)
     if importlib.util.find_spec("torch") is None:
         err.print(
-            "revert-bisect: error: the demo's model needs torch: pip install 'revert-bisect[model]' (torch==2.13.0, CPU)"
+            "revert-bisect: error: the demo's model needs torch: "
+            "pip install 'revert-bisect[model]' (torch==2.13.0, CPU)"
         )
         raise typer.Exit(2)
     try:

@@ -35,7 +35,8 @@ def run_bisection(
     shas = list(problem.graph) + [problem.good]
     subjects = loaded.repo.subjects(shas) if len(shas) <= 5000 else {}
     err.print(
-        f"revert-bisect #{loaded.id}: {len(problem.graph)} commits in {problem.good[:12]}..{problem.bad[:12]}, {config.workers} worker(s)"
+        f"revert-bisect #{loaded.id}: {len(problem.graph)} commits in "
+        f"{problem.good[:12]}..{problem.bad[:12]}, {config.workers} worker(s)"
     )
     pool = LocalPool(
         loaded.repo, config.workers, worktree_root(loaded.repo.path, Path(config.workdir) if config.workdir else None)

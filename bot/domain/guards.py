@@ -65,7 +65,8 @@ def start_refusal(policy: Policy, kill_switch: int | None, branch: str) -> Refus
     if branch not in policy.branches:
         return Refusal(
             "branch",
-            f"`{branch}` is not one of the branches this policy lets revert-bisect touch (`branches`: {', '.join(policy.branches)})",
+            f"`{branch}` is not one of the branches this policy lets revert-bisect touch "
+            f"(`branches`: {', '.join(policy.branches)})",
         )
     return None
 
@@ -90,7 +91,8 @@ def revert_refusal(policy: Policy, culprit: Culprit, repo: Repository, now: date
     if age > timedelta(days=guards.max_culprit_age_days):
         return Refusal(
             "culprit_too_old",
-            f"the culprit landed {age.days} days ago, more than `revert.max_culprit_age_days` = {guards.max_culprit_age_days:g}: "
+            f"the culprit landed {age.days} days ago, "
+            f"more than `revert.max_culprit_age_days` = {guards.max_culprit_age_days:g}: "
             "too much may depend on it by now",
         )
     if repo.reverts_today >= guards.daily_cap:

@@ -13,7 +13,8 @@ import re
 # inline (emphasis, code, links and images, autolinks and HTML, GFM tables, strikethrough, entities).
 # `text` is for the middle of a line: block markers (`#`, `-`, `1.` at a line's start) are left alone.
 SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
-# GitHub's @mention: not after a letter or digit (an e-mail address), a login (alphanumerics and single hyphens), maybe /team.
+# GitHub's @mention: not after a letter or digit (an e-mail address), a login (alphanumerics and
+# single hyphens), maybe /team.
 MENTION = re.compile(r"(?<![A-Za-z0-9])@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?")
 # A bare URL stays as it is, so GitHub still links it (a backslash inside would become part of the link).
 URL = re.compile(r"https?://[^\s<>()\[\]|`*]+")

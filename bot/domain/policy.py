@@ -99,7 +99,8 @@ class Runner(Closed):
     def _labelled(self) -> Runner:
         if self.backend == "github_actions" and not self.labels:
             raise ValueError(
-                "backend github_actions needs `labels` (the self-hosted runners' labels, e.g. [self-hosted, 4-gpu-h100])"
+                "backend github_actions needs `labels` "
+                "(the self-hosted runners' labels, e.g. [self-hosted, 4-gpu-h100])"
             )
         return self
 

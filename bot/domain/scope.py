@@ -163,7 +163,8 @@ def scope(policy: Policy, run: RunInfo, results: Results | str, history: Sequenc
         return Unscoped(f"run {run.id} concluded {run.conclusion}: nothing to bisect")
     if watched(policy, run) is None:
         return Unscoped(
-            f"run {run.id} ({run.workflow_name or run.workflow_path} on {run.head_branch}, {run.event}) is not watched by the policy"
+            f"run {run.id} ({run.workflow_name or run.workflow_path} on {run.head_branch}, {run.event}) "
+            "is not watched by the policy"
         )
     if died := died_before_summary(policy, run, results):
         return Unscoped(died)
@@ -176,7 +177,8 @@ def scope(policy: Policy, run: RunInfo, results: Results | str, history: Sequenc
     green = last_green(history, run)
     if green is None:
         return Unscoped(
-            f"run {run.id} failed, but no earlier green run of this workflow on {run.head_branch} is known: start one by hand with `/revert-bisect <test> good=<sha>`"
+            f"run {run.id} failed, but no earlier green run of this workflow on {run.head_branch} is known: "
+            "start one by hand with `/revert-bisect <test> good=<sha>`"
         )
     if green.head_sha == run.head_sha:
         return Unscoped(

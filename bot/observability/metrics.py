@@ -137,7 +137,8 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.deliveries = Counter(
             PREFIX + "webhook_deliveries",
-            "Webhook deliveries received by this process, by event (unverified: refused before the signature checked out) and outcome.",
+            "Webhook deliveries received by this process, "
+            "by event (unverified: refused before the signature checked out) and outcome.",
             ["event", "outcome"],
             registry=self.registry,
         )

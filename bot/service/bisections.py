@@ -105,7 +105,8 @@ class Bisections:
             forge.comment_once(
                 request.thread,
                 f"need-good-{request.comment_id}",
-                f"To bisect `{request.test}` from here I need the last good commit: `/revert-bisect {request.test} good=<sha>`.",
+                f"To bisect `{request.test}` from here I need the last good commit: "
+                f"`/revert-bisect {request.test} good=<sha>`.",
             )
             return
         self._run(forge, request)
@@ -241,7 +242,10 @@ class Bisections:
             forge, policy, work.repo, repo, self.clone_url(work.repo), self.token(work.repo), row.id, work.test
         )
         ab = row.outcome.get("ab") or {}
-        evidence = f"HEAD fails, HEAD + revert passes ({len(ab.get('head_verdicts', []))} runs each); P={row.outcome.get('confidence', 0):.3f}"
+        evidence = (
+            f"HEAD fails, HEAD + revert passes ({len(ab.get('head_verdicts', []))} runs each); "
+            f"P={row.outcome.get('confidence', 0):.3f}"
+        )
         record = dict(culprit_pr=facts.pr, culprit_subject=subject)  # for the dashboard and the trust report
         if found:  # nothing to open, so nothing to refuse: that revert's PR gets the evidence instead
             proof = evidence if ab.get("passed") else f"P={row.outcome.get('confidence', 0):.3f}"  # no A/B: HEAD had it

@@ -13,6 +13,7 @@ from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.domain.subjects import pr_number, strip_pr_number
 from bot.service.driver import finished_runs
 from bot.service.pr_body import (
     AB,
@@ -21,9 +22,7 @@ from bot.service.pr_body import (
     PullRequestDraft,
     RevertEvidence,
     Row,
-    pr_number,
     render,
-    strip_pr_number,
 )
 from bot.service.report import replay_log
 

@@ -139,7 +139,9 @@ class Driver:
                     continue
                 if not flying:
                     raise RuntimeError("the engine asked to wait with nothing in flight")
-                for result in self._collect(durations, flying, lambda: self._show(snap, decision, flying)):
+                for result in self._collect(
+                    durations, flying, lambda decision=decision: self._show(snap, decision, flying)
+                ):
                     probe = flying.pop(result.step_id, None)
                     if probe is None:  # cancelled as obsolete while its result was on its way: the store says cancelled
                         continue

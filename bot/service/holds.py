@@ -34,7 +34,10 @@ def held_start(forge: Forge, origin: dict, key: str, issue: int) -> Hold:
         )
     else:
         link = f"{site}/issues/{origin.get('thread')}"
-        what = f"the bisection of `{test}` asked for by `@{origin.get('requested_by')}` in #{origin.get('thread')}, not started"
+        what = (
+            f"the bisection of `{test}` asked for by `@{origin.get('requested_by')}` "
+            f"in #{origin.get('thread')}, not started"
+        )
     return Hold(f"start-{key}", origin.get("repo") or forge.slug, "kill_switch", what, link, issue)
 
 

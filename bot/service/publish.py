@@ -21,7 +21,8 @@ from bot.service.draft import draft as draft_pr
 from bot.service.pr_body import FailingTest, PullRequestDraft
 
 CULPRIT_COMMENT = (
-    "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) and opened {revert_ref} to revert it.\n\n"
+    "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) "
+    "and opened {revert_ref} to revert it.\n\n"
     "The evidence (bisect table, A/B of HEAD vs HEAD + revert, a replayable bisect log) is in that PR. "
     "Once the proper fix is ready{followup_note}, the change can be re-landed with it."
 )
@@ -198,7 +199,8 @@ class Publisher:
             followup, _ = forge.ensure_issue(
                 f"tracking-{culprit_pr}",
                 f"Fix the regression from #{culprit_pr} so it can be re-landed",
-                f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and reverted it. This issue tracks the proper fix.",
+                f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and reverted it. "
+                "This issue tracks the proper fix.",
             )
         revert = create_revert(self.repo, culprit, row.head)
         test = policy.test(self.test_id)

@@ -105,7 +105,8 @@ def _headline(report: dict) -> str:
         return f"ambiguous: the culprit is one of {len(report['candidates'])} commits ending at {culprit[:10]}"
     if status in (Status.NOT_REPRODUCIBLE, Status.NO_CULPRIT):
         passed, judged = _endpoint_tally(report, "bad", "good")
-        return f"{'not reproducible' if status is Status.NOT_REPRODUCIBLE else 'no culprit'}: BAD passed {passed} of {_count(judged, 'run')}"
+        what = "not reproducible" if status is Status.NOT_REPRODUCIBLE else "no culprit"
+        return f"{what}: BAD passed {passed} of {_count(judged, 'run')}"
     if status is Status.GOOD_FAILS:
         failed, judged = _endpoint_tally(report, "good", "bad")
         return f"GOOD fails too: GOOD failed {failed} of {_count(judged, 'run')}"

@@ -63,12 +63,14 @@ def create(
         if repo.is_ancestor(bad, good):
             raise RepoError(f"--good {good_rev} is newer than --bad {bad_rev}: swap them")
         raise RepoError(
-            f"--good {good_rev} is not an ancestor of --bad {bad_rev}: pick a GOOD on BAD's history (e.g. `git merge-base`)"
+            f"--good {good_rev} is not an ancestor of --bad {bad_rev}: "
+            "pick a GOOD on BAD's history (e.g. `git merge-base`)"
         )
     head = repo.resolve(config.onto or bad, "--onto") if config.verify_revert else None
     if head and not repo.is_ancestor(bad, head):
         raise RepoError(
-            f"--onto {config.onto} does not contain --bad {bad_rev}: the revert must go on a branch that has the culprit"
+            f"--onto {config.onto} does not contain --bad {bad_rev}: "
+            "the revert must go on a branch that has the culprit"
         )
     graph = repo.range_graph(good, bad)
     new = NewBisection(

@@ -36,7 +36,8 @@ def render_status(
     tally = ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none yet"
     table = (
         f"{head}\n\n| phase | runs | commits tested | running | best guess |\n|---|---|---|---|---|\n"
-        f"| {snap.phase.value} | {len(snap.runs)} ({tally}) | {tested} | {len(snap.in_flight) - len(snap.waiting)} | {guess} |"
+        f"| {snap.phase.value} | {len(snap.runs)} ({tally}) | {tested} "
+        f"| {len(snap.in_flight) - len(snap.waiting)} | {guess} |"
     )
     infra = snap.infra[-3:]
     lines = [table]

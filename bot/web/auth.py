@@ -22,7 +22,8 @@ from bot.settings import PLACEHOLDERS
 COOKIE = "revert_bisect_dashboard"
 NOT_CONFIGURED = (
     "The dashboard is open only to clients on loopback (127.0.0.1, ::1). To allow others, set "
-    "REVERT_BISECT_DASHBOARD_TOKEN on the bot and send `Authorization: Bearer <token>`, or open /login?token=<token> once."
+    "REVERT_BISECT_DASHBOARD_TOKEN on the bot and send `Authorization: Bearer <token>`, "
+    "or open /login?token=<token> once."
 )
 NEEDS_TOKEN = "This dashboard needs its token: send `Authorization: Bearer <token>`, or open /login?token=<token> once."
 

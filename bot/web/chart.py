@@ -66,7 +66,8 @@ def render_svg(chart: ChartData, labels: dict[int, str] | None = None) -> Markup
             f'stroke-dasharray="6 4" aria-label="{name} {_fmt(value)}"><title>{name}: {_fmt(value)}</title></line>'
         )
         out.append(
-            f'<text class="line-label {cls}-label" x="{LEFT + plot_w - 4}" y="{yy - 4:.1f}" text-anchor="end">{name} {_fmt(value)}</text>'
+            f'<text class="line-label {cls}-label" x="{LEFT + plot_w - 4}" y="{yy - 4:.1f}" '
+            f'text-anchor="end">{name} {_fmt(value)}</text>'
         )
     if (
         chart.culprit is not None
@@ -84,7 +85,8 @@ def render_svg(chart: ChartData, labels: dict[int, str] | None = None) -> Markup
         cx = x(p.position) + (k % 5 - 2) * 3 * (k > 0)
         label = f"{(labels or {}).get(p.position, p.sha[:12])}: {p.kind} run, {_fmt(p.metric)}, {p.verdict}"
         out.append(
-            f'<circle class="point {VERDICT_CLASS.get(p.verdict, "v-other")}" cx="{cx:.1f}" cy="{y(p.metric):.1f}" r="5" '
+            f'<circle class="point {VERDICT_CLASS.get(p.verdict, "v-other")}" '
+            f'cx="{cx:.1f}" cy="{y(p.metric):.1f}" r="5" '
             f'tabindex="0" role="img" aria-label="{escape(label)}"><title>{escape(label)}</title></circle>'
         )
     out.append("</svg>")

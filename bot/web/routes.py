@@ -97,7 +97,10 @@ SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
 def clone_of(workspace: Path, repo: str) -> Path | None:
-    """The bot's clone of `owner/repo` (bot.service.bisections keeps it at <workspace>/<owner>__<repo>), if there is one."""
+    """The bot's clone of `owner/repo`, if there is one.
+
+    bot.service.bisections keeps it at <workspace>/<owner>__<repo>.
+    """
     if not SLUG.match(repo) or any(part in (".", "..") for part in repo.split("/")):
         return None
     path = workspace / repo.replace("/", "__")
@@ -322,7 +325,10 @@ def api_trust(request: Request) -> TrustReportView:
 
 
 def install(app: FastAPI, engine: Engine) -> None:
-    """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API (/api/bisections, /api/trust) on the app."""
+    """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API on the app.
+
+    The JSON API is /api/bisections and /api/trust.
+    """
     app.state.dashboard = Bisections(engine)
     app.state.holds = Holds(engine)
     app.state.trust_relanded = {}  # relanded_in_clones' answers, kept until a branch moves

@@ -525,7 +525,8 @@ def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
 
 class RefusalCount(BaseModel):
     reason: str = Field(
-        description="the guard that refused, e.g. daily_cap, culprit_too_old, kill_switch; other: unknown to this version"
+        description="the guard that refused, e.g. daily_cap, culprit_too_old, kill_switch; "
+        "other: unknown to this version"
     )
     label: str
     count: int
@@ -536,7 +537,8 @@ class TrustRowView(BaseModel):
     bisections: int = Field(description="finished bisections (running ones are not counted)")
     confirmed: int = Field(description="culprits confirmed: status found")
     inconclusive: int = Field(
-        description="finished without a confirmed culprit (ambiguous, inconclusive, no_culprit, untestable, ...), cancelled excluded"
+        description="finished without a confirmed culprit "
+        "(ambiguous, inconclusive, no_culprit, untestable, ...), cancelled excluded"
     )
     cancelled: int
     confirmed_rate: float | None = Field(None, description="confirmed / (confirmed + inconclusive)")

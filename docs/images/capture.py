@@ -20,14 +20,20 @@ from playwright.sync_api import sync_playwright
 
 HERE = Path(__file__).resolve().parent
 PAGE = """<!doctype html><meta charset="utf-8"><style>
-body {{ font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; color: #1f2328; margin: 0; }}
+body {{ font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; \
+color: #1f2328; margin: 0; }}
 main {{ max-width: 900px; margin: 24px auto; }} h1 {{ font-weight: 400; font-size: 26px; margin: 0 0 4px; }}
-.meta {{ color: #59636e; margin-bottom: 16px; }} .state {{ background: #1f883d; color: #fff; border-radius: 2em; padding: 4px 12px; }}
-.box {{ border: 1px solid #d1d9e0; border-radius: 6px; }} .head {{ background: #f6f8fa; padding: 8px 16px; border-bottom: 1px solid #d1d9e0; }}
-.body {{ padding: 16px; }} table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #d1d9e0; padding: 4px 10px; }}
-code {{ background: #eff1f3; padding: 2px 4px; border-radius: 4px; font-size: 85%; }} pre {{ background: #f6f8fa; padding: 12px; overflow: auto; }}
+.meta {{ color: #59636e; margin-bottom: 16px; }} \
+.state {{ background: #1f883d; color: #fff; border-radius: 2em; padding: 4px 12px; }}
+.box {{ border: 1px solid #d1d9e0; border-radius: 6px; }} \
+.head {{ background: #f6f8fa; padding: 8px 16px; border-bottom: 1px solid #d1d9e0; }}
+.body {{ padding: 16px; }} table {{ border-collapse: collapse; }} \
+td, th {{ border: 1px solid #d1d9e0; padding: 4px 10px; }}
+code {{ background: #eff1f3; padding: 2px 4px; border-radius: 4px; font-size: 85%; }} \
+pre {{ background: #f6f8fa; padding: 12px; overflow: auto; }}
 </style><main><h1>{title} <span style="color:#59636e">#{number}</span></h1>
-<div class="meta"><span class="state">Open</span> {user} wants to merge into <code>{base}</code> from <code>{head}</code>
+<div class="meta"><span class="state">Open</span> {user} wants to merge into <code>{base}</code> \
+from <code>{head}</code>
 &middot; labels: {labels} &middot; review requested from {reviewers}</div>
 <div class="box"><div class="head"><b>{user}</b> commented</div><div class="body">{body}</div></div></main>"""
 

@@ -109,9 +109,9 @@ async def dispatch(request: Request, access: Access, actions: Engine, workflow_i
     try:
         run = actions.start(r, wf, ref, event="workflow_dispatch", inputs=inputs, actor=login)
     except LookupError:
-        raise invalid([], f"No ref found for: {ref}")
+        raise invalid([], f"No ref found for: {ref}") from None
     except wfspec.InputError as exc:
-        raise invalid([], str(exc))
+        raise invalid([], str(exc)) from exc
     if body.get("return_run_details") is True and actions.run_details:
         u = f"{rr.api(r)}/actions/runs/{run.id}"
         return JSONResponse(

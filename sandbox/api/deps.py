@@ -71,7 +71,7 @@ async def body_of(request: Request) -> dict | list:
     try:
         return json.loads(raw)
     except ValueError:
-        raise ApiError(400, "Problems parsing JSON")
+        raise ApiError(400, "Problems parsing JSON") from None
 
 
 def page(request: Request, items: list, default: int = 30) -> tuple[list, dict]:
@@ -79,7 +79,7 @@ def page(request: Request, items: list, default: int = 30) -> tuple[list, dict]:
         per = max(1, min(100, int(request.query_params.get("per_page", default))))
         num = max(1, int(request.query_params.get("page", 1)))
     except ValueError:
-        raise invalid([{"code": "invalid", "message": "page and per_page must be integers"}])
+        raise invalid([{"code": "invalid", "message": "page and per_page must be integers"}]) from None
     chunk = items[(num - 1) * per : num * per]
     last = max(1, -(-len(items) // per))
     links = []

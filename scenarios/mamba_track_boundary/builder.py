@@ -32,7 +32,7 @@ COMMITTER = "GitHub <noreply@github.com>"
 EPOCH = datetime(2026, 2, 2, 9, 0, tzinfo=UTC)
 MODEL = "mini-sglang/tiny-mamba-64"
 SERVER_MODULE = "mini_sglang.launch_server"
-SERVER_ARGS = "--mamba-track-interval %d" % TRACK_INTERVAL
+SERVER_ARGS = f"--mamba-track-interval {TRACK_INTERVAL:d}"
 BUILD = "{python} -m compileall -q -f mini_sglang"  # -f: a stale .pyc must not hide a syntax error
 
 
@@ -164,7 +164,7 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
         if i == 0:
             change = Change(
                 "release",
-                "Import mini-sglang v%s" % FIRST_VERSION,
+                f"Import mini-sglang v{FIRST_VERSION}",
                 "Import the engine: TinyMamba, the Mamba prefix cache with ping-pong track slots, "
                 "the overlap scheduler and the HTTP server.",
                 lambda tree: None,

@@ -146,7 +146,8 @@ API that accuracy tests use.
 ```sh
 pip install torch
 python -m mini_sglang.launch_server --port 30000 --track-interval 8
-curl -s localhost:30000/generate -d '{"input_ids": [5, 9, 12], "sampling_params": {"temperature": 0, "max_new_tokens": 8}}'
+curl -s localhost:30000/generate -d '{"input_ids": [5, 9, 12], \
+"sampling_params": {"temperature": 0, "max_new_tokens": 8}}'
 ```
 
 ## Layout
@@ -887,7 +888,8 @@ def pools() -> dict[str, list[Change]]:
                     '            if path == "/generate"',
                     '            if path == "/tokenize" and method == "POST":\n'
                     '                body = json.loads(self._read_body() or b"{}")\n'
-                    '                return self._json(200, {"tokens": self.engine.tokenizer.encode(body.get("prompt", ""))})\n',
+                    "                return self._json(200, "
+                    '{"tokens": self.engine.tokenizer.encode(body.get("prompt", ""))})\n',
                 ),
             ),
             Change(
@@ -899,7 +901,8 @@ def pools() -> dict[str, list[Change]]:
                     '            if path == "/generate"',
                     '            if path == "/detokenize" and method == "POST":\n'
                     '                body = json.loads(self._read_body() or b"{}")\n'
-                    '                return self._json(200, {"text": self.engine.tokenizer.decode(body.get("tokens", []))})\n',
+                    "                return self._json(200, "
+                    '{"text": self.engine.tokenizer.decode(body.get("tokens", []))})\n',
                 ),
             ),
             Change(

@@ -24,7 +24,10 @@ from sandbox.server import run_in_thread
 from sandbox.state import SandboxState, bind_step_workflow
 
 STEP_WORKFLOW = Path(__file__).resolve().parents[2] / "runners" / "github" / "revert-bisect-step.yml"
-TEST = "import pathlib, sys; v = pathlib.Path('bug.txt').read_text().strip(); print('metric=' + ('0.9' if v == 'bad' else '0.1')); sys.exit(v == 'bad')"
+TEST = (
+    "import pathlib, sys; v = pathlib.Path('bug.txt').read_text().strip(); "
+    "print('metric=' + ('0.9' if v == 'bad' else '0.1')); sys.exit(v == 'bad')"
+)
 SLUG = "acme/widget"
 
 

@@ -112,7 +112,7 @@ def _metrics_match_the_run(world):
 
 
 def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
-    scenario, repo = world["scenario"], world["seeded"].repo
+    scenario = world["scenario"]
     world["state"].add_user("drive-by")
     world["state"].add_token("sandbox-token-drive-by", "drive-by")
     world["seeded"].tokens["drive-by"] = "sandbox-token-drive-by"
@@ -128,7 +128,8 @@ def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
 
     engine = sqlalchemy.create_engine(f"sqlite:///{world['tmp'] / 'bot.db'}")
     job = sqlalchemy.text(
-        "SELECT j.state, j.attempts, j.error FROM jobs j JOIN deliveries d ON d.id = j.delivery_id WHERE d.delivery_id = :d"
+        "SELECT j.state, j.attempts, j.error FROM jobs j JOIN deliveries d ON d.id = j.delivery_id "
+        "WHERE d.delivery_id = :d"
     )
 
     def finished_job():

@@ -51,8 +51,8 @@ def test_a_red_nightly_held_back_by_the_kill_switch_is_said_on_its_issue_and_lis
     held = wait_for(lambda: [b for b in _comments(world, switch) if "held back" in b], timeout=120)
     assert len(held) == 1
     assert (
-        f"held back the bisection of red run {red} (`decode-cache-hit` failed over `{scenario.good[:12]}..{scenario.bad[:12]}`), not started"
-        in held[0]
+        f"held back the bisection of red run {red} "
+        f"(`decode-cache-hit` failed over `{scenario.good[:12]}..{scenario.bad[:12]}`), not started" in held[0]
     )
     assert f"/actions/runs/{red}." in held[0]  # the run's link
     [hold] = _holds(world)
@@ -94,8 +94,8 @@ def test_a_revert_held_back_by_a_kill_switch_turned_on_mid_bisection_names_the_c
     assert f"not opened: the kill switch is on: issue #{switch}" in final[0]
     [held] = [b for b in _comments(world, switch) if "held back" in b]
     assert (
-        f"held back the revert of `{scenario.culprit[:12]}` (#{culprit_pr}), found and proven by bisection #1, not opened"
-        in held
+        f"held back the revert of `{scenario.culprit[:12]}` (#{culprit_pr}), "
+        "found and proven by bisection #1, not opened" in held
     )
     assert f"/pull/{culprit_pr}." in held
     [hold] = _holds(world)

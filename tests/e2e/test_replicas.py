@@ -80,7 +80,7 @@ def test_three_replicas_process_each_delivery_once_and_dispatch_each_step_once(t
             )
             replicas.append(f"http://127.0.0.1:{port}")
         for url, proc in zip(replicas, procs):
-            wait_for(lambda: proc.poll() is not None or _up(url), timeout=60)
+            wait_for(lambda proc=proc, url=url: proc.poll() is not None or _up(url), timeout=60)
             assert proc.poll() is None, (tmp_path / "replica-0.log").read_text()[-2000:]
 
         # the maintainer's command, and 199 other deliveries; a tenth of them delivered again to another replica

@@ -122,9 +122,12 @@ def test_a_test_process_killed_mid_step_is_infra_retried_and_never_evidence(tmp_
     result, the commit is tested again, and the culprit is still found."""
     repo_dir = tmp_path / "repo"
     repo_dir.mkdir()
-    git = lambda *a: subprocess.run(
-        ["git", "-C", str(repo_dir), *a], check=True, capture_output=True, text=True
-    ).stdout.strip()  # noqa: E731
+
+    def git(*a):
+        return subprocess.run(
+            ["git", "-C", str(repo_dir), *a], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
     git("init", "-q", "-b", "main")
     shas = []
     for i in range(8):

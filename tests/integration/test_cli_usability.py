@@ -266,7 +266,10 @@ def test_lock_file_removed_by_its_holder_never_admits_two(tmp_path):
 
 def test_concurrent_first_starts_migrate_once_and_leave_no_lock(tmp_path):
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    code = "import sys; from bot.adapters.store.db import connect, is_current; sys.exit(0 if is_current(connect(sys.argv[1])) else 1)"
+    code = (
+        "import sys; from bot.adapters.store.db import connect, is_current; "
+        "sys.exit(0 if is_current(connect(sys.argv[1])) else 1)"
+    )
     procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE, text=True) for _ in range(4)]
     for proc in procs:
         _, stderr = proc.communicate(timeout=120)

@@ -621,9 +621,9 @@ def test_the_page_leads_with_the_answer(world, client, openapi):
 
 
 def test_untested_runs_collapse_into_one_row(world, client):
-    entry = lambda i, role: views.TimelineEntry(
-        position=i, sha=f"{i:040x}", role=role, verdicts=[], metrics=[], runs=0, running=0
-    )  # noqa: E731
+    def entry(i, role):
+        return views.TimelineEntry(position=i, sha=f"{i:040x}", role=role, verdicts=[], metrics=[], runs=0, running=0)
+
     roles = ["good", "untested", "untested", "untested", "tested", "untested", "culprit", "untested", "untested", "bad"]
     timeline = [entry(i, r) for i, r in enumerate(roles)]
     rows = views.collapse_untested(timeline)

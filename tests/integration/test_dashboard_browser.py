@@ -238,7 +238,8 @@ def test_bisection_page_timeline_chart_and_threshold(served, page, tmp_path):
         "rows => rows.map(r => r.dataset.sha)"
     )
     assert tested == [repo.good, repo.shas[3], repo.shas[4], repo.shas[5], repo.shas[7], repo.bad]
-    # the untested runs (positions 1-3 and 9-11) are one row each, their commits hidden until asked for; a lone one keeps its row
+    # the untested runs (positions 1-3 and 9-11) are one row each, their commits hidden until asked for; a lone one
+    # keeps its row
     gaps = page.locator("#timeline tr.timeline-gap")
     assert [" ".join(t.split()) for t in gaps.all_inner_texts()] == [
         "1–3 3 commits not tested",
@@ -424,7 +425,7 @@ def _long_range(store: Store, n: int = 240, culprit: int = 170, workers: int = 3
     ]
     plan += [(n, "ab_head", rnd + 2), (None, "ab_revert", rnd + 2)]
     ids = store.add_steps(bid, [NewStep(shas[i] if i is not None else "f" * 40, kind, r) for i, kind, r in plan])
-    for step_id, (i, kind, _) in zip(ids, plan):
+    for step_id, (i, _kind, _) in zip(ids, plan):
         bad = i is not None and i >= culprit
         store.finish_step(step_id, _report("bad" if bad else "good", int(bad), 0.0065 if bad else 0.0003))
     store.save_progress(

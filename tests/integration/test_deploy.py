@@ -222,6 +222,7 @@ def test_dockerignore_keeps_what_the_build_copies():
 def test_service_imports_and_starts_without_gpu_packages(tmp_path):
     """bot.app, bot.wiring and bot.cli.main import, and the app is built and answers /healthz, with
     torch, sglang, uv, the sandbox and the scenarios made unimportable -- as in the service image."""
+    db_url = f"sqlite:///{tmp_path / 'bot.db'}"
     script = textwrap.dedent(f"""
         import importlib.abc, sys
         BLOCKED = {{"torch", "sglang", "uv", "sandbox", "scenarios"}}
@@ -235,7 +236,7 @@ def test_service_imports_and_starts_without_gpu_packages(tmp_path):
         sys.meta_path.insert(0, Blocker())
         import bot.app, bot.wiring, bot.cli.main
         from bot.settings import BotSettings
-        app = bot.app.create_app(BotSettings(webhook_secret="x" * 32, db={f"sqlite:///{tmp_path / 'bot.db'}"!r}), handlers={{}})
+        app = bot.app.create_app(BotSettings(webhook_secret="x" * 32, db={db_url!r}), handlers={{}})
         from fastapi.testclient import TestClient
         with TestClient(app) as client:
             answer = client.get("/healthz")

@@ -71,9 +71,11 @@ def test_only_commits_on_the_watched_branch_are_bisected(tmp_path):
     from bot.domain.errors import RepoError
     from bot.service.bisections import off_branch
 
-    git = lambda *a: subprocess.run(
-        ["git", "-C", str(tmp_path), *a], check=True, capture_output=True, text=True
-    ).stdout.strip()  # noqa: E731
+    def git(*a):
+        return subprocess.run(
+            ["git", "-C", str(tmp_path), *a], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
     git("init", "-q", "-b", "main")
     for i in range(3):
         git("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", f"main {i}")

@@ -8,9 +8,10 @@ from bot.adapters.git.repo import GitRepo
 from bot.adapters.git.revert import create_revert
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
+from bot.domain.subjects import pr_number, strip_pr_number
 from bot.service import setup
 from bot.service.draft import PrRecord, draft
-from bot.service.pr_body import FailingTest, pr_number, strip_pr_number
+from bot.service.pr_body import FailingTest
 
 
 def test_pr_number_from_squash_subject():
@@ -141,7 +142,7 @@ def test_titles_are_escaped_for_markdown_not_html():
         assert len(widths) == 1, widths  # every row has the header's column count
     bisect_start = tables[1]
     cells = [_plain(t) for t in tokens[bisect_start:] if t.type == "inline"]
-    for i, (sha, title) in enumerate(HARD_TITLES.items()):
+    for i, title in enumerate(HARD_TITLES.values()):
         assert f"#{100 + i} {title}" in cells, (title, cells)
     summary = next(t for t in tokens if t.type == "inline" and "fails on" in t.content)
     assert f'("{culprit_title}", by @carol)' in _plain(summary)

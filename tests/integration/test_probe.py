@@ -119,7 +119,7 @@ if __name__ == "__main__":
     server = ThreadingHTTPServer(("127.0.0.1", port), H)
     server.daemon_threads = True
     server.serve_forever()
-"""
+"""  # noqa: E501  (the fake server's source, run as-is: its lines cannot be split without changing the program text)
 
 
 def alive(pid: int) -> bool:

@@ -18,11 +18,11 @@ import pytest
 import requests
 from github import Auth, Github
 
-import tests.support.sandbox as helpers
 from bot.ingress.webhooks.signature import verify
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from sandbox.state import NIGHTLY_WORKFLOW
 from scenarios.mamba_track_boundary import build
+from tests.support import FIXTURES
 from tests.support.net import free_port
 from tests.support.sandbox import ContractChecker
 
@@ -268,9 +268,7 @@ def test_signed_workflow_run_webhooks(sandbox):
         assert verify(SECRET.encode(), body, headers["x-hub-signature-256"])
         assert not verify(b"wrong secret", body, headers["x-hub-signature-256"])
     assert len({h["x-github-delivery"] for h, _ in Receiver.received}) == len(Receiver.received)
-    fixture = json.loads(
-        (Path(helpers.__file__).parent / "fixtures/github/webhooks/workflow_run.completed.json").read_text()
-    )
+    fixture = json.loads((FIXTURES / "github/webhooks/workflow_run.completed.json").read_text())
     sleep_run = next(x for x in runs if x.conclusion == "cancelled")
     payload = next(
         json.loads(b)
@@ -773,10 +771,7 @@ def test_workflow_job_webhooks(sandbox):
     payloads = [json.loads(b) for _, b in JobReceiver.received]
     assert [p["action"] for p in payloads] == ["queued", "in_progress", "completed"]
     fixture = json.loads(
-        (
-            Path(helpers.__file__).parent / "fixtures/github/webhooks/"
-            "workflow_job.completed.failure.with-organization.json"
-        ).read_text()
+        (FIXTURES / "github/webhooks/workflow_job.completed.failure.with-organization.json").read_text()
     )
     done = payloads[-1]
     assert {"action", "workflow_job", "repository", "sender"} <= set(done)

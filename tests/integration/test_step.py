@@ -294,7 +294,10 @@ def test_a_test_that_leaves_a_server_running_in_the_background_does_not_leave_it
     from runners.proc import run_logged
 
     pidfile = tmp_path / "child.pid"
-    script = f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); open({str(pidfile)!r}, 'w').write(str(p.pid))"
+    script = (
+        "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))"
+    )
     done = run_logged([sys.executable, "-c", script], tmp_path, dict(os.environ), 30, tmp_path / "log")
     assert (done.code, done.infra) == (0, None)
     child = int(pidfile.read_text())

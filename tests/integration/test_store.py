@@ -88,7 +88,10 @@ def test_replicas_starting_together_migrate_one_at_a_time(backend, tmp_path, req
     import sys
 
     url = f"sqlite:///{tmp_path / 'bot.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
-    program = f"from bot.adapters.store.db import connect, HEAD_REVISION, _revision\nwith connect({url!r}).connect() as c: print(_revision(c))"
+    program = (
+        "from bot.adapters.store.db import connect, HEAD_REVISION, _revision\n"
+        f"with connect({url!r}).connect() as c: print(_revision(c))"
+    )
     procs = [
         subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for _ in range(4)

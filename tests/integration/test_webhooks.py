@@ -108,7 +108,8 @@ def test_handled_events_queue_one_job_and_a_redelivery_is_a_no_op(server):
     with engine.connect() as conn:
         jobs = conn.execute(
             sqlalchemy.text(
-                "SELECT j.handler, j.state FROM jobs j JOIN deliveries d ON d.id = j.delivery_id WHERE d.delivery_id = :d"
+                "SELECT j.handler, j.state FROM jobs j JOIN deliveries d ON d.id = j.delivery_id "
+                "WHERE d.delivery_id = :d"
             ),
             {"d": delivery},
         ).all()

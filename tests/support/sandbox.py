@@ -328,7 +328,8 @@ class BotWatch:
                 )
             )
             steps = self._rows(
-                "SELECT kind, sha, verdict, state, infra_reason, log_tail FROM steps WHERE bisection_id = :b ORDER BY id",
+                "SELECT kind, sha, verdict, state, infra_reason, log_tail FROM steps "
+                "WHERE bisection_id = :b ORDER BY id",
                 b=i,
             )
             lines += [f"  {reason}" for reason in failing_steps(steps)]  # as the demo reports them

@@ -13,7 +13,8 @@ from bot.ingress.webhooks.signature import sign, verify
     [
         ("/revert-bisect kl-decode", Start("kl-decode")),
         (
-            "/revert-bisect kl good=ABCDEF1 bad=0123456789abcdef0123456789abcdef01234567 follow-up=#123 dry-run\nthanks!",
+            "/revert-bisect kl good=ABCDEF1 bad=0123456789abcdef0123456789abcdef01234567 "
+            "follow-up=#123 dry-run\nthanks!",
             Start("kl", good="abcdef1", bad="0123456789abcdef0123456789abcdef01234567", followup=123, dry_run=True),
         ),
         ("  /revert-bisect status  ", Status()),

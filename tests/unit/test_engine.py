@@ -95,7 +95,8 @@ def drive(problem, outcome_of, workers=4, state=State(), revert=None):
     raise AssertionError("did not finish")
 
 
-def exits(bad_from: int, special: dict[int, int] = {}):
+def exits(bad_from: int, special: dict[int, int] | None = None):
+    special = special or {}
     return lambda sha: RawResult(special.get(int(sha[1:]), 1 if int(sha[1:]) >= bad_from else 0))
 
 
@@ -259,8 +260,8 @@ def test_calibration_runs_endpoints_twice_each_in_parallel_with_a_declared_flake
 
 def test_a_trusted_test_calibrates_once_per_endpoint_and_searches_on_the_free_runners():
     graph, good, bad = linear_graph(99)
-    for settings in (Settings(), Settings(flake_rate=0.0)):
-        d = decide(Problem(graph, good, bad, settings), State(), [], (), 4)
+    for config in (Settings(), Settings(flake_rate=0.0)):
+        d = decide(Problem(graph, good, bad, config), State(), [], (), 4)
         assert sorted((p.sha, p.kind) for p in d.probes if p.kind is Kind.CALIBRATE) == [
             ("c0", Kind.CALIBRATE),
             ("c99", Kind.CALIBRATE),

@@ -40,8 +40,9 @@ def test_a_held_red_run_is_said_once_on_the_kill_switch_issue_with_its_link(tmp_
     [((issue, _), body)] = forge.comments.items()
     assert issue == 9
     assert body == (
-        "This issue carries `stop-bot` (`revert.kill_switch_label`), so revert-bisect held back the bisection of red run "
-        f"4321 (`kl` failed over `{'a' * 12}..{'b' * 12}`), not started. See https://github.example/o/r/actions/runs/4321. "
+        "This issue carries `stop-bot` (`revert.kill_switch_label`), so revert-bisect held back the bisection "
+        f"of red run 4321 (`kl` failed over `{'a' * 12}..{'b' * 12}`), not started. "
+        "See https://github.example/o/r/actions/runs/4321. "
         "Close the issue to let revert-bisect act again."
     )
     [row] = holds.recent()

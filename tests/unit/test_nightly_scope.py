@@ -69,7 +69,7 @@ JUNIT = """<?xml version="1.0"?>
 <testsuites><testsuite name="nightly">
   <testcase classname="test_qwen3_next_decode_cache_hit.py" name="test_kl"><failure message="avg_kl_div too high"/></testcase>
   <testcase classname="test_other.py" name="test_ok"/>
-</testsuite></testsuites>"""
+</testsuite></testsuites>"""  # noqa: E501  (a JUnit report test vector, kept verbatim)
 
 
 def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
@@ -95,8 +95,8 @@ def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
 
     red, green = run(40, "b" * 40, "failure"), run(38, "a" * 40, "success")
     died = (
-        LOG.split("=" * 60)[0]
-        + "\n✗ FAILED:\n  test_qwen3_next_decode_cache_hit.py (exit code 1)\nError: The runner has received a shutdown signal\n"
+        LOG.split("=" * 60)[0] + "\n✗ FAILED:\n  test_qwen3_next_decode_cache_hit.py (exit code 1)\n"
+        "Error: The runner has received a shutdown signal\n"
     )
     result = scope(POLICY, red, died, [red, green])
     assert (

@@ -4,9 +4,9 @@ Each step is one `workflow_dispatch` of `revert-bisect-step.yml` with a unique c
 its inputs, which the workflow's run-name carries: the run is known at once when GitHub returns
 run details, and found by that id otherwise (a 204 answer, or an error after the request went
 out). Runs are polled (one GET per run in flight, every `poll_s`); a `workflow_run` or `workflow_job`
-webhook cuts the wait short (`wake_all`). Every way a run can end without a usable result is an infra verdict with its reason,
-never evidence about the commit: cancelled, timed out, never picked up by a runner with the
-labels, no artifact, a result.json that fails validation.
+webhook cuts the wait short (`wake_all`). Every way a run can end without a usable result is an
+infra verdict with its reason, never evidence about the commit: cancelled, timed out, never picked
+up by a runner with the labels, no artifact, a result.json that fails validation.
 """
 
 from __future__ import annotations

@@ -39,9 +39,15 @@ class RevertFound:
     def __str__(self) -> str:
         ref = self.ref[:12] if FULL_SHA.fullmatch(self.ref) else self.ref
         if self.how == "empty":
-            return f"reverting {self.culprit[:12]} on {ref} changes nothing: its changes are already gone there; nothing to do"
+            return (
+                f"reverting {self.culprit[:12]} on {ref} changes nothing: "
+                "its changes are already gone there; nothing to do"
+            )
         if self.sha is None:
-            return f"{self.culprit[:12]} is already reverted on {ref}: its changes are gone there (no one commit reverts it); nothing to do"
+            return (
+                f"{self.culprit[:12]} is already reverted on {ref}: "
+                "its changes are gone there (no one commit reverts it); nothing to do"
+            )
         pr = f" (#{self.pr})" if self.pr else ""
         return f"{self.culprit[:12]} is already reverted by {self.sha[:12]}{pr} on {ref}: nothing to do"
 

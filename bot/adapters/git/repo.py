@@ -96,7 +96,8 @@ class GitRepo:
             log.wait()
         if log.returncode != 0:
             raise RepoError(
-                f"git {command[0]} {' '.join(log_args)} failed in {self.path}: {err.splitlines()[-1] if err else 'git failed'}"
+                f"git {command[0]} {' '.join(log_args)} failed in {self.path}: "
+                f"{err.splitlines()[-1] if err else 'git failed'}"
             )
         if ids.returncode != 0:
             raise RepoError(f"git patch-id failed in {self.path}: {ids.stderr.strip() or 'git failed'}")

@@ -118,7 +118,10 @@ class Store:
             )
 
     def from_thread(self, repo: str, thread: int) -> Sequence[BisectionRow]:
-        """Bisections asked for in one issue or PR (newest first); filtered here to stay portable across JSON dialects."""
+        """Bisections asked for in one issue or PR (newest first).
+
+        Filtered here to stay portable across JSON dialects.
+        """
         with self._session() as s:
             rows = s.scalars(
                 select(BisectionRow).where(BisectionRow.origin.is_not(None)).order_by(BisectionRow.id.desc()).limit(500)

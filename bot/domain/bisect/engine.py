@@ -269,7 +269,8 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             return finish(
                 Outcome(
                     Status.AMBIGUOUS,
-                    f"the first bad commit is one of {len(shas)} commits; all but the last could not be tested (exit 125)",
+                    f"the first bad commit is one of {len(shas)} commits; "
+                    "all but the last could not be tested (exit 125)",
                     culprit=culprit,
                     first_parent_culprit=_outermost(state, culprit),
                     confidence=block.mass,
@@ -323,7 +324,8 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         return finish(
             Outcome(
                 Status.INCONCLUSIVE,
-                f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} (best guess P={block.mass:.3f})",
+                f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} "
+                f"(best guess P={block.mass:.3f})",
                 culprit=guess.sha,
                 confidence=block.mass,
             )
@@ -382,11 +384,14 @@ def _confirm(
     # re-runs the culprit once, since a flake (a good commit failing) can only mislead through a FAIL:
     # in the model a pass is proof, so re-running the parent could not change the answer.
     culprit_x, parent_x = ((0 if s.flake_rate == 0 else 1), 0) if trust else (x, x)
-    extras = dict(guess=guess, flake_rate=flake, boundary=ev.boundary)
+
+    def decided(probes: tuple[Probe, ...] = (), wants_revert: str | None = None) -> Decision:
+        return Decision(state, probes, guess=guess, flake_rate=flake, boundary=ev.boundary, wants_revert=wants_revert)
+
     if problem.head and state.revert is None and state.revert_error is None:
-        return Decision(state, (), wants_revert=culprit, **extras)
+        return decided(wants_revert=culprit)
     targets = [(culprit, Kind.CONFIRM, culprit_x), (parent, Kind.CONFIRM, parent_x)]
-    if state.revert:
+    if state.revert and problem.head:
         untestable = ev.untestable(s)
         targets += [
             (sha, kind, x)
@@ -404,9 +409,9 @@ def _confirm(
         needs.append([Probe(sha, kind, rnd)] * max(0, want - done - flying))
     pending = [p for batch in zip_longest(*needs) for p in batch if p is not None]  # interleaved
     if pending:
-        return Decision(state, tuple(pending[:free]), **extras)
+        return decided(tuple(pending[:free]))
     if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
-        return Decision(state, (), **extras)
+        return decided()
     ab = _ab_result(problem, state, ev)
     if ab is not None and _flaky_revert(ab) and state.confirmations + 1 < problem.settings.max_confirmations:
         # HEAD failed every time and HEAD + revert passed at least once: one flaky run, not a revert that does
