@@ -83,7 +83,7 @@ def publish(
     branch = branch_name(culprit_pr, (already or revert).culprit)
     existing = already.pr if already else None
     if existing is None and culprit_pr:
-        existing = forge.open_revert_of(culprit_pr)
+        existing = forge.open_revert_of(culprit_pr, ours=branch)  # our own PR: a crashed publish, finished below
     if existing or already:
         if already:
             by = (

@@ -123,7 +123,7 @@ def test_twenty_sigkills_change_nothing(tmp_path):
         rng, kills = random.Random(20), 0
         while kills < KILLS and not story_done():
             time.sleep(
-                rng.uniform(0.2, 1.6)
+                rng.uniform(0.1, 0.9)
             )  # a random point: calibrating, searching, confirming, reverting, publishing
             bot.send_signal(signal.SIGKILL)
             bot.wait()
@@ -144,11 +144,13 @@ def test_twenty_sigkills_change_nothing(tmp_path):
             bodies = comments(number)
             assert len(bodies) == len(set(bodies)), f"a comment was duplicated on #{number}"
         runs = [r for r in state.actions.runs.values() if "revert-bisect step" in r.display_title]
-        for ref, _ in steps:
-            assert sum(f"[{ref}]" in r.display_title for r in runs) == 1, (
-                f"step {ref} was dispatched {sum(f'[{ref}]' in r.display_title for r in runs)} times"
-            )
-        assert len(runs) == len(steps)
+        for ref, step_state in steps:
+            dispatched = sum(f"[{ref}]" in r.display_title for r in runs)
+            # A step that ran was dispatched exactly once; one whose bot was killed between storing it and
+            # dispatching it is given up (lost or cancelled) and its commit tested by a new step: never twice.
+            wanted = (1,) if step_state == "done" else (0, 1)
+            assert dispatched in wanted, f"step {ref} ({step_state}) was dispatched {dispatched} times"
+        assert len(runs) == sum(1 for ref, _ in steps if any(f"[{ref}]" in r.display_title for r in runs))
     finally:
         bot.kill()
         bot.wait()

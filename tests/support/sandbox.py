@@ -359,9 +359,14 @@ def wait_for(
             return value
         why = bot.hopeless(expect) if bot else None
         if why:
-            if value := predicate():  # it came true while the store was read
+            # Hopeless twice, a second apart: GitHub's answers and the store's rows are not written in one
+            # transaction, so one reading can fall between a write and the next.
+            time.sleep(1.0)
+            if value := predicate():
                 return value
-            raise AssertionError(f"{why}\n{bot.report()}")
+            if bot.hopeless(expect):
+                raise AssertionError(f"{why}\n{bot.report()}")
+            continue
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s" + (f"\n{bot.report()}" if bot else ""))
         time.sleep(0.5)

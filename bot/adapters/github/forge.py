@@ -108,10 +108,13 @@ class GitHubForge:
             return PullRef(pr.number, pr.html_url, branch, False)
         return None
 
-    def open_revert_of(self, culprit_pr: int) -> int | None:
-        """An open PR that already reverts the culprit PR (GitHub's own revert button writes `Reverts o/r#N`)."""
+    def open_revert_of(self, culprit_pr: int, ours: str | None = None) -> int | None:
+        """An open PR that already reverts the culprit PR (GitHub's own revert button writes `Reverts o/r#N`),
+        other than one from the bot's own branch `ours` (a publish cut short by a crash, to be finished)."""
         slug = self.repo.full_name
         for pr in self.repo.get_pulls(state="open"):
+            if ours is not None and pr.head.ref == ours:
+                continue
             if (
                 f"Reverts {slug}#{culprit_pr}" in (pr.body or "")
                 or (pr.title or "").startswith("Revert ")
