@@ -89,6 +89,9 @@ def run(
         metric_file=True,
         threshold=scenario.threshold,
         verify_revert=True,
+        # a scenario made flaky on purpose is bisected as its operator would: with the rate declared, so
+        # endpoints and culprit are re-run as that rate asks (auto would trust it until a contradiction)
+        flake_rate=flake_rate or None,
     )
     loaded = setup.create(store, repo, scenario.good, scenario.bad, config)
     deadline = t0 + timeout_s  # the whole story is bounded: past it the bisection is cancelled and says so
