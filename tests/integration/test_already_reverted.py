@@ -298,7 +298,7 @@ def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_pa
                 already=found,
             )
             assert result == Published(None, None, None, existing_revert=None, evidence_on=scenario.culprit_pr)
-        comments = [c.body for c in forge.repo.get_issue(scenario.culprit_pr).getcomments()]
+        comments = [c.body for c in forge.repo.get_issue(scenario.culprit_pr).get_comments()]
         assert (
             len(comments) == 1
             and "which `abababababab` already reverts on `main`" in comments[0]
