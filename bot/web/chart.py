@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from bot.web.views import ChartData
+from bot.web.models import ChartData
 
 WIDTH, HEIGHT = 720, 220  # short enough that the answer, the chart and the timeline's start share a screen
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 40

@@ -25,19 +25,10 @@ from bot.domain.errors import RepoError
 from bot.settings import default_workspace  # the same default the bot clones into
 from bot.web import auth
 from bot.web.chart import render_svg
-from bot.web.views import (
-    BisectionDetail,
-    BisectionPage,
-    BisectionSummary,
-    TrustReportView,
-    aware,
-    collapse_untested,
-    detail,
-    matches,
-    summary,
-    trust_view,
-    version_text,
-)
+from bot.web.detail import collapse_untested, detail
+from bot.web.models import BisectionDetail, BisectionPage, BisectionSummary
+from bot.web.trust_views import TrustReportView, trust_view
+from bot.web.views import aware, matches, summary, version_text
 
 PER_PAGE = 50
 EVENT_INTERVAL_S = 1.0

@@ -23,12 +23,13 @@ from bot.adapters.store.db import connect
 from bot.adapters.store.store import StepReport, Store
 from bot.app import create_app
 from bot.domain.bisect.engine import decide
+from bot.domain.bisect.explain import order_commits
 from bot.domain.bisect.model import Problem, Run, Settings, State
 from bot.domain.bisect.simulate import FlakyTest, linear_graph
 from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.settings import BotSettings
-from bot.web import routes, views
+from bot.web import detail, models, routes, views
 from bot.web.auth import is_loopback
 from bot.web.chart import render_svg
 from scenarios.synthetic import build
@@ -556,17 +557,17 @@ def test_reconstructed_order_is_the_real_order_for_round_searches(n, culprit, wo
             runs.append(Run(p.sha, p.kind, raw, p.round))
             steps.append(SimpleNamespace(id=len(steps) + 1, sha=p.sha, kind=p.kind.value, round=p.round))
     verdict_of = {s.id: ("bad" if r.raw.exit_code else "good") for s, r in zip(steps, runs)}
-    order = views.order_commits(good, bad, steps, verdict_of)
+    order = order_commits(good, bad, steps, verdict_of)
     assert set(order) == {s.sha for s in steps} | {good, bad}
     assert [int(sha[1:]) for sha in order] == sorted(int(sha[1:]) for sha in order)
 
 
 def test_chart_svg_is_accessible_and_marks_lines():
-    chart = views.ChartData(
+    chart = models.ChartData(
         points=[
-            views.ChartPoint(position=0, sha="a" * 40, metric=0.1, verdict="good", kind="calibrate", step_id=1),
-            views.ChartPoint(position=2, sha="b" * 40, metric=0.9, verdict="bad", kind="search", step_id=2),
-            views.ChartPoint(position=2, sha="b" * 40, metric=0.8, verdict="bad", kind="confirm", step_id=3),
+            models.ChartPoint(position=0, sha="a" * 40, metric=0.1, verdict="good", kind="calibrate", step_id=1),
+            models.ChartPoint(position=2, sha="b" * 40, metric=0.9, verdict="bad", kind="search", step_id=2),
+            models.ChartPoint(position=2, sha="b" * 40, metric=0.8, verdict="bad", kind="confirm", step_id=3),
         ],
         positions=3,
         threshold=0.5,
@@ -575,9 +576,10 @@ def test_chart_svg_is_accessible_and_marks_lines():
     svg = str(render_svg(chart))
     assert svg.count("<circle") == 3 and svg.count("<title>") >= 4 and 'role="img"' in svg and "aria-label" in svg
     assert 'data-line="threshold"' in svg and 'data-line="boundary"' in svg and "stroke-dasharray" in svg
-    assert str(render_svg(views.ChartData(points=[], positions=2))) == ""
-    same = views.ChartData(
-        points=[views.ChartPoint(position=0, sha="a" * 40, metric=1.0, verdict="odd", kind="x", step_id=1)], positions=1
+    assert str(render_svg(models.ChartData(points=[], positions=2))) == ""
+    same = models.ChartData(
+        points=[models.ChartPoint(position=0, sha="a" * 40, metric=1.0, verdict="odd", kind="x", step_id=1)],
+        positions=1,
     )
     assert "v-other" in str(render_svg(same))  # one value, one position: no division by zero
 
@@ -622,11 +624,11 @@ def test_the_page_leads_with_the_answer(world, client, openapi):
 
 def test_untested_runs_collapse_into_one_row(world, client):
     def entry(i, role):
-        return views.TimelineEntry(position=i, sha=f"{i:040x}", role=role, verdicts=[], metrics=[], runs=0, running=0)
+        return models.TimelineEntry(position=i, sha=f"{i:040x}", role=role, verdicts=[], metrics=[], runs=0, running=0)
 
     roles = ["good", "untested", "untested", "untested", "tested", "untested", "culprit", "untested", "untested", "bad"]
     timeline = [entry(i, r) for i, r in enumerate(roles)]
-    rows = views.collapse_untested(timeline)
+    rows = detail.collapse_untested(timeline)
     assert [[e.position for e in r] if isinstance(r, list) else r.position for r in rows] == [
         0,
         [1, 2, 3],
@@ -636,7 +638,7 @@ def test_untested_runs_collapse_into_one_row(world, client):
         [7, 8],
         9,
     ]
-    assert views.collapse_untested(timeline, shortest=1)[3] == [timeline[5]]
+    assert detail.collapse_untested(timeline, shortest=1)[3] == [timeline[5]]
     # on the page: one row per run of untested commits, every commit still there (in the run's <details>)
     bid = world.ids["running"]
     data = client.get(f"/api/bisections/{bid}").json()

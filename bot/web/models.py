@@ -1,0 +1,161 @@
+"""The dashboard's view models of a bisection: what its pages show and the JSON API answers.
+
+Built from stored rows by bot.web.views (the list's summaries, the steps) and bot.web.detail (one bisection).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from bot.domain.outcome import BisectionOutcome
+
+
+class BisectionSummary(BaseModel):
+    id: int
+    repository: str
+    test: str
+    good: str
+    bad: str
+    good_rev: str
+    bad_rev: str
+    state: str = Field(description="the outcome status once finished, else the engine's phase")
+    running: bool
+    culprit: str | None = None
+    culprit_pr: int | None = None
+    revert_pr: int | None = None
+    revert_pr_url: str | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
+    age: str = Field(description="time since the bisection was created, for display")
+
+
+class BisectionPage(BaseModel):
+    items: list[BisectionSummary]
+    page: int
+    per_page: int
+    has_next: bool
+
+
+class StepView(BaseModel):
+    id: int
+    sha: str
+    kind: str
+    round: int
+    state: str
+    verdict: str | None = None
+    exit_code: int | None = None
+    metric: float | None = None
+    runner: str | None = None
+    run_urls: list[str] = []
+    duration_s: float | None = None
+    infra_reason: str | None = None
+    env_key: str | None = None
+    env_reused: bool | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class TimelineEntry(BaseModel):
+    position: int = Field(description="0 is GOOD; the order is reconstructed from the search (see order_note)")
+    sha: str
+    role: str = Field(description="good | bad | culprit | candidate | tested | untested")
+    verdicts: list[str]
+    metrics: list[float]
+    runs: int
+    running: int
+    posterior: float | None = None
+    subject: str | None = Field(None, description="the commit's subject (a squash merge's PR title)")
+    author: str | None = None
+    pr: int | None = Field(None, description="the PR number from the subject's (#N) suffix")
+
+
+class CommitView(BaseModel):
+    sha: str
+    pr: int | None = None
+    title: str | None = Field(None, description="the subject without its (#N) suffix: the PR title of a squash merge")
+    author: str | None = None
+    url: str | None = Field(
+        None, description="the PR's page, when the revert PR's address shows where the repository lives"
+    )
+
+
+class ChartPoint(BaseModel):
+    position: int
+    sha: str
+    metric: float
+    verdict: str
+    kind: str
+    step_id: int
+
+
+class ChartData(BaseModel):
+    points: list[ChartPoint]
+    positions: int
+    threshold: float | None = None
+    boundary: float | None = None
+    higher_is_worse: bool = True
+    culprit: int | None = Field(None, description="the culprit's position, once found")
+
+
+class PosteriorEntry(BaseModel):
+    sha: str
+    position: int
+    probability: float
+
+
+class PosteriorView(BaseModel):
+    guess: str | None = Field(None, description="the engine's best guess at its last decision")
+    guess_probability: float | None = None
+    flake_rate: float | None = None
+    scope: str = Field(description="what `entries` is a posterior over")
+    entries: list[PosteriorEntry] = []
+    no_culprit: float | None = None
+    note: str | None = None
+
+
+class ABView(BaseModel):
+    head: str | None = None
+    revert: str | None = None
+    passed: bool | None = None
+    head_verdicts: list[str] = []
+    revert_verdicts: list[str] = []
+    steps: list[StepView] = []
+
+
+class RoundView(BaseModel):
+    round: int
+    kinds: list[str]
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    steps: list[StepView]
+
+
+class BisectionDetail(BaseModel):
+    summary: BisectionSummary
+    phase: str
+    status: str | None = None
+    message: str | None = None
+    confidence: float | None = None
+    candidates: list[str] = []
+    revert_error: str | None = None
+    threshold: float | None = None
+    boundary: float | None = None
+    outcome: BisectionOutcome | None = Field(
+        None, description="the stored outcome, as the driver and the publisher wrote it"
+    )
+    version: str = Field(
+        description="changes whenever a step finishes or the bisection's row is written (the live page's signal)"
+    )
+    order_note: str
+    steps: list[StepView]
+    timeline: list[TimelineEntry]
+    rounds: list[RoundView]
+    chart: ChartData
+    posterior: PosteriorView
+    ab: ABView | None = None
+    revert_pr_body: str | None = None
+    culprit: CommitView | None = Field(
+        None, description="the culprit with its PR, title and author (from the recorded range)"
+    )

@@ -1,0 +1,113 @@
+"""The trust report (bot.domain.trust) and the kill switch's holds as the dashboard and the JSON API give them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from bot.adapters.store.models import HoldRow
+from bot.domain.trust import REASON_LABELS, TrustReport, TrustRow
+
+
+class RefusalCount(BaseModel):
+    reason: str = Field(
+        description="the guard that refused, e.g. daily_cap, culprit_too_old, kill_switch; "
+        "other: unknown to this version"
+    )
+    label: str
+    count: int
+
+
+class TrustRowView(BaseModel):
+    repository: str
+    bisections: int = Field(description="finished bisections (running ones are not counted)")
+    confirmed: int = Field(description="culprits confirmed: status found")
+    inconclusive: int = Field(
+        description="finished without a confirmed culprit "
+        "(ambiguous, inconclusive, no_culprit, untestable, ...), cancelled excluded"
+    )
+    cancelled: int
+    confirmed_rate: float | None = Field(None, description="confirmed / (confirmed + inconclusive)")
+    statuses: dict[str, int] = Field(description="finished bisections by status")
+    reverts_opened: int
+    relanded: int = Field(
+        description="reverts whose culprit later landed again unchanged (same `git patch-id --stable`) "
+        "on the default branch: false positives"
+    )
+    relanded_unknown: int = Field(
+        description="reverts for which that is unknown (no clone in the workspace, culprit not fetched, ...)"
+    )
+    relanded_known: bool = Field(description="false when relanded is unknown for every revert opened")
+    false_positive_rate: float | None = Field(None, description="relanded / reverts with a known answer")
+    reverts_refused: int
+    refused: list[RefusalCount] = Field(description="refused reverts by reason, most frequent first")
+
+
+class HoldView(BaseModel):
+    repository: str
+    guard: str = Field(description="the guard that held it back: kill_switch")
+    what: str = Field(
+        description="what was held back (a red run, a bisection not started, a revert not opened), as said on the issue"
+    )
+    link: str | None = Field(None, description="the red run, the thread that asked, or the culprit PR")
+    issue: int | None = Field(None, description="the kill-switch issue the hold was commented on")
+    culprit: str | None = None
+    at: datetime
+
+
+class TrustReportView(BaseModel):
+    repositories: list[TrustRowView]
+    total: TrustRowView
+    note: str
+    holds: list[HoldView] = Field(default_factory=list, description="what the kill switch held back, newest first")
+
+
+TRUST_NOTE = (
+    "A revert counts as a false positive when a commit with the culprit's git patch-id --stable (the same change, "
+    "unchanged) landed on the default branch after the head the revert was made on. That is read from the bot's clone "
+    "of each repository in its workspace; without one it is unknown."
+)
+
+
+def trust_row_view(row: TrustRow) -> TrustRowView:
+    """A bot.domain.trust.TrustRow as the API gives it."""
+    refused = sorted(row.refused.items(), key=lambda kv: (-kv[1], kv[0]))
+    return TrustRowView(
+        repository=row.repository,
+        bisections=row.bisections,
+        confirmed=row.confirmed,
+        inconclusive=row.inconclusive,
+        cancelled=row.cancelled,
+        confirmed_rate=row.confirmed_rate,
+        statuses=dict(sorted(row.statuses.items())),
+        reverts_opened=row.reverts_opened,
+        relanded=row.relanded,
+        relanded_unknown=row.relanded_unknown,
+        relanded_known=row.reverts_opened == 0 or row.relanded_unknown < row.reverts_opened,
+        false_positive_rate=row.false_positive_rate,
+        reverts_refused=row.reverts_refused,
+        refused=[RefusalCount(reason=k, label=REASON_LABELS.get(k, k), count=n) for k, n in refused],
+    )
+
+
+def trust_view(report: TrustReport, holds: Iterable[HoldRow] = ()) -> TrustReportView:
+    """A bot.domain.trust.TrustReport as the API gives it, with the kill switch's holds (bot.adapters.store.holds)."""
+    return TrustReportView(
+        repositories=[trust_row_view(r) for r in report.rows],
+        total=trust_row_view(report.total),
+        note=TRUST_NOTE,
+        holds=[
+            HoldView(
+                repository=h.repository,
+                guard=h.guard,
+                what=h.what,
+                link=h.link,
+                issue=h.issue,
+                culprit=h.culprit,
+                at=h.created_at,
+            )
+            for h in holds
+        ],
+    )
