@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
+from bot.domain.joblog import plain
 from bot.domain.policy import Policy, Test, Watch
 
 
@@ -60,11 +61,21 @@ def watched(policy: Policy, run: RunInfo) -> Watch | None:
 
 @dataclass(frozen=True)
 class Results:
-    """What a run left behind: its log, and the artifacts the policy names when the run has them."""
+    """What a run left behind: its log, and the artifacts the policy names when the run has them.
+
+    The log is kept as the policy's regexes read it: GitHub's per-line timestamps and `##[...]` markers
+    are taken off once, here (bot.domain.joblog.plain), before any regex sees it."""
 
     log: str
     junit: tuple[str, ...] = ()  # JUnit XML documents
     metrics: dict | None = None  # a metrics JSON: {"metric": {"name", "value", "threshold"}}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "log", plain(self.log))
+
+
+def _results(results: Results | str) -> Results:
+    return Results(results) if isinstance(results, str) else results
 
 
 def junit_failures(documents: Sequence[str]) -> list[str]:
@@ -92,7 +103,7 @@ def _metric_from_json(data: dict | None) -> dict | None:
 def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
     """Watched tests that failed (JUnit when the run has it, else the log), each with its metric
     reading (the metrics artifact when present, else the log's last match)."""
-    results = Results(results) if isinstance(results, str) else results
+    results = _results(results)
     log = results.log
     patterns = policy.results.log
     if results.junit:
@@ -120,7 +131,7 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
 
 
 def _summary(policy: Policy, results: Results | str) -> re.Match | None:
-    log = results.log if isinstance(results, Results) else results
+    log = _results(results).log
     matches = list(re.finditer(policy.results.log.summary, log)) if policy.results.log.summary else []
     return matches[-1] if matches else None
 
@@ -128,7 +139,8 @@ def _summary(policy: Policy, results: Results | str) -> re.Match | None:
 def died_before_summary(policy: Policy, run: RunInfo, results: Results | str) -> str | None:
     """A red run whose log (JUnit aside) lacks the `results.log.summary` line never finished its suite: the job
     died (runner lost, OOM, setup step, timeout), which is reported as such, not scoped as a test failure."""
-    if not policy.results.log.summary or (isinstance(results, Results) and results.junit) or _summary(policy, results):
+    results = _results(results)
+    if not policy.results.log.summary or results.junit or _summary(policy, results):
         return None
     return (
         f"run {run.id} failed before its test summary (no line matches `results.log.summary`): the job died, "
@@ -161,6 +173,7 @@ def last_green(history: Sequence[RunInfo], failing: RunInfo) -> RunInfo | None:
 def scope(policy: Policy, run: RunInfo, results: Results | str, history: Sequence[RunInfo]) -> list[Scoped] | Unscoped:
     if run.conclusion != "failure":
         return Unscoped(f"run {run.id} concluded {run.conclusion}: nothing to bisect")
+    results = _results(results)  # the log's GitHub decorations taken off, once
     if watched(policy, run) is None:
         return Unscoped(
             f"run {run.id} ({run.workflow_name or run.workflow_path} on {run.head_branch}, {run.event}) "

@@ -8,18 +8,35 @@ from bot.domain.scope import RunInfo, Scoped, Unscoped, failed_tests, scope
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = load(ROOT / "policies" / "sglang.yaml")
-LOG = """\
-[2026-11-29 03:12:01] Running test_qwen3_next_decode_cache_hit.py
-AssertionError: avg_kl_div=0.0065 > threshold=0.002 for Qwen/Qwen3-Next decode_cache_hit
-============================================================
-Test Summary: 11/12 passed
-============================================================
-✓ PASSED:
-  test_other.py
-
-✗ FAILED:
-  test_qwen3_next_decode_cache_hit.py (exit code 1)
+# A job log as GitHub serves it (GET .../actions/jobs/{id}/logs): every line stamped with a 7-digit-fraction
+# UTC time, the step's script and env inside ##[group]Run ... ##[endgroup], its output after, the failure
+# as ##[error] (REALITY.md, "GitHub: logs").
+LOG = """\ufeff2026-11-29T03:11:58.0181553Z Current runner version: '2.329.0'
+2026-11-29T03:11:58.0213872Z ##[group]Run python3 run_suite.py --suite per-commit-4-gpu-h100
+2026-11-29T03:11:58.0214550Z python3 run_suite.py --suite per-commit-4-gpu-h100
+2026-11-29T03:11:58.0215111Z shell: /usr/bin/bash -e {0}
+2026-11-29T03:11:58.0215397Z env:
+2026-11-29T03:11:58.0215702Z   CUDA_VISIBLE_DEVICES: 0,1,2,3
+2026-11-29T03:11:58.0216011Z ##[endgroup]
+2026-11-29T03:12:01.4471230Z [2026-11-29 03:12:01] Running test_qwen3_next_decode_cache_hit.py
+2026-11-29T03:12:45.1234567Z AssertionError: avg_kl_div=0.0065 > threshold=0.002 for Qwen/Qwen3-Next decode_cache_hit
+2026-11-29T03:12:45.1240012Z ============================================================
+2026-11-29T03:12:45.1240388Z Test Summary: 11/12 passed
+2026-11-29T03:12:45.1240731Z ============================================================
+2026-11-29T03:12:45.1241049Z ✓ PASSED:
+2026-11-29T03:12:45.1241362Z   test_other.py
+2026-11-29T03:12:45.1241680Z
+2026-11-29T03:12:45.1241994Z ✗ FAILED:
+2026-11-29T03:12:45.1242306Z   test_qwen3_next_decode_cache_hit.py (exit code 1)
+2026-11-29T03:12:45.1398000Z ##[error]Process completed with exit code 1.
+2026-11-29T03:12:45.1490123Z Cleaning up orphan processes
 """
+
+
+def stamped(text: str) -> str:
+    """`text` as GitHub's runner writes it into a job log: each line behind a 7-digit-fraction UTC stamp."""
+    lines = text.removesuffix("\n").split("\n")
+    return "".join(f"2026-11-29T03:12:{i % 60:02d}.{1234567 + i:07d}Z {line}\n" for i, line in enumerate(lines))
 
 
 def run(id, sha, conclusion, branch="main", event="schedule"):
@@ -40,7 +57,7 @@ def test_unscopable_failures_say_why():
     assert "no earlier green run" in scope(POLICY, red, LOG, [red]).reason
     assert (
         "names none of the watched tests"
-        in scope(POLICY, red, "Test Summary: 0/1 passed\n✗ FAILED:\n  test_x.py (exit code 1)\n", [red]).reason
+        in scope(POLICY, red, stamped("Test Summary: 0/1 passed\n✗ FAILED:\n  test_x.py (exit code 1)\n"), [red]).reason
     )
     assert "not watched" in scope(POLICY, run(41, "b" * 40, "failure", branch="release/v1"), LOG, []).reason
     assert "not watched" in scope(POLICY, run(42, "b" * 40, "failure", event="pull_request"), LOG, []).reason
@@ -77,7 +94,7 @@ def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
 
     assert junit_failures([JUNIT, "<not xml"]) == ["test_qwen3_next_decode_cache_hit.py.test_kl"]
     results = Results(
-        "no useful log lines",
+        stamped("no useful log lines"),
         junit=(JUNIT,),
         metrics={"metric": {"name": "avg_kl_div", "value": 0.0071, "threshold": 0.002}},
     )
@@ -94,9 +111,9 @@ def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
     from bot.domain.scope import Results
 
     red, green = run(40, "b" * 40, "failure"), run(38, "a" * 40, "success")
-    died = (
-        LOG.split("=" * 60)[0] + "\n✗ FAILED:\n  test_qwen3_next_decode_cache_hit.py (exit code 1)\n"
-        "Error: The runner has received a shutdown signal\n"
+    died = "".join(LOG.splitlines(keepends=True)[:8]) + stamped(  # up to the test's start
+        "✗ FAILED:\n  test_qwen3_next_decode_cache_hit.py (exit code 1)\n"
+        "##[error]The runner has received a shutdown signal. This can happen when the runner service is stopped"
     )
     result = scope(POLICY, red, died, [red, green])
     assert (
@@ -119,5 +136,19 @@ def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
 
 def test_a_suite_that_ran_says_how_many_failed():
     red = run(40, "b" * 40, "failure")
-    reason = scope(POLICY, red, "Test Summary: 9/12 passed\n✗ FAILED:\n  test_x.py (exit code 1)\n", [red]).reason
+    log = stamped("Test Summary: 9/12 passed\n✗ FAILED:\n  test_x.py (exit code 1)\n")
+    reason = scope(POLICY, red, log, [red]).reason
     assert "the suite ran: 3 of 12 tests failed" in reason and "names none of the watched tests" in reason
+
+
+def test_the_policy_regex_finds_a_failed_test_in_a_timestamped_log():
+    """Every line of a real job log starts with `2026-11-29T03:12:45.1242306Z `: the policy's `^\\s+` regexes match
+    only once the stamp is taken off (bot.domain.joblog.plain, applied once by Results)."""
+    import re
+
+    assert not re.search(POLICY.results.log.failed, LOG)  # the raw log: `^\\s+` meets the timestamp
+    [failure] = failed_tests(POLICY, LOG)
+    assert failure.name == "test_qwen3_next_decode_cache_hit.py" and failure.metric == 0.0065
+    red = run(40, "b" * 40, "failure")
+    [scoped] = scope(POLICY, red, LOG, [red, run(38, "a" * 40, "success")])
+    assert scoped.test.test.id == "qwen3-next-decode-cache-hit" and (scoped.good, scoped.bad) == ("a" * 40, "b" * 40)
