@@ -1,0 +1,104 @@
+"""Calibration's runs: the endpoint runs still missing, the search runs presumed while they are under way, and
+what the endpoints' metric readings already settle (bot.domain.bisect.engine's CALIBRATING phase)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import zip_longest
+
+from bot.domain.bisect.candidates import Scope
+from bot.domain.bisect.evidence import Evidence
+from bot.domain.bisect.model import Decision, Kind, Outcome, Probe, Problem, State, Status
+from bot.domain.bisect.planner import choose_probes
+from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
+from bot.domain.bisect.verdict import MetricRule
+from bot.domain.reasons import Reason
+
+
+def calibration_round(
+    problem: Problem,
+    state: State,
+    ev: Evidence,
+    in_flight: Sequence[Probe],
+    free: int,
+    rnd: int,
+    needs: list[str],
+    presume: bool,
+) -> Decision:
+    """Endpoint runs, and search runs on the runners they leave free while the endpoints are presumed
+    right; once an endpoint surprised, the search runs under way were planned on a false premise."""
+    obsolete = () if presume else tuple(p for p in in_flight if p.kind is Kind.SEARCH)
+    free += len(obsolete)
+    probes = [Probe(sha, Kind.CALIBRATE, rnd) for sha in needs[:free]]
+    if presume:
+        probes += presumed_search(problem, ev, in_flight, free - len(probes), rnd)
+    return Decision(state, tuple(probes), obsolete, boundary=ev.boundary)
+
+
+def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], each: int) -> list[str]:
+    """The endpoint runs still missing for `each` results per testable endpoint, GOOD and BAD interleaved."""
+    untestable = ev.untestable(problem.settings)
+    need = {}
+    for sha in (problem.good, problem.bad):
+        have = sum(v.is_evidence for v in ev.of_sha(sha)) + sum(p.sha == sha for p in in_flight)
+        need[sha] = 0 if sha in untestable else max(0, each - have)
+    return [sha for batch in zip_longest(*([sha] * k for sha, k in need.items())) for sha in batch if sha is not None]
+
+
+def presumed_search(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> list[Probe]:
+    """Search probes for the runners calibration leaves free, planned as if GOOD passes and BAD fails
+    (what a deterministic test's endpoints do), so the search does not wait a round for them.
+
+    Only in the first round: speculation stays one round deep (a surprising endpoint wastes at most
+    those runs), and a runner freed early waits for the endpoints instead of starting a round of
+    its own (a metric reading could not be judged before they set the boundary anyway)."""
+    if free <= 0 or ev.verdicts:
+        return []
+    scope = problem.scope(())
+    n = len(scope.candidates)
+    tallies = ev.tallies(scope)
+    tallies[n] = tallies.get(n, Tally()).add(False)  # BAD presumed to fail; position 0 is GOOD by construction
+    try:
+        post = Posterior.compute(n, tallies, 0.0)
+    except Contradiction:  # --flake-rate 0 with contradicting results: the search says so once calibrated
+        return []
+    busy = [p for p in (scope.position(pr.sha) for pr in in_flight) if p is not None]
+    return [
+        Probe(scope.sha(p), Kind.SEARCH, rnd)
+        for p in choose_probes(post, free, busy, untestable_positions(problem, scope, ev))
+    ]
+
+
+def untestable_positions(problem: Problem, scope: Scope, ev: Evidence) -> set[int]:
+    return {p for p in (scope.position(sha) for sha in ev.untestable(problem.settings)) if p}
+
+
+def metric_calibration(problem: Problem, ev: Evidence, rule: MetricRule) -> Outcome | None:
+    readings = {
+        sha: [
+            r.raw.metric
+            for r, v in ev.verdicts
+            if r.sha == sha and r.kind is Kind.CALIBRATE and r.raw.metric is not None
+        ]
+        for sha in (problem.good, problem.bad)
+    }
+    good, bad = readings[problem.good], readings[problem.bad]
+    shown = lambda vals: ", ".join(f"{v:.6g}" for v in vals) or "no value"  # noqa: E731
+    if not bad or not good:
+        found = f"the metric was not reported on the endpoints (GOOD: {shown(good)}; BAD: {shown(bad)})"
+        return Outcome(Status.UNTESTABLE, found, reason=Reason.METRIC_MISSING)
+    if ev.boundary is None:
+        return Outcome(
+            Status.NOT_REPRODUCIBLE,
+            f"BAD's metric ({shown(bad)}) is not worse than GOOD's ({shown(good)}): nothing to bisect",
+        )
+    if rule.threshold is not None:
+        if not any(rule.worse(v, rule.threshold) for v in bad):
+            return Outcome(
+                Status.NOT_REPRODUCIBLE,
+                f"BAD reads {shown(bad)}, within the threshold {rule.threshold:g}: the failure does not reproduce",
+            )
+        if all(rule.worse(v, rule.threshold) for v in good):
+            found = f"GOOD already reads {shown(good)}, beyond the threshold {rule.threshold:g}"
+            return Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good))
+    return None

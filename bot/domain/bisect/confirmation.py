@@ -1,0 +1,138 @@
+"""The confirmation round (bot.domain.bisect.engine's CONFIRMING phase): culprit and parent re-run, the A/B proof
+of the revert, and the outcome that names the culprit. `final_decision` ends a bisection in any phase."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import zip_longest
+
+from bot.domain.bisect.evidence import Evidence
+from bot.domain.bisect.model import (
+    CONFIRMATION_KINDS,
+    ABResult,
+    Decision,
+    Guess,
+    Kind,
+    Outcome,
+    Phase,
+    Probe,
+    Problem,
+    State,
+    Status,
+)
+from bot.domain.bisect.verdict import Verdict
+
+
+def final_decision(state: State, outcome: Outcome, evidence: Evidence, flake: float = 0.0) -> Decision:
+    return Decision(replace(state, phase=Phase.DONE), outcome=outcome, flake_rate=flake, boundary=evidence.boundary)
+
+
+def confirmation_round(
+    problem: Problem,
+    state: State,
+    ev: Evidence,
+    in_flight: Sequence[Probe],
+    free: int,
+    rnd: int,
+    culprit: str,
+    parent: str,
+    flake: float,
+    mass: float,
+    guess: Guess,
+    trust: bool,
+) -> Decision:
+    """The confirmation round: culprit and parent re-run (x times each for a flaky test, fewer for a
+    trusted one) and, in the same round, the branch head and head + revert x times each (the A/B
+    proof), once the revert exists."""
+    s = problem.settings
+    x = s.confirm_runs(flake)
+    # A trusted test: --flake-rate 0 believes the search's FAIL and PASS as `git bisect run` does; auto
+    # re-runs the culprit once, since a flake (a good commit failing) can only mislead through a FAIL:
+    # in the model a pass is proof, so re-running the parent could not change the answer.
+    culprit_x, parent_x = ((0 if s.flake_rate == 0 else 1), 0) if trust else (x, x)
+
+    def decided(probes: tuple[Probe, ...] = (), wants_revert: str | None = None) -> Decision:
+        return Decision(state, probes, guess=guess, flake_rate=flake, boundary=ev.boundary, wants_revert=wants_revert)
+
+    if problem.head and state.revert is None and state.revert_error is None:
+        return decided(wants_revert=culprit)
+    targets = [(culprit, Kind.CONFIRM, culprit_x), (parent, Kind.CONFIRM, parent_x)]
+    if state.revert and problem.head:
+        untestable = ev.untestable(s)
+        targets += [
+            (sha, kind, x)
+            for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
+            if sha not in untestable
+        ]
+    needs = []
+    for sha, kind, want in targets:
+        done = sum(
+            1
+            for r, v in ev.verdicts
+            if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
+        )
+        flying = sum(1 for p in in_flight if p.sha == sha and p.kind is kind)
+        needs.append([Probe(sha, kind, rnd)] * max(0, want - done - flying))
+    pending = [p for batch in zip_longest(*needs) for p in batch if p is not None]  # interleaved
+    if pending:
+        return decided(tuple(pending[:free]))
+    if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
+        return decided()
+    ab = _ab_result(problem, state, ev)
+    if ab is not None and _flaky_revert(ab) and state.confirmations + 1 < problem.settings.max_confirmations:
+        # HEAD failed every time and HEAD + revert passed at least once: one flaky run, not a revert that does
+        # not work. The whole round (confirmation and A/B) runs again; only a round that agrees proves it.
+        again = replace(state, confirm_round=rnd, confirmations=state.confirmations + 1)
+        return confirmation_round(problem, again, ev, in_flight, free, rnd, culprit, parent, flake, mass, guess, trust)
+    message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; {_confirmed_by(culprit_x, parent_x)})"
+    if state.revert_error:
+        message += f"; no revert to verify: {state.revert_error}"
+    elif ab is not None:
+        message += (
+            "; the revert is proven: HEAD fails, HEAD + revert passes"
+            if ab.passed
+            else "; the revert is NOT proven by the A/B runs"
+        )
+    outcome = Outcome(
+        Status.FOUND,
+        message,
+        culprit=culprit,
+        first_parent_culprit=outermost(state, culprit),
+        confidence=mass,
+        ab=ab,
+        revert_error=state.revert_error,
+    )
+    return replace(final_decision(state, outcome, ev, flake), guess=guess)
+
+
+def _confirmed_by(culprit_x: int, parent_x: int) -> str:
+    if culprit_x == parent_x:
+        if not culprit_x:
+            return "its FAIL and its parent's PASS taken as final: a flake rate of 0"
+        return f"confirmed by {culprit_x} re-runs of it and its parent"
+    return f"confirmed by {culprit_x} re-run{'s' if culprit_x > 1 else ''} of it; its parent's PASS stands"
+
+
+def _ab_result(problem: Problem, state: State, ev: Evidence) -> ABResult | None:
+    if not (problem.head and state.revert):
+        return None
+
+    def verdicts(sha: str, kind: Kind) -> tuple[Verdict, ...]:
+        return tuple(
+            v
+            for r, v in ev.verdicts
+            if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
+        )
+
+    return ABResult(
+        problem.head, state.revert, verdicts(problem.head, Kind.AB_HEAD), verdicts(state.revert, Kind.AB_REVERT)
+    )
+
+
+def _flaky_revert(ab: ABResult) -> bool:
+    return all(v is Verdict.BAD for v in ab.head_verdicts) and {Verdict.GOOD, Verdict.BAD} <= set(ab.revert_verdicts)
+
+
+def outermost(state: State, culprit: str) -> str:
+    return state.merges[0] if state.merges else culprit
