@@ -29,6 +29,7 @@ class FakeActions:
     cancelled: list[int] = field(default_factory=list)
     dispatched: list[dict] = field(default_factory=list)
     next_id: int = 100
+    polls: int = 0
 
     def dispatch(self, ref, inputs):
         self.dispatched.append(inputs)
@@ -44,6 +45,7 @@ class FakeActions:
         return sorted(i for i, t in self.titles.items() if marker in t)
 
     def state(self, run_id):
+        self.polls += 1
         script = self.states.setdefault(run_id, [("completed", "success")])
         status, conclusion = script.pop(0) if len(script) > 1 else script[0]
         return RunState(run_id, status, conclusion, f"https://gh/runs/{run_id}", ("self-hosted", "gpu"), "gpu-7")
@@ -67,8 +69,9 @@ class Clock:
 
 def backend(actions, clock=None, parallelism=2, **limits) -> GitHubActionsBackend:
     inputs = lambda spec, correlation: {"step": str(spec.step_id), "correlation": correlation}  # noqa: E731
+    limits = {"poll_s": 0.0, **limits}
     return GitHubActionsBackend(
-        actions, "main", inputs, parallelism, ["self-hosted", "gpu"], Limits(poll_s=0.0, **limits), clock or Clock()
+        actions, "main", inputs, parallelism, ["self-hosted", "gpu"], Limits(**limits), clock or Clock()
     )
 
 
@@ -230,41 +233,98 @@ def test_github_hiccups_while_polling_are_retried_at_the_next_poll():
     assert got.exit_code == 1
 
 
-def test_a_workflow_webhook_wakes_a_waiting_backend_at_once(tmp_path):
-    """Polling every poll_s is the floor; a workflow_job/workflow_run delivery makes the wait end now."""
-    import threading
-    import time
-
+def _deliver(tmp_path, event: str, body: bytes) -> int:
     from fastapi.testclient import TestClient
 
     from bot.app import create_app
     from bot.ingress.webhooks.signature import sign
     from bot.settings import BotSettings
 
-    fake = FakeActions()
-    b = GitHubActionsBackend(fake, "main", lambda spec, c: {"correlation": c}, 1, ["self-hosted"], Limits(poll_s=60))
-    b.submit(spec(1))
-    fake.states[101] = [("in_progress", None)]
-    got = []
-    waiter = threading.Thread(target=lambda: got.extend(b.wait(None)))
-    waiter.start()
-    time.sleep(0.3)
-    fake.states[101] = [("completed", "success")]
-    fake.artifacts[101] = artifact(1)
     secret = "wake-test-" + "x" * 24
     app = create_app(BotSettings(webhook_secret=secret, db=f"sqlite:///{tmp_path / 'bot.db'}"), handlers={})
-    body = (FIXTURES / "workflow_job.completed.failure.with-organization.json").read_bytes()
-    t0 = time.monotonic()
     with TestClient(app) as client:
-        answer = client.post(
+        return client.post(
             "/webhooks/github",
             content=body,
             headers={
-                "X-GitHub-Event": "workflow_job",
-                "X-GitHub-Delivery": "wake-1",
+                "X-GitHub-Event": event,
+                "X-GitHub-Delivery": f"wake-{hash(body)}",
                 "X-Hub-Signature-256": sign(secret.encode(), body),
             },
-        )
-    assert answer.status_code == 202
+        ).status_code
+
+
+def _waiting(b: GitHubActionsBackend, fake: FakeActions):
+    """A thread in b.wait(None), started once the backend has polled its run (so only a wake can end it early)."""
+    import threading
+
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.extend(b.wait(None)), daemon=True)
+    waiter.start()
+    for _ in range(1000):
+        if fake.polls:
+            break
+        waiter.join(0.01)
+    assert fake.polls == 1
+    return waiter, got
+
+
+def test_a_webhook_about_the_run_wakes_its_backend_at_once(tmp_path):
+    """Polling is the floor (here every 60 s); a workflow_job delivery about that run ends the wait now."""
+    import time
+
+    payload = json.loads((FIXTURES / "workflow_job.completed.failure.with-organization.json").read_bytes())
+    fake = FakeActions(next_id=payload["workflow_job"]["run_id"] - 1)
+    b = GitHubActionsBackend(fake, "main", lambda spec, c: {"correlation": c}, 1, ["self-hosted"], Limits(poll_s=60))
+    b.submit(spec(1))
+    run_id = payload["workflow_job"]["run_id"]
+    fake.states[run_id] = [("in_progress", None)]
+    waiter, got = _waiting(b, fake)
+    fake.states[run_id] = [("completed", "success")]
+    fake.artifacts[run_id] = artifact(1)
+    t0 = time.monotonic()
+    assert _deliver(tmp_path, "workflow_job", json.dumps(payload).encode()) == 202
     waiter.join(10)
     assert not waiter.is_alive() and time.monotonic() - t0 < 10 and got[0].exit_code == 1
+
+
+def test_a_webhook_about_another_run_wakes_nothing(tmp_path):
+    """SGLang's repository sends thousands of workflow events a day: one about another run costs no poll."""
+    payload = json.loads((FIXTURES / "workflow_run.completed.json").read_bytes())
+    fake = FakeActions(next_id=payload["workflow_run"]["id"] + 10)
+    b = GitHubActionsBackend(fake, "main", lambda spec, c: {"correlation": c}, 1, ["self-hosted"], Limits(poll_s=60))
+    b.submit(spec(1))
+    fake.states[fake.next_id] = [("in_progress", None)]
+    waiter, _ = _waiting(b, fake)
+    assert _deliver(tmp_path, "workflow_run", json.dumps(payload).encode()) == 202
+    waiter.join(1.0)
+    assert waiter.is_alive() and fake.polls == 1
+    b.close()
+    b.wake()
+    waiter.join(10)
+
+
+def test_a_workflow_run_titled_with_the_correlation_wakes_a_step_whose_run_is_not_known_yet():
+    from bot.adapters.dispatch.actions import RunEvent, wake_for
+
+    fake = FakeActions(answer="204")
+    b = backend(fake)
+    b.submit(spec(1))
+    correlation = fake.dispatched[0]["correlation"]
+    assert wake_for(RunEvent(999, "revert-bisect step [someone-else]")) == 0
+    assert wake_for(RunEvent(101, f"revert-bisect step 1 [{correlation}]")) == 1
+
+
+def test_an_unchanged_run_is_polled_ever_less_often_and_a_change_polls_at_poll_s_again():
+    clock = Clock()
+    fake = FakeActions()
+    b = backend(fake, clock, poll_s=15, idle_poll_s=120)
+    b.submit(spec(1))
+    fake.states[101] = [("queued", None)] * 8 + [("in_progress", None)] * 20
+    times = []
+    for _ in range(9):
+        clock.t = b._flights[1].due
+        b.wait(0)
+        times.append(b._flights[1].interval)
+    assert times[:5] == [15, 30, 60, 120, 120]
+    assert times[-1] == 15  # in_progress: the run moved

@@ -3,8 +3,10 @@
 Each step is one `workflow_dispatch` of `revert-bisect-step.yml` with a unique correlation id in
 its inputs, which the workflow's run-name carries: the run is known at once when GitHub returns
 run details, and found by that id otherwise (a 204 answer, or an error after the request went
-out). Runs are polled (one GET per run in flight, every `poll_s`); a `workflow_run` or `workflow_job`
-webhook cuts the wait short (`wake_all`). Every way a run can end without a usable result is an
+out). Runs are polled with conditional requests (a 304 costs nothing against the rate limit), every
+`poll_s` while they change and less often, up to `idle_poll_s`, while they do not (a queued run, a
+long test); a `workflow_run` or `workflow_job` webhook about one of them cuts its wait short
+(`wake_for`), and one about any other run wakes nothing. Every way a run can end without a usable result is an
 infra verdict with its reason, never evidence about the commit: cancelled, timed out, never picked
 up by a runner with the labels, no artifact, a result.json that fails validation.
 """
@@ -45,6 +47,7 @@ class Limits:
     queue_timeout_s: float = 3600.0  # queued this long with no runner: given up (infra), the run cancelled
     find_timeout_s: float = 120.0  # a run dispatched without details must show up by its run-name within this
     redispatch: int = 2  # dispatches that may have failed are tried again this many times
+    idle_poll_s: float = 120.0  # a run unchanged since the last poll is polled ever less often, up to this
 
 
 @dataclass
@@ -58,15 +61,33 @@ class Flight:
     dispatches: int = 1
     queued_since: float | None = None
     status: str = "dispatched"
+    seen: object = None  # the run's state at the last poll
+    interval: float = 0.0  # until the next poll
+    due: float = 0.0  # the next poll, on the backend's clock
+
+    def concerns(self, event: RunEvent) -> bool:
+        if self.run_id is not None:
+            return event.run_id == self.run_id
+        return f"[{self.correlation}]" in event.title
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """What a `workflow_run` or `workflow_job` delivery says about the run it concerns."""
+
+    run_id: int | None
+    title: str = ""  # workflow_run.display_title: a dispatched step's run-name, carrying its correlation id
 
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()
 
 
-def wake_all() -> None:
-    """A `workflow_run` or `workflow_job` webhook arrived: every backend in this process polls now."""
+def wake_for(event: RunEvent) -> int:
+    """A webhook about a run arrived: the backend waiting on that run polls it now; how many were woken."""
+    woken = 0
     for backend in list(_LIVE):
-        backend.wake()
+        woken += backend.wake(event)
+    return woken
 
 
 def _now() -> datetime:
@@ -112,9 +133,16 @@ class GitHubActionsBackend:
                 out[step_id] = "dispatched; waiting for GitHub to create the run"
         return out
 
-    def wake(self) -> None:
-        """A webhook about one of our runs arrived: poll now instead of at the next interval."""
-        self._wake.set()
+    def wake(self, event: RunEvent | None = None) -> bool:
+        """A webhook about one of our runs (any, without `event`) arrived: poll it now, not at its next interval."""
+        now = self.clock()
+        hit = False
+        for flight in list(self._flights.values()):
+            if event is None or flight.concerns(event):
+                flight.due, flight.interval, hit = now, self.limits.poll_s, True
+        if hit:
+            self._wake.set()
+        return hit
 
     def submit(self, spec: StepSpec) -> None:
         flight = Flight(spec, spec.ref or new_ref(), _now(), self.clock())
@@ -147,10 +175,14 @@ class GitHubActionsBackend:
             if self._done or not self._flights:
                 out, self._done = self._done, []
                 return out
-            left = self.limits.poll_s if deadline is None else min(self.limits.poll_s, deadline - self.clock())
-            if left <= 0:
-                return []
-            self._wake.wait(left)
+            now = self.clock()
+            left = min(f.due for f in self._flights.values()) - now
+            if deadline is not None:
+                if deadline <= now:
+                    return []
+                left = min(left, deadline - now)
+            if left > 0:
+                self._wake.wait(left)
             self._wake.clear()
 
     def cancel(self, step_ids: list[int]) -> None:
@@ -166,11 +198,25 @@ class GitHubActionsBackend:
     # -- polling --
 
     def _poll(self) -> None:
+        now = self.clock()
         for flight in list(self._flights.values()):
+            if flight.due > now:
+                continue
             try:
                 self._check(flight)
             except Exception as exc:  # noqa: BLE001 -- GitHub hiccup: look again at the next poll
                 flight.status = f"cannot read the run: {_reason(exc)}"
+                flight.seen = None
+            self._schedule(flight, now)
+
+    def _schedule(self, flight: Flight, now: float) -> None:
+        """Poll again after poll_s when the run moved, else after twice the last wait (up to idle_poll_s)."""
+        seen = (flight.run_id, flight.status)
+        if seen != flight.seen or flight.run_id is None:
+            flight.interval = self.limits.poll_s
+        else:
+            flight.interval = min(max(flight.interval, self.limits.poll_s) * 2, self.limits.idle_poll_s)
+        flight.seen, flight.due = seen, now + flight.interval
 
     def _check(self, flight: Flight) -> None:
         if flight.run_id is None:

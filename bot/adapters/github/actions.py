@@ -10,6 +10,7 @@ from pathlib import Path
 
 from github import GithubException
 from github.Repository import Repository
+from github.WorkflowRun import WorkflowRun
 
 from bot.adapters.dispatch.actions import Dispatched
 
@@ -29,6 +30,7 @@ class GitHubActions:
         self.repo = repo
         self.workflow_file = workflow
         self._workflow = None
+        self._runs: dict[int, tuple[WorkflowRun, RunState]] = {}  # runs in flight, with their ETags
 
     @property
     def workflow(self):
@@ -61,13 +63,23 @@ class GitHubActions:
         return sorted(found)
 
     def state(self, run_id: int) -> RunState:
-        run = self.repo.get_workflow_run(run_id)
+        """The run's state, asked with If-None-Match after the first time: an unchanged run answers 304, which
+        costs nothing against the rate limit, and its jobs are read again only when the run changed."""
+        known = self._runs.get(run_id)
+        if known is not None and not known[0].update():
+            return known[1]
+        run = known[0] if known is not None else self.repo.get_workflow_run(run_id)
         labels, runner = (), None
         if run.status != "completed" or run.conclusion in ("cancelled", "timed_out"):
             for job in run.jobs():
                 labels, runner = tuple(job.labels or ()), job.runner_name
                 break
-        return RunState(run.id, run.status, run.conclusion, run.html_url, labels, runner)
+        state = RunState(run.id, run.status, run.conclusion, run.html_url, labels, runner)
+        if run.status == "completed":
+            self._runs.pop(run_id, None)
+        else:
+            self._runs[run_id] = (run, state)
+        return state
 
     def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes | None:
         """One file of a run's artifact; None when the run has no such artifact or file."""

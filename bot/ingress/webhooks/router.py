@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from bot.adapters.dispatch.actions import wake_all
+from bot.adapters.dispatch.actions import RunEvent, wake_for
 from bot.adapters.store.deliveries import Deliveries, Incoming
 from bot.ingress.webhooks.routes import handler_for
 from bot.ingress.webhooks.signature import verify
@@ -119,8 +119,8 @@ async def _receive(request: Request, settings: BotSettings, deliveries: Deliveri
         return _outcome(
             request, event, "duplicate", 202, "already received this delivery; nothing to do", delivery=delivery_id
         )
-    if event in ("workflow_run", "workflow_job"):
-        wake_all()  # a step's run may have moved: its backend polls now instead of at its next interval
+    if (run := run_event(event, payload)) is not None:
+        wake_for(run)  # the backend waiting on that run (if any) polls it now instead of at its next interval
     if handler is None:
         return _outcome(
             request,
@@ -134,3 +134,18 @@ async def _receive(request: Request, settings: BotSettings, deliveries: Deliveri
         return _outcome(
             request, event, "queued", 202, "queued", delivery=delivery_id, job=recorded.job_id, handler=handler
         )
+
+
+def run_event(event: str, payload: dict) -> RunEvent | None:
+    """The run a `workflow_run` or `workflow_job` delivery is about; None for any other event."""
+    if event == "workflow_run":
+        run = payload.get("workflow_run")
+        if isinstance(run, dict):
+            run_id = run.get("id")
+            title = run.get("display_title")
+            return RunEvent(run_id if isinstance(run_id, int) else None, title if isinstance(title, str) else "")
+    elif event == "workflow_job":
+        job = payload.get("workflow_job")
+        if isinstance(job, dict) and isinstance(job.get("run_id"), int):
+            return RunEvent(job["run_id"])
+    return None
