@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import random
 import shlex
 import signal
 import subprocess
@@ -42,29 +40,22 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from runners.probes.server import (
-    HttpError,
-    InfraError,
-    ServerProcess,
-    http_json,
-    http_request,
-    render_command,
-    wait_healthy,
+from runners.probes.kl_check import (
+    EXIT_FAIL,
+    EXIT_INFRA,
+    EXIT_PASS,
+    EXIT_SKIP,
+    METRIC,
+    TEST_NAME,
+    Outcome,
+    decode_cache_hit_kl,
+    load_prompts,
 )
-
-EXIT_PASS, EXIT_FAIL, EXIT_SKIP, EXIT_INFRA = 0, 1, 125, 255
-METRIC = "avg_kl_div"
-TEST_NAME = "test_decode_cache_hit"
-VERDICTS = {EXIT_PASS: "good", EXIT_FAIL: "bad", EXIT_SKIP: "skip", EXIT_INFRA: "infra"}
-
-
-class ProtocolError(InfraError):
-    """A response lacks a field or has one of the wrong shape."""
+from runners.probes.server import InfraError, ServerProcess, render_command, wait_healthy
+from runners.probes.sglang_api import Client
 
 
 class Terminated(BaseException):
@@ -75,269 +66,6 @@ class Terminated(BaseException):
 
 class BuildFailed(Exception):
     pass
-
-
-@dataclass
-class Outcome:
-    exit_code: int
-    message: str
-    value: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        return VERDICTS.get(self.exit_code, "infra")
-
-
-# -- the formula --
-
-
-def sample_kl(prefill_logprobs: list[float], decode_logprobs: list[float]) -> float:
-    """mean(exp(r) - 1 - r), r = prefill - decode: SGLang's compare_kl_divergence for one sample."""
-    if len(prefill_logprobs) != len(decode_logprobs) or not decode_logprobs:
-        raise ValueError(f"{len(prefill_logprobs)} prefill logprobs against {len(decode_logprobs)} decode logprobs")
-    total = 0.0
-    for p, d in zip(prefill_logprobs, decode_logprobs):
-        r = p - d
-        try:
-            total += math.expm1(r) - r
-        except OverflowError:
-            return math.inf
-    return total / len(decode_logprobs)
-
-
-def _complete(values: list[float | None], problem: str) -> list[float]:
-    """The logprobs, every one present; a null one is the server's protocol error."""
-    present = [v for v in values if v is not None]
-    if len(present) != len(values):
-        raise ProtocolError(problem)
-    return present
-
-
-def avg_kl(prefill: list[list[float]], decode: list[list[float]]) -> tuple[float, list[float]]:
-    kl_divs = [sample_kl(p, d) for p, d in zip(prefill, decode, strict=True)]
-    return sum(kl_divs) / len(kl_divs), kl_divs
-
-
-# -- the API, checked field by field --
-
-
-class Client:
-    def __init__(
-        self, base_url: str, timeout: float, server: ServerProcess | None = None, say: Callable[[str], None] = print
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-        self.server = server
-        self.say = say
-
-    def _call(self, phase: str, fn: Callable[[], Any]) -> Any:
-        self.check_alive(phase)
-        try:
-            return fn()
-        except HttpError as exc:
-            if self.server is not None and exc.status is None:  # a dropped connection is often the server dying
-                deadline = time.monotonic() + 2.0
-                while self.server.describe_exit() is None and time.monotonic() < deadline:
-                    time.sleep(0.05)
-            self.check_alive(phase)
-            raise InfraError(f"{phase}: {exc}") from None
-
-    def check_alive(self, phase: str) -> None:
-        gone = self.server.describe_exit() if self.server is not None else None
-        if gone:
-            raise InfraError(f"server {gone} during {phase}")
-
-    def flush(self, phase: str) -> None:
-        self._call(phase, lambda: http_request("POST", self.base_url + "/flush_cache?timeout=30", timeout=self.timeout))
-
-    def generate(
-        self,
-        phase: str,
-        input_ids: list[list[int]],
-        max_new_tokens: int,
-        return_logprob: bool,
-        logprob_start_len: int = -1,
-    ) -> list[dict]:
-        body: dict[str, Any] = {
-            "input_ids": input_ids,
-            "sampling_params": {"temperature": 0.0, "max_new_tokens": max_new_tokens, "ignore_eos": True},
-        }
-        if return_logprob:
-            body.update(
-                {"return_logprob": True, "return_text_in_logprobs": False, "logprob_start_len": logprob_start_len}
-            )
-        response = self._call(phase, lambda: http_json("POST", self.base_url + "/generate", body, timeout=self.timeout))
-        return check_results(response, len(input_ids), phase)
-
-
-def check_results(response: Any, n: int, phase: str) -> list[dict]:
-    if isinstance(response, dict) and "error" in response:
-        error = response["error"]
-        message = error.get("message") if isinstance(error, dict) else error
-        raise InfraError(f"{phase}: the server answered with an error: {message}")
-    if not isinstance(response, list):
-        raise ProtocolError(
-            f"{phase}: expected a list of {n} results for a batch of {n}, got {type(response).__name__}"
-        )
-    if len(response) != n:
-        raise ProtocolError(f"{phase}: expected {n} results, got {len(response)}")
-    for i, result in enumerate(response):
-        reason = field_of(result, "meta_info.finish_reason", phase, i, (dict, type(None)))
-        if isinstance(reason, dict) and reason.get("type") == "abort":
-            raise InfraError(f"{phase}: request {i} was aborted by the server: {reason.get('message', reason)}")
-    return response
-
-
-_MISSING = object()
-
-
-def field_of(result: Any, name: str, phase: str, i: int, kind: type | tuple[type, ...]) -> Any:
-    """result[a][b]... for name 'a.b', or a ProtocolError naming the field."""
-    value = result
-    for part in name.split("."):
-        value = value.get(part, _MISSING) if isinstance(value, dict) else _MISSING
-        if value is _MISSING:
-            raise ProtocolError(f"{phase}: response {i} has no field '{name}'")
-    if (
-        isinstance(value, bool)
-        and bool not in (kind if isinstance(kind, tuple) else (kind,))
-        or not isinstance(value, kind)
-    ):
-        raise ProtocolError(f"{phase}: response {i} field '{name}' is {type(value).__name__}, not {_kind_name(kind)}")
-    return value
-
-
-def _kind_name(kind) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-
-
-def token_ids_of(result: Any, phase: str, i: int) -> list[int]:
-    ids = field_of(result, "output_ids", phase, i, list)
-    if any(isinstance(t, bool) or not isinstance(t, int) for t in ids):
-        raise ProtocolError(f"{phase}: response {i} field 'output_ids' holds something other than token ids")
-    return ids
-
-
-def logprob_values(result: Any, name: str, phase: str, i: int) -> list[float | None]:
-    """The logprob column of meta_info.<name>: entries [logprob, token_id, text-or-None]."""
-    entries = field_of(result, f"meta_info.{name}", phase, i, list)
-    values = []
-    for j, entry in enumerate(entries):
-        if not isinstance(entry, (list, tuple)) or len(entry) < 2:
-            raise ProtocolError(f"{phase}: response {i} field 'meta_info.{name}'[{j}] is not [logprob, token_id, ...]")
-        value = entry[0]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ProtocolError(f"{phase}: response {i} field 'meta_info.{name}'[{j}] has a non-numeric logprob")
-        values.append(None if value is None else float(value))
-    return values
-
-
-# -- the test --
-
-
-def decode_cache_hit_kl(
-    client: Client,
-    prompts: list[list[int]],
-    *,
-    max_new_tokens: int,
-    extra_token: int,
-    threshold: float,
-    min_cache_hit_ratio: float,
-) -> Outcome:
-    say = client.say
-    n = len(prompts)
-    say(f"Running {TEST_NAME} with {n} prompts, max_new_tokens={max_new_tokens}")
-
-    say("Flush cache; turn 1: prefill + decode to cache decode states ...")
-    client.flush("flush before turn 1")
-    turn1 = client.generate("turn 1", prompts, max_new_tokens, return_logprob=True)
-    second = [prompts[i] + token_ids_of(r, "turn 1", i) + [extra_token] for i, r in enumerate(turn1)]
-
-    say("Turn 2: prompt + output + one token, which should hit the decode cache ...")
-    turn2 = client.generate("turn 2", second, max_new_tokens, return_logprob=True)
-    replay: list[list[int]] = []
-    decode_logprobs: list[list[float]] = []
-    cached: list[int] = []
-    hits: list[int] = []
-    for i, result in enumerate(turn2):
-        cached_tokens = field_of(result, "meta_info.cached_tokens", "turn 2", i, int)
-        cached.append(cached_tokens)
-        out_ids = token_ids_of(result, "turn 2", i)
-        values = logprob_values(result, "output_token_logprobs", "turn 2", i)
-        if len(values) != len(out_ids):
-            raise ProtocolError(
-                f"turn 2: response {i} has {len(out_ids)} output_ids but {len(values)} output_token_logprobs"
-            )
-        if not out_ids:
-            raise ProtocolError(
-                f"turn 2: response {i} generated no tokens (max_new_tokens={max_new_tokens}, ignore_eos)"
-            )
-        logprobs = _complete(values, f"turn 2: response {i} field 'meta_info.output_token_logprobs' has a null logprob")
-        if cached_tokens <= len(prompts[i]) + 1:
-            say(f"Decode cache miss for prompt {i} (cached_tokens={cached_tokens}, prompt {len(prompts[i])}), skipping")
-            continue
-        hits.append(i)
-        replay.append(second[i] + out_ids)
-        decode_logprobs.append(logprobs)
-    details: dict[str, Any] = {"samples": n, "cache_hits": len(hits), "cached_tokens": cached}
-    say(f"decode cache hits: {len(hits)}/{n}")
-    if len(hits) <= min_cache_hit_ratio * n:
-        return Outcome(EXIT_FAIL, f"Too few decode cache hits: {len(hits)}/{n}", None, details)
-
-    say("Flush cache; cold prefill of turn 2's input + output for the reference logprobs ...")
-    client.flush("flush before the cold prefill")
-    prefill = client.generate("cold prefill", replay, 0, return_logprob=True, logprob_start_len=0)
-    prefill_logprobs: list[list[float]] = []
-    for k, result in enumerate(prefill):
-        values = logprob_values(result, "input_token_logprobs", "cold prefill", k)
-        want = len(decode_logprobs[k])
-        if len(values) < want:
-            raise ProtocolError(
-                f"cold prefill: response {k} has {len(values)} input_token_logprobs, needs at least {want}"
-            )
-        prefill_logprobs.append(
-            _complete(
-                values[-want:],
-                f"cold prefill: response {k} field 'meta_info.input_token_logprobs' "
-                "has a null logprob where turn 2's output tokens are",
-            )
-        )
-
-    value, kl_divs = avg_kl(prefill_logprobs, decode_logprobs)
-    details["kl_divs"] = kl_divs
-    say(f"kl_divs={kl_divs}")
-    if not value <= threshold:  # NaN fails too
-        return Outcome(EXIT_FAIL, f"{METRIC}={value} > threshold={threshold}", value, details)
-    return Outcome(EXIT_PASS, f"{METRIC}={value} <= threshold={threshold}", value, details)
-
-
-# -- prompts --
-
-
-def load_prompts(path: Path | None, samples: int, prompt_len: int, vocab_size: int, seed: int) -> list[list[int]]:
-    if path is not None:
-        prompts = []
-        for lineno, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            item = json.loads(line)
-            ids = item.get("input_ids") if isinstance(item, dict) else item
-            if (
-                not isinstance(ids, list)
-                or not ids
-                or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids)
-            ):
-                raise ValueError(f'{path}:{lineno}: expected a list of token ids or {{"input_ids": [...]}}')
-            prompts.append(ids)
-        if not prompts:
-            raise ValueError(f"{path}: no prompts")
-        return prompts[:samples]
-    # Like SGLang's LongBench prompts, cut to 0.5x..1.5x of the prompt length; token 0 left out.
-    rng = random.Random(seed)
-    lo, hi = max(2, prompt_len // 2), max(2, prompt_len * 3 // 2)
-    return [[rng.randrange(1, vocab_size) for _ in range(rng.randint(lo, hi))] for _ in range(samples)]
 
 
 # -- the command --

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from runners.probes.kl_check import avg_kl, load_prompts, sample_kl
 from runners.probes.server import free_port
-from runners.probes.sglang_kl import avg_kl, load_prompts, sample_kl
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "scenarios" / "mamba_track_boundary" / "template"
