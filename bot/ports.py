@@ -20,6 +20,14 @@ class PullRef:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """A reviewer GitHub would not request a review from (422: not a collaborator), with GitHub's reason."""
+
+    login: str
+    why: str
+
+
+@dataclass(frozen=True)
 class CulpritFacts:
     """What the forge knows of a culprit commit: its PR (GitHub's link, else the one its subject names), and the
     PR's title, author and labels (None and () when it has no PR) -- what the guards and the revert PR read."""
@@ -59,7 +67,8 @@ class Forge(Protocol):
 
     def add_labels(self, number: int, labels: list[str]) -> None: ...
 
-    def request_review(self, number: int, reviewers: list[str]) -> None: ...
+    def request_review(self, number: int, reviewers: list[str]) -> list[Skipped]:
+        """The reviewers GitHub refused (skipped, not an error): publishing goes on without them."""
 
     def actions(self, workflow: str) -> Any:
         """The step workflow's runs (bot.adapters.dispatch.actions.Actions): the service only hands it to the

@@ -54,6 +54,7 @@ class BisectionOutcome(BaseModel):
     pr_body: str | None = None
     branch: str | None = None
     followup: int | None = None
+    notes: list[str] = []  # what publishing skipped or was refused on the way (a reviewer GitHub refused), said
 
     @field_validator("revert_pr", "culprit_pr", "evidence_on", "followup", mode="before")
     @classmethod

@@ -282,7 +282,12 @@ class Bisections:
             revert_pr_url=published.pr_url,
             followup=followup,
             evidence_on=published.evidence_on,
+            notes=list(published.notes),
+            **(dict(revert_refused=published.refused, revert_refused_reason="push") if published.refused else {}),
         )
+        if published.refused:  # GitHub refused the branch (workflow files): said on the culprit PR, no PR opened
+            log.warning("bisection #%s: %s", row.id, published.refused)
+            return f"not opened: {published.refused}"
         if policy.revert.action is RevertAction.COMMENT_ONLY and not published.existing_revert:
             where = (
                 f"#{published.evidence_on}"

@@ -11,7 +11,7 @@ from pathlib import Path
 from bot.adapters.git.already import RevertFound
 from bot.adapters.git.repo import GitRepo
 from bot.adapters.git.revert import Revert, create_revert
-from bot.adapters.github.forge import push_branch
+from bot.adapters.github.forge import WorkflowPushRefused, push_branch
 from bot.domain.bisect.model import Problem
 from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction
@@ -40,6 +40,13 @@ ALREADY_COMMENT = (
     "revert-bisect bisected `{test}` to {culprit} ({evidence}), which {by} already reverts on `{base}`: this confirms "
     "that revert, and no other was opened. The runs are in bisection #{id}."
 )
+WORKFLOWS_REFUSED_COMMENT = (
+    "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) and proved its revert, but GitHub "
+    "refused the push of the revert branch: the revert changes workflow files ({files}), and {why}. "
+    "No revert PR was opened. To let the bot open it, grant its GitHub App the `workflows: write` permission "
+    "(or, for a personal access token, the `workflow` scope) and ask again with `/revert-bisect`; or revert by "
+    "hand. The runs are in bisection #{id}."
+)
 FOLLOWUP_COMMENT = (
     "The regression this issue tracks was bisected to #{culprit_pr}, which {revert_ref} reverts on `{base}` "
     "to bring the nightly back to green while the proper fix is worked on here."
@@ -53,6 +60,8 @@ class Published:
     branch: str | None  # None: nothing pushed (`revert.action: comment_only`)
     existing_revert: int | None = None
     evidence_on: int | None = None  # the PR the evidence was commented on instead of opening one
+    refused: str | None = None  # GitHub refused the revert branch's push (workflow files without the permission)
+    notes: tuple[str, ...] = ()  # what was skipped on the way, for the status comment (a reviewer GitHub refused)
 
 
 def branch_name(culprit_pr: int | None, culprit: str) -> str:
@@ -114,7 +123,20 @@ def publish(
                 EVIDENCE_COMMENT.format(test=test_id, base=draft.base_branch, evidence=evidence, body=draft.body),
             )
         return Published(None, None, None, evidence_on=culprit_pr)
-    push_branch(repo_dir, remote_url, branch, revert.sha, token)
+    try:
+        push_branch(repo_dir, remote_url, branch, revert.sha, token)
+    except WorkflowPushRefused as exc:  # said where the culprit's author and the maintainers look; the job goes on
+        why = f"GitHub answered: {exc.reason}"
+        if culprit_pr:
+            files = ", ".join(f"`{f}`" for f in exc.workflow_files(revert.files)) or "under `.github/workflows/`"
+            forge.comment_once(
+                culprit_pr,
+                f"culprit-{bisection_id}",
+                WORKFLOWS_REFUSED_COMMENT.format(
+                    test=test_id, base=draft.base_branch, evidence=evidence, files=files, why=why, id=bisection_id
+                ),
+            )
+        return Published(None, None, None, evidence_on=culprit_pr, refused=exc.summary)
     pr = forge.open_pr(
         draft.title, draft.body, branch, draft.base_branch, draft=policy.revert.action is RevertAction.DRAFT_PR
     )
@@ -122,7 +144,8 @@ def publish(
     reviewers = list(policy.revert.reviewers)
     if policy.revert.request_review_from_author and culprit_author:
         reviewers.insert(0, culprit_author)
-    forge.request_review(pr.number, list(dict.fromkeys(reviewers)))
+    skipped = forge.request_review(pr.number, list(dict.fromkeys(reviewers))) or []  # a refused one stops nothing
+    notes = tuple(f"review not requested from {s.login}: {s.why}" for s in skipped)
     revert_ref = f"#{pr.number}"
     if culprit_pr:
         note = f" (#{followup})" if followup else ""
@@ -139,7 +162,7 @@ def publish(
             f"followup-{bisection_id}",
             FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch),
         )
-    return Published(pr.number, pr.url, branch)
+    return Published(pr.number, pr.url, branch, notes=notes)
 
 
 @dataclass(frozen=True)

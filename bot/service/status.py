@@ -21,6 +21,7 @@ def render_status(
         lines = [head, "", f"**{row.status}**: {said(test, outcome.message, outcome.reason, outcome.facts)}"]
         if link:
             lines.append(f"\nRevert PR: {link}")
+        lines += [f"- {text(note)}" for note in outcome.notes]  # skipped on the way, e.g. a reviewer GitHub refused
         ran = [s for s in row.steps if s.state in ("done", "lost")]
         infra = [s for s in ran if s.infra_reason]
         lines.append(

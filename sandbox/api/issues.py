@@ -36,6 +36,29 @@ async def create_issue(request: Request, access: Access, state: State):
     return respond(201, rr.issue(r, issue), {"Location": f"{rr.api(r)}/issues/{issue.number}"})
 
 
+@router.get("/repos/{owner}/{repo}/issues")
+def list_issues(request: Request, access: Access, state: State, sort: str = "created", direction: str = "desc"):
+    """issues/list-for-repo (not in the OpenAPI subset; GitHub's docs): open by default, pull requests included
+    (with their `pull_request` key), newest first by default, paged."""
+    r, rr, _ = access
+    state_ = request.query_params.get("state", "open")
+    if state_ not in ("open", "closed", "all") or sort not in ("created", "updated", "comments"):
+        raise invalid(
+            [
+                {
+                    "resource": "Issue",
+                    "field": "state" if state_ not in ("open", "closed", "all") else "sort",
+                    "code": "invalid",
+                }
+            ]
+        )
+    found = [i for i in state.issues_of(r) if state_ == "all" or i.state == state_]
+    key = {"updated": lambda i: (i.updated_at, i.number)}.get(sort, lambda i: (i.created_at, i.number))
+    found.sort(key=key, reverse=direction != "asc")
+    items, headers = page(request, found)
+    return respond(200, [rr.issue(r, i) for i in items], headers)
+
+
 @router.get("/repos/{owner}/{repo}/issues/comments/{comment_id}")
 def get_comment(request: Request, access: Access, state: State, comment_id: int):
     """issues/get-comment: not in the OpenAPI subset, but PyGithub's `get_issue_comment` (the

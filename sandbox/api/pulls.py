@@ -6,9 +6,10 @@ from fastapi import APIRouter, Request
 
 from .. import gitstore
 from .deps import Access, State, body_of, need_write, page, pull_of
-from .errors import invalid, respond
+from .errors import ApiError, invalid, respond
 
 router = APIRouter()
+REVIEW_DOCS = "https://docs.github.com/rest/pulls/review-requests#request-reviewers-for-a-pull-request"
 
 
 @router.get("/repos/{owner}/{repo}/pulls")
@@ -111,13 +112,16 @@ async def request_reviewers(request: Request, access: Access, state: State, pull
     teams = body.get("team_reviewers", []) if isinstance(body, dict) else None
     if not isinstance(reviewers, list) or not isinstance(teams, list) or not (reviewers or teams):
         raise invalid([{"resource": "PullRequest", "field": "reviewers", "code": "missing_field"}])
-    for name in reviewers:
-        if name not in r.permissions or name == issue.user:
-            raise invalid(
-                [],
+    for name in reviewers:  # GitHub's 422s here carry message and documentation_url, no `errors`
+        if name == issue.user:
+            raise ApiError(422, "Review cannot be requested from pull request author.", doc=REVIEW_DOCS)
+        if r.permissions.get(name, "none") == "none":
+            raise ApiError(
+                422,
                 "Reviews may only be requested from collaborators. One or more of the users or "
                 "teams you specified is not a collaborator of the "
                 f"{r.full_name} repository.",
+                doc=REVIEW_DOCS,
             )
     with state.lock:
         for name in reviewers:

@@ -41,7 +41,8 @@ def load_spec() -> dict:
 
 def add_operations_beyond_the_subset(spec: dict) -> dict:
     """Operations the bot calls that the subset lacks, described as in GitHub's full description:
-    issues/get-comment (PyGithub's `Repository.get_issue_comment`, used by the forge before reacting)."""
+    issues/get-comment (PyGithub's `Repository.get_issue_comment`, used by the forge before reacting) and
+    issues/list-for-repo (the forge's lookup of an issue it may have just opened: search lags behind)."""
     path = spec["paths"].setdefault("/repos/{owner}/{repo}/issues/comments/{comment_id}", {})
     if "get" not in path:
         params = [
@@ -56,6 +57,37 @@ def add_operations_beyond_the_subset(spec: dict) -> dict:
                 "200": {
                     "description": "Response",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/issue-comment"}}},
+                },
+                "404": {"$ref": "#/components/responses/not_found"},
+            },
+        }
+    listing = spec["paths"].setdefault("/repos/{owner}/{repo}/issues", {})
+    if "get" not in listing:  # issues/list-for-repo: the forge reads the newest open issues for its marker
+        choice = lambda name, values, default: {  # noqa: E731
+            "in": "query",
+            "name": name,
+            "required": False,
+            "schema": {"default": default, "enum": values, "type": "string"},
+        }
+        listing["get"] = {
+            "operationId": "issues/list-for-repo",
+            "parameters": [
+                {"$ref": "#/components/parameters/owner"},
+                {"$ref": "#/components/parameters/repo"},
+                choice("state", ["open", "closed", "all"], "open"),
+                choice("sort", ["created", "updated", "comments"], "created"),
+                {"$ref": "#/components/parameters/direction"},
+                {"$ref": "#/components/parameters/per-page"},
+                {"$ref": "#/components/parameters/page"},
+            ],
+            "responses": {
+                "200": {
+                    "description": "Response",
+                    "content": {
+                        "application/json": {
+                            "schema": {"type": "array", "items": {"$ref": "#/components/schemas/issue"}}
+                        }
+                    },
                 },
                 "404": {"$ref": "#/components/responses/not_found"},
             },

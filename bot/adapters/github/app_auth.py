@@ -9,6 +9,7 @@ from pathlib import Path
 from github import Auth, Github, GithubIntegration
 
 from bot.adapters.github.forge import retry_policy
+from bot.adapters.github.writes import for_client, register
 
 
 @dataclass
@@ -39,13 +40,14 @@ class AppCredentials:
 
     def client(self, repo: str) -> Github:
         pauses = {} if self.throttle else dict(seconds_between_requests=0, seconds_between_writes=0)
-        return Github(
+        gh = Github(
             base_url=self.base_url,
             auth=self._installation(repo),
             retry=retry_policy(patient=self.throttle),
             timeout=self.timeout,
             **pauses,
         )
+        return register(gh, for_client(patient=self.throttle, timeout=self.timeout))
 
     def token(self, repo: str) -> str:
         """The current installation token (valid for git over HTTP as `Authorization: Bearer`)."""

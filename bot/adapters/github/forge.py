@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from github import Auth, Github, GithubException, GithubRetry
 from github.Repository import Repository
-from urllib3.util.retry import Retry
 
 from bot.adapters.git.repo import git_auth
 from bot.adapters.github.actions import GitHubActions, artifact_files
+from bot.adapters.github.writes import TRANSPORT_METHODS, for_client, register, writes_of
 from bot.domain.errors import RevertBisectError
 from bot.domain.scope import RunInfo
-from bot.ports import CulpritFacts, PullRef
+from bot.ports import CulpritFacts, PullRef, Skipped
 
 MARKER = "<!-- revert-bisect:{key} -->"
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
@@ -29,16 +30,23 @@ class ForgeError(RevertBisectError):
     pass
 
 
-def retry_policy(*, patient: bool) -> GithubRetry:
-    """Retry 5xx, 429 and secondary rate limits (honouring Retry-After) on every method the bot uses.
+def _message(exc: GithubException) -> str:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    return str(data.get("message") or exc)
 
-    The bot's writes are looked up before they are made, so a retried POST or PATCH is safe."""
+
+def retry_policy(*, patient: bool) -> GithubRetry:
+    """Retry 5xx, 429 and secondary rate limits (honouring Retry-After) on the idempotent methods only.
+
+    Never POST: a POST whose answer was lost may have been done, and sent again it makes a second comment, issue, PR
+    or run. The bot retries its POSTs itself, each looked up first (bot.adapters.github.writes). A connection refused
+    before the request went out is still retried here, on every method (urllib3's connect retries)."""
     return GithubRetry(
         total=10,
         backoff_factor=1.0 if patient else 0.02,
         secondary_rate_wait=60 if patient else 1,
         status_forcelist=list(range(500, 600)) + [429],
-        allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"},
+        allowed_methods=TRANSPORT_METHODS,
     )
 
 
@@ -47,13 +55,14 @@ def connect(base_url: str, token: str, *, throttle: bool = True, timeout: int = 
 
     `throttle=False` (a local sandbox) drops PyGithub's pauses between requests and retries fast."""
     pauses = {} if throttle else dict(seconds_between_requests=0, seconds_between_writes=0)
-    return Github(
+    gh = Github(
         base_url=base_url.rstrip("/"),
         auth=Auth.Token(token),
         retry=retry_policy(patient=throttle),
         timeout=timeout,
         **pauses,
     )
+    return register(gh, for_client(patient=throttle, timeout=timeout))
 
 
 def marker(key: str) -> str:
@@ -67,6 +76,7 @@ class GitHubForge:
     def __init__(self, gh: Github, repo_slug: str):
         self.gh = gh
         self.repo: Repository = gh.get_repo(repo_slug)
+        self.writes = writes_of(gh)  # how a POST is retried: looked up first (bot.adapters.github.writes)
 
     # -- reads --
 
@@ -155,48 +165,112 @@ class GitHubForge:
         """The files of a run's artifact called `name` ({} when the run has none)."""
         return artifact_files(self.repo, run_id, name)
 
-    # -- writes, each looked up first --
+    # -- writes, each looked up first, and looked up again before a retry --
 
     def open_pr(self, title: str, body: str, head: str, base: str, draft: bool = False) -> PullRef:
         existing = self.open_pr_for_head(head)
         if existing:
             return existing
-        pr = self.repo.create_pull(base=base, head=head, title=title, body=body, draft=draft)
-        return PullRef(pr.number, pr.html_url, head, True)
+
+        def ours() -> PullRef | None:  # a retry's lookup: an earlier attempt made it
+            found = self.open_pr_for_head(head)
+            return replace(found, created=True) if found else None
+
+        def create() -> PullRef:
+            try:
+                pr = self.repo.create_pull(base=base, head=head, title=title, body=body, draft=draft)
+            except GithubException as exc:  # "A pull request already exists": an earlier attempt made it after all
+                if exc.status == 422 and "already exists" in str(exc.data) and (found := ours()):
+                    return found
+                raise
+            return PullRef(pr.number, pr.html_url, head, True)
+
+        return self.writes.make(f"opening the PR from {head}", create, ours)
 
     def add_labels(self, number: int, labels: list[str]) -> None:
+        """Adding a label the issue has changes nothing on GitHub: sent again as it is."""
         if labels:
-            self.repo.get_issue(number).add_to_labels(*labels)
+            issue = self.repo.get_issue(number)
+            self.writes.make(f"labelling #{number}", lambda: issue.add_to_labels(*labels))
 
-    def request_review(self, number: int, reviewers: list[str]) -> None:
-        wanted = [r for r in reviewers if r]
-        if wanted:
-            self.repo.get_pull(number).create_review_request(reviewers=wanted)
+    def request_review(self, number: int, reviewers: list[str]) -> list[Skipped]:
+        """Review requested from each of `reviewers` who can review; the others skipped, with GitHub's reason.
+
+        GitHub refuses the whole request with 422 when one of them is not a collaborator ("Reviews may only be
+        requested from collaborators"), common for an outside contributor's culprit: then each is asked alone."""
+        wanted = list(dict.fromkeys(r for r in reviewers if r))
+        if not wanted:
+            return []
+        pull = self.repo.get_pull(number)
+
+        def ask(names: list[str]) -> None:  # a review request is a set on GitHub's side: sent again as it is
+            self.writes.make(f"requesting review on #{number}", lambda: pull.create_review_request(reviewers=names))
+
+        try:
+            ask(wanted)
+            return []
+        except GithubException as exc:
+            if exc.status != 422:
+                raise
+            if len(wanted) == 1:
+                return [Skipped(wanted[0], _message(exc))]
+        skipped = []
+        for name in wanted:
+            try:
+                ask([name])
+            except GithubException as exc:
+                if exc.status != 422:
+                    raise
+                skipped.append(Skipped(name, _message(exc)))
+        return skipped
 
     def comment_once(self, number: int, key: str, body: str) -> tuple[int, bool]:
         """Post `body` on issue/PR `number` unless a comment with the same key exists; then update it."""
         tag = marker(key)
         text = f"{tag}\n{body}"
         issue = self.repo.get_issue(number)
-        for comment in issue.get_comments():
-            if tag in (comment.body or ""):
-                if comment.body != text:
-                    comment.edit(text)
-                return comment.id, False
-        return issue.create_comment(text).id, True
+
+        def find():
+            for comment in issue.get_comments():
+                if tag in (comment.body or ""):
+                    return comment
+            return None
+
+        comment = find()
+        if comment is not None:
+            if comment.body != text:
+                comment.edit(text)  # PATCH: the same body twice is the same comment, so the transport retries it
+            return comment.id, False
+        made = self.writes.make(f"commenting on #{number}", lambda: issue.create_comment(text), find)
+        if made.body != text:  # found by its marker after a lost answer, with an older text
+            made.edit(text)
+        return made.id, True
 
     def ensure_issue(self, key: str, title: str, body: str) -> tuple[int, bool]:
-        """An open issue carrying `key`'s marker, found by search, else created."""
+        """An open issue carrying `key`'s marker, found by search or among the newest open issues, else created."""
         tag = marker(key)
         query = f'repo:{self.repo.full_name} is:issue is:open "revert-bisect:{key}"'
+
+        def recent() -> int | None:  # search lags behind a write: the newest open issues are read directly
+            for n, issue in enumerate(self.repo.get_issues(state="open", sort="created", direction="desc")):
+                if n >= 100:
+                    break
+                if issue.pull_request is None and tag in (issue.body or ""):
+                    return issue.number
+            return None
+
         for issue in self.gh.search_issues(query):
             if tag in (issue.body or ""):
                 return issue.number, False
-        return self.repo.create_issue(title=title, body=f"{tag}\n{body}").number, True
+        if (number := recent()) is not None:
+            return number, False
+        make = lambda: self.repo.create_issue(title=title, body=f"{tag}\n{body}").number  # noqa: E731
+        return self.writes.make(f"opening the issue {key}", make, recent), True
 
     def react(self, number: int, comment_id: int, content: str) -> None:
-        """Reactions are idempotent on GitHub's side (the same user and content answer 200)."""
-        self.repo.get_issue(number).get_comment(comment_id).create_reaction(content)
+        """Reactions are idempotent on GitHub's side (the same user and content answer 200): sent again as they are."""
+        comment = self.repo.get_issue(number).get_comment(comment_id)
+        self.writes.make(f"reacting to comment {comment_id}", lambda: comment.create_reaction(content))
 
     def kill_switch(self, label: str, allowed_roles: list[str], allowed_users: list[str]) -> int | None:
         """An open issue carrying `label`, opened by someone allowed to command the bot (anyone could add a label
@@ -229,6 +303,29 @@ class GitHubForge:
         return None
 
 
+# GitHub's refusal of a push that creates or changes a workflow file, for an App without the `workflows` permission
+# ("a GitHub App ... without `workflows` permission") and a token without the `workflow` scope ("a Personal Access
+# Token" / "an OAuth App" ... "without `workflow` scope").
+WORKFLOW_REFUSAL = re.compile(r"refusing to allow an? (?P<who>[^\n]*?) to create or update workflow `(?P<path>[^`]+)`")
+WORKFLOWS_DIR = ".github/workflows/"
+
+
+class WorkflowPushRefused(ForgeError):
+    """GitHub refused the push: it creates or changes a file under .github/workflows/ and the credentials lack the
+    `workflows` permission (a GitHub App) or the `workflow` scope (a token)."""
+
+    def __init__(self, branch: str, reason: str, path: str):
+        self.branch, self.reason, self.path = branch, reason, path
+        self.summary = (
+            f"GitHub refused the push of {branch}: the revert changes {path}, a workflow file, and the bot's "
+            "credentials lack the `workflows` permission (GitHub App) or the `workflow` scope (token)"
+        )
+        super().__init__(self.summary)
+
+    def workflow_files(self, files: list[str]) -> list[str]:
+        return sorted({f for f in files if f.startswith(WORKFLOWS_DIR)} | {self.path})
+
+
 def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: str) -> None:
     """Push `sha` to `branch` with the token in an HTTP header for this one command: never in .git/config."""
     result = subprocess.run(
@@ -237,5 +334,9 @@ def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: s
         text=True,
     )
     if result.returncode != 0:
-        message = result.stderr.replace(token, "***").strip().splitlines()
+        stderr = result.stderr.replace(token, "***")
+        if found := WORKFLOW_REFUSAL.search(stderr):
+            line = stderr[found.start() :].splitlines()[0].rstrip(")")
+            raise WorkflowPushRefused(branch, line.strip(), found["path"])
+        message = stderr.strip().splitlines()
         raise ForgeError(f"push of {branch} to {remote_url} failed: {message[-1] if message else 'no message'}")
