@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 
 from .api import actions, apps, checks, git_http, issues, pulls, repos
 from .api.errors import ApiError, respond
+from .lost_answers import install as lose_answers
 from .render import DOCS
 from .state import SandboxState
 
@@ -109,4 +110,5 @@ def create_sandbox(state: SandboxState) -> FastAPI:
             },
         )
 
+    lose_answers(app, state)  # outermost of all: a request done in full whose answer is lost (sandbox/lost_answers.py)
     return app
