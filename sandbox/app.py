@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import re
 
 from fastapi import FastAPI, Request
@@ -12,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 
 from .api import actions, apps, checks, git_http, issues, pulls, repos
 from .api.errors import ApiError, respond
+from .ratelimit import rate_and_etag
 from .lost_answers import install as lose_answers
 from .render import DOCS
 from .state import SandboxState
@@ -46,6 +48,9 @@ def create_sandbox(state: SandboxState) -> FastAPI:
         if exc.errors is not None:
             body["errors"] = exc.errors
         return respond(exc.status, body, exc.headers)
+
+    # inside the credentials check, which sets the caller's login
+    app.middleware("http")(functools.partial(rate_and_etag, book=state.rates))
 
     @app.middleware("http")
     async def auth_and_faults(request: Request, call_next):

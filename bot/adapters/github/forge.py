@@ -120,17 +120,22 @@ class GitHubForge:
 
     def open_revert_of(self, culprit_pr: int, ours: str | None = None) -> int | None:
         """An open PR that already reverts the culprit PR (GitHub's own revert button writes `Reverts o/r#N`),
-        other than one from the bot's own branch `ours` (a publish cut short by a crash, to be finished)."""
+        other than one from the bot's own branch `ours` (a publish cut short by a crash, to be finished).
+
+        Read from the culprit PR's timeline: a PR whose body names it is cross-referenced there. One page of
+        one PR's events, not a scan of every open PR (thousands on a busy repository), and, unlike issue search,
+        not eventually consistent."""
         slug = self.repo.full_name
-        for pr in self.repo.get_pulls(state="open"):
-            if ours is not None and pr.head.ref == ours:
+        for event in self.repo.get_issue(culprit_pr).get_timeline():
+            if event.event != "cross-referenced":
                 continue
-            if (
-                f"Reverts {slug}#{culprit_pr}" in (pr.body or "")
-                or (pr.title or "").startswith("Revert ")
-                and f"#{culprit_pr}" in (pr.body or "")
-            ):
-                return pr.number
+            source = (event.raw_data.get("source") or {}).get("issue") or {}
+            number, title, body = source.get("number"), source.get("title") or "", source.get("body") or ""
+            if not number or "pull_request" not in source or source.get("state") != "open":
+                continue
+            if f"Reverts {slug}#{culprit_pr}" in body or title.startswith("Revert ") and f"#{culprit_pr}" in body:
+                if ours is None or self.repo.get_pull(number).head.ref != ours:
+                    return number
         return None
 
     def run_history(self, workflow_id: int, branch: str, limit: int = 50) -> list[RunInfo]:

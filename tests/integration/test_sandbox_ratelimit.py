@@ -1,0 +1,82 @@
+"""The sandbox's rate limit and conditional requests, as GitHub's docs describe them, and the bot's Actions
+adapter using them (a run polled while nothing changes costs nothing against the budget)."""
+
+from __future__ import annotations
+
+import pytest
+from github import Auth, Github, GithubException
+
+from bot.adapters.github.actions import GitHubActions
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from scenarios.mamba_track_boundary import build
+
+
+@pytest.fixture
+def world(tmp_path):
+    scenario = build(tmp_path / "scenario", commits=8, seed=1)
+    state = SandboxState(tmp_path / "github")
+    seeded = seed_from_scenario(state, tmp_path / "scenario")
+    base, stop = run_in_thread(state)
+    state.actions.base_url = base
+    gh = Github(
+        base_url=base,
+        auth=Auth.Token(seeded.tokens[seeded.maintainer]),
+        seconds_between_requests=0,
+        seconds_between_writes=0,
+        retry=None,
+    )
+    try:
+        yield dict(state=state, seeded=seeded, scenario=scenario, gh=gh, base=base)
+    finally:
+        state.actions.shutdown()
+        stop()
+
+
+def test_an_unchanged_resource_answers_304_which_costs_nothing(world):
+    state, gh = world["state"], world["gh"]
+    issue = gh.get_repo(world["seeded"].repo).get_issue(world["scenario"].culprit_pr)
+    comment = issue.get_comment(issue.create_comment("first").id)
+    used = gh.rate_limiting[0]
+    assert comment.etag
+    assert comment.update() is False  # If-None-Match: 304
+    assert gh.rate_limiting[0] == used
+    budget = state.rates.budgets[world["seeded"].maintainer]
+    assert budget.not_modified == 1 and state.rates.statuses[304] == 1
+    comment.edit("changed")
+    assert comment.update() is True and comment.body == "changed"  # a new ETag: 200, counted
+    assert gh.rate_limiting[0] == used - 2
+
+
+def test_a_spent_budget_answers_403_until_the_reset(world):
+    state, gh = world["state"], world["gh"]
+    state.rates.limit = 3
+    repo = gh.get_repo(world["seeded"].repo)
+    repo.get_commit("main")
+    repo.get_commit("main")  # the third request
+    with pytest.raises(GithubException) as refused:
+        repo.get_commit("main")
+    assert refused.value.status == 403 and "API rate limit exceeded" in refused.value.data["message"]
+    assert refused.value.headers["x-ratelimit-remaining"] == "0"
+    budget = state.rates.budgets[world["seeded"].maintainer]
+    state.rates.clock = lambda: budget.reset  # an hour later
+    assert repo.get_commit("main").sha == world["scenario"].bad
+
+
+def test_a_run_polled_while_it_does_not_change_answers_304(world, tmp_path):
+    state, gh, slug = world["state"], world["gh"], world["seeded"].repo
+    state.bind_workflow(slug, "sleep.yml", ["sh", "-c", "echo started; exec sleep 120"])
+    actions = GitHubActions(gh.get_repo(slug), "sleep.yml")
+    run_id = actions.dispatch("main", {})
+    assert run_id
+    for _ in range(200):
+        if actions.state(run_id).status == "in_progress":
+            break
+        state.actions.wait(run_id, 0.05)
+    before = state.rates.statuses[304]
+    polled = [actions.state(run_id) for _ in range(5)]
+    assert {p.status for p in polled} == {"in_progress"}
+    assert state.rates.statuses[304] - before == 5  # neither the run nor its jobs were fetched again
+    assert actions.cancel(run_id)
+    done = state.actions.wait(run_id, 30)
+    assert done.conclusion == "cancelled"
+    assert actions.state(run_id).conclusion == "cancelled"  # a changed run: read again
