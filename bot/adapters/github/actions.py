@@ -13,6 +13,7 @@ from github.Repository import Repository
 from github.WorkflowRun import WorkflowRun
 
 from bot.adapters.dispatch.actions import Dispatched
+from bot.adapters.github.writes import Writes, refused_for_now
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,10 @@ class RunState:
 
 
 class GitHubActions:
-    def __init__(self, repo: Repository, workflow: str):
+    def __init__(self, repo: Repository, workflow: str, writes: Writes | None = None):
         self.repo = repo
         self.workflow_file = workflow
+        self.writes = writes or Writes()  # the client's (the forge's): how a refused-for-now dispatch is sent again
         self._workflow = None
         self._runs: dict[int, tuple[WorkflowRun, RunState]] = {}  # runs in flight, with their ETags
 
@@ -41,12 +43,14 @@ class GitHubActions:
     def dispatch(self, ref: str, inputs: dict[str, str]) -> int | None:
         """The new run's id; None when GitHub answered 204 without run details (find it by its run-name).
 
-        GithubException 422 (refused: bad inputs, workflow missing on ref) propagates; anything else
-        raises Dispatched, since a run may exist."""
+        Sent once: the transport retries no POST. A rate limit (GitHub did nothing) is waited out and sent again;
+        GithubException 422 (refused: bad inputs, workflow missing on ref) propagates; anything else (a 5xx, a lost
+        answer) raises Dispatched, since a run may exist: the backend finds it by the correlation id in its inputs."""
+        send = lambda: self.workflow.create_dispatch(ref, inputs, throw=True, return_run_details=True)  # noqa: E731
         try:
-            answer = self.workflow.create_dispatch(ref, inputs, throw=True, return_run_details=True)
+            answer = self.writes.make(f"dispatching {self.workflow_file}", send)  # only "not now" is sent again
         except GithubException as exc:
-            if exc.status in (400, 401, 403, 404, 422):
+            if exc.status in (400, 401, 403, 404, 422) and not refused_for_now(exc):
                 raise
             raise Dispatched(str(exc)) from exc
         except OSError as exc:

@@ -98,7 +98,7 @@ class GitHubForge:
         return CulpritFacts(number, pr.title, pr.user.login, tuple(label.name for label in pr.labels))
 
     def actions(self, workflow: str) -> GitHubActions:
-        return GitHubActions(self.repo, workflow)
+        return GitHubActions(self.repo, workflow, self.writes)
 
     def role(self, user: str) -> str | None:
         """admin | maintain | write | triage | read, or None for a stranger (the only trustworthy check)."""
@@ -196,7 +196,7 @@ class GitHubForge:
         """Adding a label the issue has changes nothing on GitHub: sent again as it is."""
         if labels:
             issue = self.repo.get_issue(number)
-            self.writes.make(f"labelling #{number}", lambda: issue.add_to_labels(*labels))
+            self.writes.make(f"labelling #{number}", lambda: issue.add_to_labels(*labels), idempotent=True)
 
     def request_review(self, number: int, reviewers: list[str]) -> list[Skipped]:
         """Review requested from each of `reviewers` who can review; the others skipped, with GitHub's reason.
@@ -209,7 +209,9 @@ class GitHubForge:
         pull = self.repo.get_pull(number)
 
         def ask(names: list[str]) -> None:  # a review request is a set on GitHub's side: sent again as it is
-            self.writes.make(f"requesting review on #{number}", lambda: pull.create_review_request(reviewers=names))
+            self.writes.make(
+                f"requesting review on #{number}", lambda: pull.create_review_request(reviewers=names), idempotent=True
+            )
 
         try:
             ask(wanted)
@@ -275,7 +277,7 @@ class GitHubForge:
     def react(self, number: int, comment_id: int, content: str) -> None:
         """Reactions are idempotent on GitHub's side (the same user and content answer 200): sent again as they are."""
         comment = self.repo.get_issue(number).get_comment(comment_id)
-        self.writes.make(f"reacting to comment {comment_id}", lambda: comment.create_reaction(content))
+        self.writes.make(f"reacting to comment {comment_id}", lambda: comment.create_reaction(content), idempotent=True)
 
     def kill_switch(self, label: str, allowed_roles: list[str], allowed_users: list[str]) -> int | None:
         """An open issue carrying `label`, opened by someone allowed to command the bot (anyone could add a label

@@ -42,23 +42,27 @@ class Writes:
     secondary_wait: float = 60.0
     sleep: Callable[[float], None] = time.sleep
 
-    def make(self, what: str, write: Callable[[], T], find: Callable[[], T | None] | None = None) -> T:
-        """`write()`, retried on a lost or refused-for-now answer; before each retry, `find()` (when given) returns
-        what the earlier attempt made, if it did."""
+    def make(
+        self, what: str, write: Callable[[], T], find: Callable[[], T | None] | None = None, *, idempotent: bool = False
+    ) -> T:
+        """`write()`, retried on an answer that says "not now" (429, a secondary rate limit: GitHub did nothing), and
+        on a lost answer or a 5xx (GitHub may have done it) when it can be looked up first -- `find()` returns what
+        the earlier attempt made, if it did -- or is `idempotent` on GitHub's side (the same label, reaction or
+        review request twice is one)."""
         for attempt in range(1, self.attempts + 1):
             try:
                 return write()
             except Exception as exc:
                 wait = self.wait_after(exc, attempt)
+                if wait is not None and not (find or idempotent) and not refused_for_now(exc):
+                    wait = None  # it may have been done, and nothing can tell: not sent twice
                 if wait is None or attempt == self.attempts:
                     raise  # a refusal, or the last attempt's failure, as the transport raised it
-                log.warning("%s: %s; looking it up in %.1fs before sending it again", what, describe(exc), wait)
+                log.warning("%s: %s; trying again in %.1fs", what, describe(exc), wait)
                 self.sleep(wait)
-            if find is not None:
-                found = find()
-                if found is not None:
-                    log.info("%s: the earlier attempt was done after all; not sent again", what)
-                    return found
+            if find is not None and (found := find()) is not None:
+                log.info("%s: the earlier attempt was done after all; not sent again", what)
+                return found
         raise AssertionError("unreachable")
 
     def wait_after(self, exc: Exception, attempt: int) -> float | None:
@@ -75,6 +79,11 @@ class Writes:
                     return min(float(after), self.max_wait)
                 return max(backoff, self.secondary_wait) if exc.status in (403, 429) else backoff
         return None
+
+
+def refused_for_now(exc: Exception) -> bool:
+    """GitHub answered "not now" (429, or a rate limit): it did nothing, so the same request may be sent again."""
+    return isinstance(exc, RateLimitExceededException) or isinstance(exc, GithubException) and exc.status == 429
 
 
 def describe(exc: Exception) -> str:
