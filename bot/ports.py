@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
+
+from bot.domain.scope import RunInfo
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,18 @@ class Forge(Protocol):
 
     def culprit_facts(self, sha: str, subject_pr: int | None) -> CulpritFacts: ...
 
+    def role(self, user: str) -> str | None:
+        """admin | maintain | write | triage | read (or a custom role's name); None for a stranger."""
+
+    def run_history(self, workflow_id: int, branch: str, limit: int = 50) -> list[RunInfo]:
+        """Completed runs of a workflow on a branch, newest first."""
+
+    def run_log(self, run_id: int) -> str:
+        """Every job's log of a run, concatenated, as GitHub wrote it."""
+
+    def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
+        """The files of a run's artifact called `name` ({} when the run has none)."""
+
     def kill_switch(self, label: str, allowed_roles: list[str], allowed_users: list[str]) -> int | None: ...
 
     def reverts_opened_since(self, since: datetime) -> int: ...
@@ -73,3 +88,27 @@ class Forge(Protocol):
     def actions(self, workflow: str) -> Any:
         """The step workflow's runs (bot.adapters.dispatch.actions.Actions): the service only hands it to the
         dispatch backend, which declares what it calls."""
+
+
+class Git(Protocol):
+    """The clone's history, as the service reads it (bot.adapters.git.repo.GitRepo is the implementation)."""
+
+    path: Path
+
+    def resolve(self, rev: str, what: str = "revision") -> str: ...
+
+    def is_ancestor(self, older: str, newer: str) -> bool: ...
+
+    def count(self, good: str, bad: str, first_parent: bool) -> int: ...
+
+    def committed_at(self, sha: str) -> datetime: ...
+
+    def range_graph(self, good: str, bad: str) -> dict[str, tuple[str, ...]]: ...
+
+    def first_parent_log(self, good: str, bad: str) -> list[list[str]]: ...
+
+    def subjects(self, shas: list[str]) -> dict[str, str]: ...
+
+    def parents(self, sha: str) -> list[str]: ...
+
+    def branches_at(self, sha: str) -> list[str]: ...

@@ -30,7 +30,7 @@ from bot.domain.requests import StartRequest
 from bot.domain.scope import Scoped
 from bot.domain.subjects import pr_number
 from bot.observability import bind
-from bot.ports import Forge
+from bot.ports import Forge, Git
 from bot.service import setup
 from bot.service.backends import backend_for
 from bot.service.config import bisect_config
@@ -43,7 +43,7 @@ STATUS_EVERY_S = 5.0
 log = logging.getLogger("revert_bisect.bisections")
 
 
-def off_branch(repo: GitRepo, good: str, bad: str, branch_ref: str) -> str | None:
+def off_branch(repo: Git, good: str, bad: str, branch_ref: str) -> str | None:
     """Only commits reachable from the watched branch are ever checked out on a runner: never a fork's PR
     head or a side branch, whose code nobody with write access has merged."""
     for name, rev in (("good", good), ("bad", bad)):
@@ -55,7 +55,7 @@ def off_branch(repo: GitRepo, good: str, bad: str, branch_ref: str) -> str | Non
     return None
 
 
-def too_long(repo: GitRepo, good: str, bad: str, policy: Policy, test_id: str) -> str | None:
+def too_long(repo: Git, good: str, bad: str, policy: Policy, test_id: str) -> str | None:
     """`bisect.max_commits`, counted over the commits the search may blame: the first-parent chain, or every
     commit of the range with `bisect.first_parent: false` (a wrong GOOD years back must not start a huge search)."""
     limit = policy.bisect.max_commits

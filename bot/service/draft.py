@@ -6,7 +6,6 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.adapters.git.repo import GitRepo
 from bot.adapters.git.revert import Revert
 from bot.adapters.store.models import BisectionRow
 from bot.domain.bisect.evidence import Evidence
@@ -14,6 +13,7 @@ from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
+from bot.ports import Git
 from bot.service.driver import finished_runs
 from bot.service.pr_body import (
     AB,
@@ -47,7 +47,7 @@ def _values(values: list[float | None], exits: list[int | None]) -> str:
 def draft(
     row: BisectionRow,
     problem: Problem,
-    repo: GitRepo,
+    repo: Git,
     revert: Revert,
     *,
     repo_slug: str,
@@ -80,7 +80,8 @@ def draft(
                 record.number if record else pr_number(subject),
             )
         )
-    parent = repo.repo.commit(culprit).parents[0].hexsha
+    parents = repo.parents(culprit)
+    parent = parents[0]
     record = prs.get(culprit)
     culprit_info = Culprit(
         culprit,
@@ -88,7 +89,7 @@ def draft(
         record.title if record else strip_pr_number(subjects[culprit]),
         record.number if record else pr_number(subjects[culprit]),
         record.author if record else None,
-        merge=len(repo.repo.commit(culprit).parents) > 1,
+        merge=len(parents) > 1,
     )
     ab_runs: dict[Kind, list] = defaultdict(list)
     for run, verdict in evidence.verdicts:

@@ -136,7 +136,7 @@ def _revert_info(row: BisectionRow, repo: GitRepo) -> dict | None:
         return None
     branch = None
     if row.revert:
-        branches = repo.repo.git.branch("--points-at", row.revert, "--format=%(refname:short)").split()
+        branches = repo.branches_at(row.revert)
         branch = branches[0] if branches else None
     culprit = (outcome_of(row) or BisectionOutcome()).culprit
     # The driver kept only the reverter's words; the typed answer is asked of git again (ONTO is a sha: same answer).

@@ -71,6 +71,13 @@ class GitRepo:
         out = self.repo.git.log("--first-parent", "--reverse", "--format=%H%x00%an%x00%s", f"{good}..{bad}")
         return [line.split("\x00", 2) for line in out.splitlines() if line]
 
+    def parents(self, sha: str) -> list[str]:
+        return [parent.hexsha for parent in self.repo.commit(sha).parents]
+
+    def branches_at(self, sha: str) -> list[str]:
+        """Local branches whose tip is `sha`."""
+        return self.repo.git.branch("--points-at", sha, "--format=%(refname:short)").split()
+
     def subjects(self, shas: list[str]) -> dict[str, str]:
         if not shas:
             return {}

@@ -6,11 +6,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from bot.adapters.github.forge import GitHubForge
 from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.command_plan import Comment, Plan, plan
 from bot.domain.policy import Policy
 from bot.domain.requests import StartRequest
+from bot.ports import Forge
 
 log = logging.getLogger("revert_bisect.command")
 
@@ -18,7 +18,7 @@ log = logging.getLogger("revert_bisect.command")
 class Bisections(Protocol):
     """What the command handler needs from whatever runs bisections in this deployment."""
 
-    def start(self, request: StartRequest, forge: GitHubForge) -> None: ...
+    def start(self, request: StartRequest, forge: Forge) -> None: ...
 
     def status(self, repo: str, thread: int) -> str: ...
 
@@ -26,7 +26,7 @@ class Bisections(Protocol):
 
 
 class CommandJob:
-    def __init__(self, policies: Mapping[str, Policy], forge_for: Callable[[str], GitHubForge], bisections: Bisections):
+    def __init__(self, policies: Mapping[str, Policy], forge_for: Callable[[str], Forge], bisections: Bisections):
         self.policies = policies
         self.forge_for = forge_for
         self.bisections = bisections

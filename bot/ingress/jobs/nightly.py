@@ -7,16 +7,16 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from bot.adapters.github.forge import GitHubForge
 from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.policy import Policy
 from bot.domain.scope import Results, RunInfo, Scoped, Unscoped, scope, watched
+from bot.ports import Forge
 
 log = logging.getLogger("revert_bisect.nightly")
 
 
 class NightlyBisections(Protocol):
-    def start_nightly(self, repo_slug: str, scoped: Scoped, forge: GitHubForge) -> None: ...
+    def start_nightly(self, repo_slug: str, scoped: Scoped, forge: Forge) -> None: ...
 
 
 def run_info(run: dict) -> RunInfo:
@@ -31,7 +31,7 @@ def run_info(run: dict) -> RunInfo:
     )
 
 
-def read_results(forge: GitHubForge, policy: Policy, run_id: int) -> Results:
+def read_results(forge: Forge, policy: Policy, run_id: int) -> Results:
     """The run's log, plus the JUnit and metrics artifacts the policy names, when the run has them."""
     junit, metrics = (), None
     if policy.results.junit_artifact:
@@ -49,7 +49,7 @@ def read_results(forge: GitHubForge, policy: Policy, run_id: int) -> Results:
 
 class NightlyJob:
     def __init__(
-        self, policies: Mapping[str, Policy], forge_for: Callable[[str], GitHubForge], bisections: NightlyBisections
+        self, policies: Mapping[str, Policy], forge_for: Callable[[str], Forge], bisections: NightlyBisections
     ):
         self.policies = policies
         self.forge_for = forge_for
