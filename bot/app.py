@@ -13,6 +13,7 @@ from bot.ingress.webhooks.router import router as webhooks
 from bot.ingress.worker import Handler, Worker
 from bot.observability import observe
 from bot.observability.github_api import install as install_github_api
+from bot.observability.reachability import probe as probe_github
 from bot.settings import BotSettings
 from bot.web import install as install_dashboard
 
@@ -25,7 +26,12 @@ def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = N
         from bot.wiring import handlers as build_handlers
 
         handlers = build_handlers(settings, engine)
-    worker = Worker(Jobs(engine, lease_s=settings.job_lease_s), handlers) if handlers else None
+    api = settings.github_url
+
+    def probe() -> bool:  # while jobs are parked: does GitHub answer again?
+        return probe_github(api, timeout=min(5.0, settings.github_timeout_s))
+
+    worker = Worker(Jobs(engine, lease_s=settings.job_lease_s), handlers, probe=probe) if handlers else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):

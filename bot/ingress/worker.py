@@ -1,18 +1,31 @@
-"""The worker loop: claims queued jobs and hands each to the handler its route names."""
+"""The worker loop: claims queued jobs and hands each to the handler its route names.
+
+A job that fails is not tried again at once (bot.domain.patience decides): after an error, once its backoff
+(exponential, with jitter) has passed, up to `max_attempts`; after a rate limit, when GitHub said; when GitHub
+does not answer, it is *parked*, and the loop probes GitHub (with backoff) until it answers, then puts every
+parked job back in the queue. While GitHub is down, a job claimed meets it at its first request, which
+fails at once without the network (bot.observability.reachability), and is parked too: listed as waiting
+for GitHub on the dashboard and in /metrics.
+"""
 
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping
 
+from bot.adapters.github.failures import classify
 from bot.adapters.store.deliveries import ClaimedJob, Jobs
+from bot.domain.patience import JOB_BACKOFF, Backoff, GiveUp, Later, Park, after_failure
 from bot.observability import bind
+from bot.observability.reachability import GITHUB, Reachability
 
 log = logging.getLogger("revert_bisect.worker")
 
 Handler = Callable[[ClaimedJob], None]
+Probe = Callable[[], bool]  # does GitHub answer? (bot.observability.reachability.probe on the API's URL)
 
 
 MAX_ATTEMPTS = 5
@@ -20,13 +33,26 @@ MAX_ATTEMPTS = 5
 
 class Worker:
     def __init__(
-        self, jobs: Jobs, handlers: Mapping[str, Handler], idle_s: float = 0.5, max_attempts: int = MAX_ATTEMPTS
+        self,
+        jobs: Jobs,
+        handlers: Mapping[str, Handler],
+        idle_s: float = 0.5,
+        max_attempts: int = MAX_ATTEMPTS,
+        probe: Probe | None = None,
+        reach: Reachability = GITHUB,
+        backoff: Backoff = JOB_BACKOFF,
+        rng: Callable[[], float] = random.random,
     ):
         self.jobs = jobs
         self.handlers = handlers
         self.idle_s = idle_s
         self.max_attempts = max_attempts
+        self.probe = probe
+        self.reach = reach
+        self.backoff = backoff
+        self.rng = rng
         self._stop = threading.Event()
+        self._patience_lock = threading.Lock()
 
     def run_once(self) -> ClaimedJob | None:
         job = self.jobs.claim()
@@ -49,17 +75,73 @@ class Worker:
                 raise LookupError(f"no handler registered for {job.handler!r}")
             handler(job)
         except Exception as exc:  # recorded with its reason and retried (handlers are idempotent); the loop goes on
-            log.exception(
-                "job %s (%s, delivery %s) failed, attempt %s", job.id, job.handler, job.delivery_id, job.attempts
-            )
-            retry = handler is not None and job.attempts < self.max_attempts
-            self.jobs.finish(job.id, f"{type(exc).__name__}: {exc}", retry=retry)
+            self._failed(job, handler is not None, exc)
         else:
             self.jobs.finish(job.id)
             log.info("job %s (%s) done in %.1fs", job.id, job.handler, time.monotonic() - started)
         finally:
             done.set()
         return job
+
+    def _failed(self, job: ClaimedJob, handled: bool, exc: Exception) -> None:
+        failure = classify(exc)
+        error = f"{type(exc).__name__}: {exc}"
+        if not handled:
+            decision = GiveUp(error)
+        else:
+            decision = after_failure(failure, job.failed_attempts, self.max_attempts, self.rng(), self.backoff)
+        if isinstance(decision, Park):
+            self.reach.mark_down()  # the API or the git host: either way, stop asking until a probe is answered
+            self.jobs.park(job.id, decision.reason)
+            log.warning("job %s (%s) parked until GitHub answers again: %s", job.id, job.handler, failure.detail)
+        elif isinstance(decision, Later):
+            self.jobs.later(job.id, error, decision.after_s, counts=decision.counts)
+            log.warning(
+                "job %s (%s, delivery %s) failed, attempt %s; tried again in %.1fs: %s",
+                job.id,
+                job.handler,
+                job.delivery_id,
+                job.failed_attempts,
+                decision.after_s,
+                decision.reason,
+                exc_info=failure.trouble == "error",
+            )
+        else:
+            log.error(
+                "job %s (%s, delivery %s) failed for good after %s attempt(s)",
+                job.id,
+                job.handler,
+                job.delivery_id,
+                job.failed_attempts,
+                exc_info=exc,
+            )
+            self.jobs.finish(job.id, error)
+
+    def tend_parked(self) -> int:
+        """Parked jobs back in the queue once GitHub answers: at once when it answered this process since they
+        were parked, else when the probe (at most one at a time, on its backoff schedule) is answered. The
+        number of jobs put back."""
+        if not self._patience_lock.acquire(blocking=False):
+            return 0
+        try:
+            parked = self.jobs.parked_since()
+            if parked is None:
+                if not self.reach.up and self.probe is not None and self.reach.claim_trial():
+                    self.reach.trial_done(self.probe(), probe=True)  # a job in flight may be waiting on GitHub
+                return 0
+            if not self.reach.answered_since(parked.timestamp()):
+                if self.probe is None or not self.reach.claim_trial():
+                    return 0
+                answered = self.probe()
+                self.reach.trial_done(answered, probe=True)
+                if not answered:
+                    log.info("GitHub still does not answer; next probe in %.0fs", self.reach.next_trial_in())
+                    return 0
+            if n := self.jobs.resume_parked():
+                log.info("GitHub answers again: %s parked job(s) back in the queue", n)
+            return n
+        finally:
+            self._patience_lock.release()
 
     def _renew(self, job_id: int, done: threading.Event) -> None:
         """Keep the job's lease while its handler runs (a bisection can take hours)."""
@@ -84,6 +166,10 @@ class Worker:
             if time.monotonic() >= next_sweep:  # jobs of a dead worker (any replica) come back when their lease ends
                 self._sweep()
                 next_sweep = time.monotonic() + self.jobs.lease_s / 2
+            try:
+                self.tend_parked()
+            except Exception:  # noqa: BLE001 -- the store is briefly unreachable: the loop goes on
+                log.warning("cannot look at the parked jobs", exc_info=True)
             if self.run_once() is None:
                 self._stop.wait(self.idle_s)
 

@@ -9,7 +9,9 @@ It is process-wide (every Github, GithubIntegration and installation-token clien
 `install()`, which the app factory and the wiring call before they build a client: importing a module
 patches nothing), like the rate limit it watches; `STATS.reset()` clears it for tests.
 Retries done inside urllib3 (GithubRetry) are invisible here: a call retried three times counts once,
-with its final status.
+with its final status. The same class stops sending requests while GitHub does not answer
+(bot.observability.reachability). The fetches of the signed URLs GitHub's downloads redirect to go to another
+host, not through PyGithub: bot.adapters.github.downloads counts each (`record_download`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+import requests
+
 from bot.observability.logs import register_secret
+from bot.observability.reachability import GITHUB as REACH
+from bot.observability.reachability import GitHubUnreachable
 
 
 @dataclass
@@ -26,6 +32,7 @@ class ApiStats:
     remaining: dict[str, int] = field(default_factory=dict)  # X-RateLimit-Resource -> X-RateLimit-Remaining
     limit: dict[str, int] = field(default_factory=dict)
     reset_at: dict[str, int] = field(default_factory=dict)  # epoch seconds
+    downloads: dict[str, int] = field(default_factory=dict)  # signed-URL fetches (blob host): status class -> count
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, method: str, status: int | None, headers) -> None:
@@ -43,6 +50,15 @@ class ApiStats:
                 if value is not None and str(value).isdigit():
                     target[resource] = int(value)
 
+    def record_download(self, status_class: str) -> None:
+        """One fetch of a signed download URL (bot.adapters.github.downloads): 2xx, 4xx, 5xx, error, too_large."""
+        with self._lock:
+            self.downloads[status_class] = self.downloads.get(status_class, 0) + 1
+
+    def downloads_snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.downloads)
+
     def snapshot(self) -> tuple[dict, dict, dict, dict]:
         with self._lock:
             return dict(self.calls), dict(self.remaining), dict(self.limit), dict(self.reset_at)
@@ -53,6 +69,7 @@ class ApiStats:
             self.remaining.clear()
             self.limit.clear()
             self.reset_at.clear()
+            self.downloads.clear()
 
 
 STATS = ApiStats()
@@ -66,16 +83,25 @@ def _token_of(headers) -> str | None:
 
 
 class _Counted:
-    """Mixed into PyGithub's connection classes: every response (or failure) is recorded."""
+    """Mixed into PyGithub's connection classes: every response (or failure) is recorded, and GitHub's
+    reachability learns from it; while GitHub does not answer, a request is not sent at all (REACH)."""
 
     def getresponse(self):
         register_secret(_token_of(getattr(self, "headers", None)), transient=True)
+        ticket = REACH.ticket()
+        if ticket is None:
+            raise GitHubUnreachable(
+                f"GitHub did not answer the last requests; {self.verb} not sent "
+                f"(the next try in {REACH.next_trial_in():.0f}s)"
+            )
         try:
             response = super().getresponse()
-        except Exception:
+        except Exception as exc:
             STATS.record(self.verb, None, None)
+            REACH.report(ticket, answered=not isinstance(exc, requests.RequestException))
             raise
         STATS.record(self.verb, response.status, response.headers)  # requests' case-insensitive dict
+        REACH.report(ticket, answered=response.status < 500)
         return response
 
 
@@ -123,6 +149,15 @@ class GitHubApiCollector:
         for (method, status_class), n in sorted(calls.items()):
             counter.add_metric([method, status_class], n)
         yield counter
+        downloads = CounterMetricFamily(
+            "revert_bisect_github_downloads",
+            "Fetches of signed download URLs GitHub redirected to (artifacts, logs), by status class "
+            "(error: no answer; too_large: over the size limit).",
+            labels=["status_class"],
+        )
+        for status_class, n in sorted(self.stats.downloads_snapshot().items()):
+            downloads.add_metric([status_class], n)
+        yield downloads
         for name, values, doc in (
             (
                 "revert_bisect_github_rate_limit_remaining",

@@ -1,9 +1,10 @@
 """Prometheus series of one app, in its own registry (several apps in one process do not clash).
 
-Counted in this process: webhook deliveries (the router), GitHub API calls (bot.observability.github_api).
+Counted in this process: webhook deliveries (the router), GitHub API calls (bot.observability.github_api),
+whether GitHub answers and the probes and short-circuited requests while it does not (.reachability).
 Read from the store at scrape time, so every replica reports the same, right numbers: jobs by state
-and the oldest queued job's age, bisections by status and phase, steps by state, verdict and backend,
-and the step-duration histogram.
+(parked: waiting for GitHub to answer again), the oldest queued and parked jobs' ages, jobs backing off,
+bisections by status and phase, steps by state, verdict and backend, and the step-duration histogram.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot.adapters.store.models import BisectionRow, JobRow, StepRow
 from bot.observability.github_api import GitHubApiCollector
+from bot.observability.reachability import ReachabilityCollector
 
 PREFIX = "revert_bisect_"
 DELIVERY_OUTCOMES = (
@@ -29,7 +31,7 @@ DELIVERY_OUTCOMES = (
     "too_large",
     "store_unavailable",
 )
-JOB_STATES = ("queued", "running", "done", "failed")
+JOB_STATES = ("queued", "running", "parked", "done", "failed")
 BACKENDS = ("local", "github_actions", "other")
 # GPU correctness tests: seconds to hours.
 DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
@@ -72,6 +74,10 @@ class StoreCollector:
         with self.engine.connect() as conn:
             jobs = dict(conn.execute(select(JobRow.state, func.count()).group_by(JobRow.state)).all())
             oldest = conn.execute(select(func.min(JobRow.created_at)).where(JobRow.state == "queued")).scalar()
+            parked = conn.execute(select(func.min(JobRow.parked_at)).where(JobRow.state == "parked")).scalar()
+            deferred = conn.execute(
+                select(func.count()).where(JobRow.state == "queued", JobRow.not_before > datetime.now(UTC))
+            ).scalar()
             status = func.coalesce(BisectionRow.status, literal("running")).label("status")
             bisections = conn.execute(
                 select(status, BisectionRow.phase, func.count()).group_by(status, BisectionRow.phase)
@@ -99,6 +105,18 @@ class StoreCollector:
         )
         age.add_metric([], max(0.0, (datetime.now(UTC) - _utc(oldest)).total_seconds()) if oldest else 0.0)
         yield age
+        age = GaugeMetricFamily(
+            PREFIX + "oldest_parked_job_age_seconds",
+            "How long the longest-parked job has waited for GitHub to answer again (0: none parked).",
+        )
+        age.add_metric([], max(0.0, (datetime.now(UTC) - _utc(parked)).total_seconds()) if parked else 0.0)
+        yield age
+        waiting = GaugeMetricFamily(
+            PREFIX + "jobs_backing_off",
+            "Queued jobs held back until their backoff (or GitHub's Retry-After) has passed.",
+        )
+        waiting.add_metric([], deferred or 0)
+        yield waiting
 
         family = GaugeMetricFamily(
             PREFIX + "bisections",
@@ -145,6 +163,7 @@ class Metrics:
         if engine is not None:
             self.registry.register(StoreCollector(engine))
         self.registry.register(GitHubApiCollector())
+        self.registry.register(ReachabilityCollector())
 
     def delivery(self, event: str, outcome: str) -> None:
         self.deliveries.labels(event, outcome).inc()

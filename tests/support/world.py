@@ -45,6 +45,15 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
         (tmp_path / "app.pem").write_text(app_key)
         auth = dict(github_app_id=4242, github_app_private_key=tmp_path / "app.pem")
     base, stop_sandbox = run_in_thread(state)
+    server = {"stop": stop_sandbox}
+
+    def take_github_away() -> None:  # the sandbox stops: connections to it are refused
+        server["stop"]()
+        server["stop"] = lambda: None
+
+    def bring_github_back() -> None:  # on the same port, with the same state
+        _, server["stop"] = run_in_thread(state, port=int(base.rsplit(":", 1)[1]))
+
     settings = BotSettings(
         webhook_secret=SECRET,
         db=f"sqlite:///{tmp_path / 'bot.db'}",
@@ -55,9 +64,9 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
         **settings_extra,
     )
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    bot_server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     stop_log = _log_to(tmp_path / "bot.log")
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=bot_server.run, daemon=True)
     thread.start()
     bot = f"http://127.0.0.1:{port}"
     for _ in range(100):
@@ -68,11 +77,21 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
             time.sleep(0.1)
     watch = BotWatch(settings.db, thread.is_alive, [tmp_path / "bot.log"])
     try:
-        yield dict(scenario=scenario, state=state, seeded=seeded, base=base, bot=bot, tmp=tmp_path, watch=watch)
+        yield dict(
+            scenario=scenario,
+            state=state,
+            seeded=seeded,
+            base=base,
+            bot=bot,
+            tmp=tmp_path,
+            watch=watch,
+            take_github_away=take_github_away,
+            bring_github_back=bring_github_back,
+        )
     finally:
-        server.should_exit = True
+        bot_server.should_exit = True
         thread.join(timeout=10)
-        stop_sandbox()
+        server["stop"]()
         stop_log()
 
 

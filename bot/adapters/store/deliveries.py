@@ -6,9 +6,9 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
@@ -63,7 +63,13 @@ class ClaimedJob:
     delivery_id: str
     event: str
     payload: dict
-    attempts: int
+    attempts: int  # claims so far, this one included
+    waits: int = 0  # of those, the ones that ended waiting for GitHub (an outage, a rate limit): no attempt used
+
+    @property
+    def failed_attempts(self) -> int:
+        """The attempts this one makes, counted against the job's limit."""
+        return self.attempts - self.waits
 
 
 LEASE_S = 60.0
@@ -73,7 +79,9 @@ class Jobs:
     """The job queue. A job is claimed under a row lock that skips rows other workers hold
     (PostgreSQL) and by a conditional UPDATE (both databases), so of several workers or replicas
     on one database exactly one wins it. A running job is leased to its worker, which renews the
-    lease while it works; a job whose lease ran out (its worker died) goes back to the queue."""
+    lease while it works; a job whose lease ran out (its worker died) goes back to the queue. A job tried
+    again later is queued with `not_before` (its backoff) and not claimed before; a job waiting for GitHub
+    to answer again is `parked` until `resume_parked` (bot.domain.patience decides which)."""
 
     def __init__(self, engine: Engine, lease_s: float = LEASE_S, owner: str | None = None):
         self._session = sessionmaker(engine, expire_on_commit=False)
@@ -85,7 +93,8 @@ class Jobs:
 
     def claim(self) -> ClaimedJob | None:
         with self._session.begin() as s:
-            queued = select(JobRow.id).where(JobRow.state == "queued").order_by(JobRow.id).limit(5)
+            ready = (JobRow.not_before.is_(None)) | (JobRow.not_before <= utcnow())  # a backoff holds it back
+            queued = select(JobRow.id).where(JobRow.state == "queued", ready).order_by(JobRow.id).limit(5)
             candidates = s.scalars(queued.with_for_update(skip_locked=True)).all()
             for job_id in candidates:
                 won = s.execute(
@@ -97,19 +106,72 @@ class Jobs:
                     job = s.get(JobRow, job_id)
                     delivery = s.get(DeliveryRow, job.delivery_id)
                     return ClaimedJob(
-                        job.id, job.handler, delivery.delivery_id, delivery.event, delivery.payload, job.attempts
+                        job.id,
+                        job.handler,
+                        delivery.delivery_id,
+                        delivery.event,
+                        delivery.payload,
+                        job.attempts,
+                        job.waits or 0,
                     )
         return None
 
     def finish(self, job_id: int, error: str | None = None, retry: bool = False) -> None:
-        """done, failed, or (retry) back in the queue with the error kept for the record."""
+        """done, failed, or (retry) back in the queue at once with the error kept for the record."""
         state = "queued" if retry else "failed" if error else "done"
         with self._session.begin() as s:
             s.execute(
                 update(JobRow)
                 .where(JobRow.id == job_id)
-                .values(state=state, error=error, finished_at=None if retry else utcnow())
+                .values(state=state, error=error, finished_at=None if retry else utcnow(), not_before=None)
             )
+
+    def later(self, job_id: int, error: str, after_s: float, counts: bool = True) -> None:
+        """Back in the queue, not claimed for `after_s` (a backoff, GitHub's Retry-After); `counts=False`: the
+        attempt it made is not counted against its limit (GitHub asked it to wait)."""
+        with self._session.begin() as s:
+            s.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id)
+                .values(
+                    state="queued",
+                    error=error,
+                    owner=None,
+                    lease_until=None,
+                    not_before=utcnow() + timedelta(seconds=max(0.0, after_s)),
+                    waits=JobRow.waits + (0 if counts else 1),
+                )
+            )
+
+    def park(self, job_id: int, reason: str) -> None:
+        """Waiting for GitHub to answer again (`resume_parked`), however long that takes; no attempt used up."""
+        with self._session.begin() as s:
+            s.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id)
+                .values(
+                    state="parked",
+                    error=reason,
+                    owner=None,
+                    lease_until=None,
+                    not_before=None,
+                    parked_at=utcnow(),
+                    waits=JobRow.waits + 1,
+                )
+            )
+
+    def parked_since(self) -> datetime | None:
+        """When the longest-parked job (of any replica) was parked; None when none is."""
+        with self._session() as s:
+            oldest = s.scalar(select(func.min(JobRow.parked_at)).where(JobRow.state == "parked"))
+        return None if oldest is None else oldest if oldest.tzinfo else oldest.replace(tzinfo=UTC)
+
+    def resume_parked(self) -> int:
+        """GitHub answers again: every parked job goes back to the queue, to be claimed at once."""
+        with self._session.begin() as s:
+            return s.execute(
+                update(JobRow).where(JobRow.state == "parked").values(state="queued", parked_at=None, not_before=None)
+            ).rowcount
 
     def renew(self, job_id: int) -> bool:
         """Extend this worker's lease on a running job; False when it is no longer ours."""

@@ -113,8 +113,12 @@ class JobRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id", ondelete="CASCADE"), index=True)
     handler: Mapped[str] = mapped_column(String(64))
-    state: Mapped[str] = mapped_column(String(16), index=True, default="queued")  # queued -> running -> done | failed
+    # queued -> running -> done | failed; running -> parked (GitHub unreachable) -> queued when it answers again
+    state: Mapped[str] = mapped_column(String(16), index=True, default="queued")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    waits: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # claims that used up no attempt
+    not_before: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # a backoff's end
+    parked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
