@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"webhooks (workflow_run) -> {url}", file=sys.stderr)
     if args.schedule and seeded is not None:
         _schedule_when_serving(state, seeded.repo, args.host, args.port)
-    print(f"GitHub sandbox on http://{args.host}:{args.port}", file=sys.stderr)
+    state.blobs.serve(args.host)  # where the download redirects point: another host name, a port of its own
+    print(f"GitHub sandbox on http://{args.host}:{args.port} (downloads: {state.blobs.base_url})", file=sys.stderr)
     uvicorn.run(create_sandbox(state), host=args.host, port=args.port, log_level="info")
     return 0
 

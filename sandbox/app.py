@@ -92,7 +92,7 @@ def create_sandbox(state: SandboxState) -> FastAPI:
 
     for router in ROUTERS:
         app.include_router(router)
-    app.middleware("http")(actions.signed_downloads)  # added last: the outermost, before the credentials check
+    app.middleware("http")(actions.learn_base_url)  # added last: the outermost, before the credentials check
 
     @app.exception_handler(404)
     async def unknown_route(request: Request, exc):

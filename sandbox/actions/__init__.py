@@ -24,9 +24,9 @@ comes from the exit code (0 success, else failure; cancelled; timed_out). `workf
 signed and delivered to every hook subscribed to them (`state.add_hook(url, secret, events)`), in
 order, on a delivery thread; `state.hook_deliveries` records them.
 
-Downloads (job logs, artifact zips) answer 302 like GitHub, to `/_sandbox/actions/...` URLs carrying
-a signed, expiring query token (`expires`, `sig`), so a client may follow them without credentials;
-with a valid token in the Authorization header they are served too.
+Downloads (job logs, run logs, artifact zips) answer 302 like GitHub, to a signed URL that expires after a
+minute on another host, the blob host (sandbox/state/blobs.py), which refuses credentials
+(sandbox/api/downloads.py builds what it serves).
 """
 
 # Modules: workflow (the files), model (the records), engine (+ runner: processes; outbox: webhooks),

@@ -1,9 +1,8 @@
-"""The GitHub Actions operations: workflows, dispatches, runs, jobs, logs, artifacts, cancellation; and
-the signed download links the log and artifact redirects point at."""
+"""The GitHub Actions operations: workflows, dispatches, runs, jobs, logs, artifacts, cancellation. The
+downloads answer 302 to a signed URL on the blob host (api/downloads.py, state/blobs.py), as GitHub's do."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
@@ -14,13 +13,11 @@ from ..actions.engine import Actions
 from ..actions.model import Run, Workflow
 from ..actions.render import render_artifact, render_job, render_run, render_workflow
 from ..models import Repo
+from . import downloads
 from .deps import Access, State, body_of, need_write, page
 from .errors import ApiError, invalid, not_found
 
 router = APIRouter()
-
-
-BLOB_ROUTE = re.compile(r"^/_sandbox/actions/(logs|artifacts)/(\d+)(?:\.zip|\.txt)?$")
 
 
 def actions_engine(state: State) -> Actions:
@@ -30,32 +27,17 @@ def actions_engine(state: State) -> Actions:
 Engine = Annotated[Actions, Depends(actions_engine)]
 
 
-async def signed_downloads(request: Request, call_next):
-    """Outermost middleware (the app factory adds it last): learn the base URL for webhooks; serve signed
-    download links without credentials."""
+async def learn_base_url(request: Request, call_next):
+    """Outermost middleware (the app factory adds it last): learn the base URL for webhooks."""
     actions: Actions = request.app.state.sandbox.actions
     if actions.base_url is None:
         actions.base_url = str(request.base_url).rstrip("/")
-    m = BLOB_ROUTE.match(request.url.path)
-    if m and request.method == "GET" and "sig" in request.query_params:
-        kind, ident = m.group(1), int(m.group(2))
-        if not actions.link_ok(kind, ident, request.query_params.get("expires"), request.query_params.get("sig")):
-            return Response("Signature expired or invalid.\n", status_code=403, media_type="text/plain")
-        found = actions.blob(kind, ident)
-        if found is None:
-            return Response("Not found.\n", status_code=404, media_type="text/plain")
-        return Response(found[0], media_type=found[1])
     return await call_next(request)
 
 
-@router.get("/_sandbox/actions/{kind}/{name}")
-def blob(request: Request, actions: Engine, kind: str, name: str):
-    """A download link followed with credentials instead of the signed token."""
-    m = BLOB_ROUTE.match(f"/_sandbox/actions/{kind}/{name}")
-    found = actions.blob(m.group(1), int(m.group(2))) if m else None
-    if found is None:
-        raise not_found()
-    return Response(found[0], media_type=found[1])
+def found(location: str) -> Response:
+    """GitHub's answer to a download: 302 to a signed URL on the blob host, no body."""
+    return Response(status_code=302, headers={"Location": location})
 
 
 def flow_of(actions: Actions, r: Repo, workflow_id: str) -> Workflow:
@@ -166,15 +148,21 @@ def list_jobs(request: Request, access: Access, actions: Engine, run_id: int):
     return {"total_count": 1, "jobs": [render_job(rr, actions.workflow_of(run), r, run)]}
 
 
-@router.get("/repos/{owner}/{repo}/actions/jobs/{job_id}/logs")
-def job_logs(request: Request, access: Access, actions: Engine, job_id: int):
+@router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/logs")
+def run_logs(request: Request, state: State, access: Access, actions: Engine, run_id: int):
+    """actions/download-workflow-run-logs: a zip, one file per job and per step."""
     r, rr, _ = access
+    run = run_of(actions, r, run_id)
+    return found(downloads.run_logs_url(state.blobs, rr, actions.workflow_of(run), r, run))
+
+
+@router.get("/repos/{owner}/{repo}/actions/jobs/{job_id}/logs")
+def job_logs(request: Request, state: State, access: Access, actions: Engine, job_id: int):
+    r, _, _ = access
     run_id = actions.jobs.get(job_id)
     if run_id is None:
         raise not_found()
-    run_of(actions, r, run_id)
-    location = f"{rr.base}/_sandbox/actions/logs/{job_id}.txt?{actions.sign_link('logs', job_id)}"
-    return Response(status_code=302, headers={"Location": location})
+    return found(downloads.job_log_url(state.blobs, run_of(actions, r, run_id)))
 
 
 @router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts")
@@ -189,14 +177,18 @@ def list_artifacts(request: Request, access: Access, actions: Engine, run_id: in
 
 
 @router.get("/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}")
-def download_artifact(request: Request, access: Access, actions: Engine, artifact_id: int, archive_format: str):
+def download_artifact(
+    request: Request, state: State, access: Access, actions: Engine, artifact_id: int, archive_format: str
+):
     r, rr, _ = access
     run_id = actions.artifacts.get(artifact_id)
     if run_id is None or archive_format != "zip":
         raise not_found()
-    run_of(actions, r, run_id)
-    location = f"{rr.base}/_sandbox/actions/artifacts/{artifact_id}.zip?{actions.sign_link('artifacts', artifact_id)}"
-    return Response(status_code=302, headers={"Location": location})
+    run = run_of(actions, r, run_id)
+    art = next((a for a in run.artifacts if a.id == artifact_id), None)
+    if art is None:
+        raise not_found()
+    return found(downloads.artifact_url(state.blobs, art))
 
 
 @router.post("/repos/{owner}/{repo}/actions/runs/{run_id}/cancel")

@@ -14,6 +14,7 @@ from ..actions.engine import Actions
 from ..apps import App, AppRegistry
 from ..models import Comment, Issue, PullInfo, Reaction, Repo, User, now_iso
 from ..ratelimit import RateBook
+from .blobs import BlobHost
 from .faults import Faults
 
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
@@ -36,6 +37,7 @@ class SandboxState:
         self.comments: dict[int, tuple[str, Comment]] = {}  # id -> (repo key, comment)
         self.reactions: dict[int, list[Reaction]] = {}  # comment id -> reactions
         self.faults = Faults()
+        self.blobs = BlobHost()  # where download redirects point: another host (sandbox.server serves it)
         self.rates = RateBook()  # the REST rate limit, and every request counted
         self._ids = itertools.count(1000)
         # GitHub Actions emulation (workflows, runs, webhooks)

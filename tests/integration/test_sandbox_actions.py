@@ -170,8 +170,8 @@ def test_jobs_logs_and_artifacts(sandbox):
     jobs = list(run.jobs())
     assert len(jobs) == 1 and jobs[0].conclusion == "success" and jobs[0].run_id == run.id
     location = jobs[0].logs_url()  # the 302's Location
-    assert location.startswith(sandbox["base"] + "/_sandbox/")
-    text = requests.get(location, timeout=10).text  # signed: no credentials needed
+    assert location.startswith(sandbox["state"].blobs.base_url + "/") and not location.startswith(sandbox["base"])
+    text = requests.get(location, timeout=10).content.decode("utf-8-sig")  # signed: no credentials; UTF-8, a BOM
     assert f"hello logs at {sha} run {run.id}" in text and "worktree ok" in text
     assert text.splitlines()[0][:4].isdigit() and "Z " in text.splitlines()[0]  # timestamped lines
     assert requests.get(location.replace("sig=", "sig=0"), timeout=10).status_code == 403

@@ -1,5 +1,6 @@
 """bot.ports.Forge as GitHubForge answers it, against the sandbox: plain values out (no PyGithub object), and a
-job's log fetched through PyGithub's requester, so it is counted (and retried) like every other GitHub call."""
+job's log redirect asked through PyGithub's requester, so it is counted (and retried) like every other GitHub call,
+and the signed URL it points at counted as a download."""
 
 import sys
 
@@ -45,9 +46,12 @@ def test_run_log_is_fetched_through_the_counted_client(sandbox):
     STATS.reset()
     text = forge.run_log(run_id)
     assert LINE in text
+    assert not text.startswith("\ufeff") and text.splitlines()[0][:4].isdigit()  # the BOM taken off, once
     calls, _, _, _ = STATS.snapshot()
-    # the run, its (one) job, and the job's logs: GitHub answers a redirect, which the requester follows
-    assert calls == {("GET", "2xx"): 3, ("GET", "3xx"): 1}
+    # the run and its (one) job through PyGithub, and the job's logs: GitHub's 302, asked of the requester and not
+    # followed; the signed URL on the blob host fetched without PyGithub, counted as a download
+    assert calls == {("GET", "2xx"): 2, ("GET", "3xx"): 1}
+    assert STATS.downloads_snapshot() == {"2xx": 1}
 
 
 def test_the_kill_switch_is_read_with_the_roles_the_policy_names():

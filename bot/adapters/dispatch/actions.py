@@ -8,7 +8,7 @@ out). Runs are polled with conditional requests (a 304 costs nothing against the
 long test); a `workflow_run` or `workflow_job` webhook about one of them cuts its wait short
 (`wake_for`), and one about any other run wakes nothing. Every way a run can end without a usable result is an
 infra verdict with its reason, never evidence about the commit: cancelled, timed out, never picked
-up by a runner with the labels, no artifact, a result.json that fails validation.
+up by a runner with the labels, no artifact or one that cannot be downloaded, a result.json that fails validation.
 """
 
 from __future__ import annotations
@@ -33,11 +33,15 @@ class Dispatched(Exception):
     """A dispatch that may or may not have created a run (an error after the request was sent)."""
 
 
+class ArtifactUnreadable(Exception):
+    """A run's artifact that is there but could not be downloaded, after a bounded number of tries (the reason)."""
+
+
 class Actions(Protocol):  # bot.adapters.github.actions.GitHubActions
     def dispatch(self, ref: str, inputs: dict[str, str]) -> int | None: ...
     def find_runs(self, marker: str, since: datetime) -> list[int]: ...
     def state(self, run_id: int): ...
-    def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes | None: ...
+    def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes | None: ...  # ArtifactUnreadable
     def cancel(self, run_id: int) -> bool: ...
 
 
@@ -270,7 +274,11 @@ class GitHubActionsBackend:
     def _read_result(self, flight: Flight, conclusion: str) -> None:
         spec = flight.spec
         name = ARTIFACT.format(step=spec.step_id)
-        data = self.actions.artifact_file(flight.run_id, name, "result.json")
+        try:
+            data = self.actions.artifact_file(flight.run_id, name, "result.json")
+        except ArtifactUnreadable as exc:  # tried a bounded number of times already: infra, not another poll
+            self._fail(flight, f"run {flight.run_id} concluded {conclusion}; its artifact {name}: {exc} ({flight.url})")
+            return
         if data is None:
             self._fail(
                 flight,

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import tempfile
+import io
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from github import GithubException
 from github.Repository import Repository
 from github.WorkflowRun import WorkflowRun
 
-from bot.adapters.dispatch.actions import Dispatched
+from bot.adapters.dispatch.actions import ArtifactUnreadable, Dispatched
+from bot.adapters.github.downloads import DownloadError, Downloads
 from bot.adapters.github.writes import Writes, refused_for_now
 
 
@@ -33,6 +33,7 @@ class GitHubActions:
         self.writes = writes or Writes()  # the client's (the forge's): how a refused-for-now dispatch is sent again
         self._workflow = None
         self._runs: dict[int, tuple[WorkflowRun, RunState]] = {}  # runs in flight, with their ETags
+        self.downloads = Downloads(repo.requester)
 
     @property
     def workflow(self):
@@ -86,8 +87,12 @@ class GitHubActions:
         return state
 
     def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes | None:
-        """One file of a run's artifact; None when the run has no such artifact or file."""
-        return artifact_files(self.repo, run_id, artifact).get(member)
+        """One file of a run's artifact; None when the run has no such artifact or file. ArtifactUnreadable when
+        it has one that cannot be downloaded (bounded tries, bot.adapters.github.downloads)."""
+        try:
+            return artifact_files(self.repo, run_id, artifact, self.downloads).get(member)
+        except DownloadError as exc:
+            raise ArtifactUnreadable(str(exc)) from exc
 
     def cancel(self, run_id: int) -> bool:
         """False when the run had already completed (GitHub answers 409)."""
@@ -99,14 +104,16 @@ class GitHubActions:
             raise
 
 
-def artifact_files(repo: Repository, run_id: int, name: str) -> dict[str, bytes]:
-    """The files of a run's artifact called `name` ({} when the run has none); GitHub redirects the
-    download to a short-lived pre-signed URL, which the requester follows."""
+def artifact_files(repo: Repository, run_id: int, name: str, downloads: Downloads | None = None) -> dict[str, bytes]:
+    """The files of a run's artifact called `name` ({} when the run has none). GitHub redirects the download to a
+    short-lived signed URL on another host, fetched without credentials (DownloadError when that keeps failing)."""
     for artifact in repo.get_workflow_run(run_id).get_artifacts():
         if artifact.name == name:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "artifact.zip"
-                repo.requester.getFile(artifact.archive_download_url, str(path))
-                with zipfile.ZipFile(path) as archive:
+            what = f"the artifact {name} of run {run_id}"
+            data = (downloads or Downloads(repo.requester)).fetch(artifact.archive_download_url, what)
+            try:
+                with zipfile.ZipFile(io.BytesIO(data)) as archive:
                     return {member: archive.read(member) for member in archive.namelist()}
+            except zipfile.BadZipFile as exc:
+                raise DownloadError(f"{what} is not a zip archive ({len(data)} bytes): {exc}") from exc
     return {}

@@ -17,6 +17,7 @@ from github.Repository import Repository
 
 from bot.adapters.git.repo import git_auth
 from bot.adapters.github.actions import GitHubActions, artifact_files
+from bot.adapters.github.downloads import Downloads
 from bot.adapters.github.writes import TRANSPORT_METHODS, for_client, register, writes_of
 from bot.domain.errors import RevertBisectError
 from bot.domain.scope import RunInfo
@@ -77,6 +78,7 @@ class GitHubForge:
         self.gh = gh
         self.repo: Repository = gh.get_repo(repo_slug)
         self.writes = writes_of(gh)  # how a POST is retried: looked up first (bot.adapters.github.writes)
+        self.downloads = Downloads(self.repo.requester)  # logs and artifacts: GitHub's redirect, then another host
 
     # -- reads --
 
@@ -158,17 +160,19 @@ class GitHubForge:
         return out
 
     def run_log(self, run_id: int) -> str:
-        """Every job's log of a run, concatenated. GitHub redirects to a short-lived, pre-signed URL, which the
-        requester follows: the download has the client's retries, timeout and counting, like every other call."""
+        """Every job's log of a run, concatenated, each decoded as UTF-8 (GitHub serves `text/plain` without a
+        charset, after a byte-order mark). GitHub redirects each to a signed URL on another host: the redirect is
+        asked through the requester, the URL fetched without credentials (bot.adapters.github.downloads)."""
         texts = []
         for job in self.repo.get_workflow_run(run_id).jobs():
-            _, _, chunks = self.repo.requester.getStream(f"{job.url}/logs", chunk_size=1 << 16)
-            texts.append(b"".join(chunks).decode("utf-8", "replace"))
+            data = self.downloads.fetch(f"{job.url}/logs", f"the log of job {job.name!r} of run {run_id}")
+            texts.append(data.decode("utf-8-sig", "replace"))
         return "\n".join(texts)
 
     def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
-        """The files of a run's artifact called `name` ({} when the run has none)."""
-        return artifact_files(self.repo, run_id, name)
+        """The files of a run's artifact called `name` ({} when the run has none); DownloadError when it cannot be
+        downloaded."""
+        return artifact_files(self.repo, run_id, name, self.downloads)
 
     # -- writes, each looked up first, and looked up again before a retry --
 
