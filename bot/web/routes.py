@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bot.adapters.git.repo import GitRepo
 from bot.adapters.store.holds import Holds
-from bot.adapters.store.queries import PHASES, Bisections
+from bot.adapters.store.queries import PHASES, Bisections, Queue
 from bot.domain import trust
 from bot.domain.bisect.model import Status
 from bot.domain.errors import RepoError
@@ -157,6 +157,13 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _age(when: datetime | None) -> str:
+    if when is None:
+        return "-"
+    seconds = max(0, int((_now() - aware(when)).total_seconds()))
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+
+
 def _clean(value: str | None) -> str | None:
     value = (value or "").strip()
     return value or None
@@ -182,8 +189,11 @@ def list_page(
     repository, state, test = _clean(repository), _clean(state), _clean(test)
     items, has_next = page_of(_store(request), _now(), repository, state, test, page)
     filters = {k: v for k, v in (("repository", repository), ("state", state), ("test", test)) if v}
+    parked_total, parked = request.app.state.queue.parked()
     return _html(
         "list.html.j2",
+        parked_total=parked_total,
+        parked=[(job, _age(job.parked_at)) for job in parked],
         items=items,
         has_next=has_next,
         page=page,
@@ -321,6 +331,7 @@ def install(app: FastAPI, engine: Engine) -> None:
     The JSON API is /api/bisections and /api/trust.
     """
     app.state.dashboard = Bisections(engine)
+    app.state.queue = Queue(engine)  # jobs parked while GitHub does not answer, shown above the list
     app.state.holds = Holds(engine)
     app.state.trust_relanded = {}  # relanded_in_clones' answers, kept until a branch moves
     app.include_router(login)

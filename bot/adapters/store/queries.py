@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import Engine, case, func, select
 from sqlalchemy.orm import selectinload, sessionmaker
 
-from bot.adapters.store.models import BisectionRow, StepRow
+from bot.adapters.store.models import BisectionRow, DeliveryRow, JobRow, StepRow
 from bot.domain.bisect.model import Phase
 
 FINISHED_STEP_STATES = ("done", "lost", "cancelled")
@@ -85,3 +85,35 @@ class Bisections:
             return list(
                 s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all()
             )
+
+
+@dataclass(frozen=True)
+class ParkedJob:
+    """A job waiting for GitHub to answer again (bot.domain.patience): what it was for, since when, and why."""
+
+    id: int
+    handler: str
+    event: str
+    repository: str | None
+    parked_at: datetime | None
+    reason: str | None
+
+
+class Queue:
+    """The dashboard's reads of the job queue."""
+
+    def __init__(self, engine: Engine):
+        self._session = sessionmaker(engine, expire_on_commit=False)
+
+    def parked(self, limit: int = 20) -> tuple[int, list[ParkedJob]]:
+        """How many jobs are parked, and the longest-parked `limit` of them."""
+        query = (
+            select(JobRow.id, JobRow.handler, DeliveryRow.event, DeliveryRow.repository, JobRow.parked_at, JobRow.error)
+            .join(DeliveryRow, DeliveryRow.id == JobRow.delivery_id)
+            .where(JobRow.state == "parked")
+            .order_by(JobRow.parked_at, JobRow.id)
+        )
+        with self._session() as s:
+            total = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.state == "parked")) or 0
+            rows = s.execute(query.limit(limit)).all() if total else []
+        return total, [ParkedJob(*row) for row in rows]
