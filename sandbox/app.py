@@ -83,7 +83,7 @@ def create_sandbox(state: SandboxState) -> FastAPI:
         if user is None:
             headers = {"WWW-Authenticate": 'Basic realm="GitHub sandbox"'} if is_git else None
             return respond(401, {"message": "Bad credentials", "documentation_url": DOCS}, headers)
-        request.state.login = user.login
+        request.state.login, request.state.token = user.login, token
         response = await call_next(request)
         response.headers.setdefault("X-GitHub-Media-Type", "github.v3; format=json")
         response.headers.setdefault("X-RateLimit-Limit", "5000")

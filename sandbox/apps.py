@@ -8,6 +8,18 @@ from dataclasses import dataclass, field
 
 import jwt
 
+# What the sandbox's App is granted, as a GitHub App registered from deploy/github-app-manifest.json would be --
+# without `workflows`: GitHub then refuses its pushes that create or change a file under .github/workflows/.
+# A test grants it with `app.permissions["workflows"] = "write"` (tokens made after that carry it).
+DEFAULT_PERMISSIONS = {
+    "actions": "write",
+    "checks": "write",
+    "contents": "write",
+    "issues": "write",
+    "metadata": "read",
+    "pull_requests": "write",
+}
+
 
 @dataclass
 class App:
@@ -15,6 +27,7 @@ class App:
     slug: str
     public_key: str
     installations: dict[str, int] = field(default_factory=dict)  # repo full name (lower) -> installation id
+    permissions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PERMISSIONS))
 
     @property
     def bot_login(self) -> str:
@@ -25,6 +38,12 @@ class AppRegistry:
     def __init__(self) -> None:
         self.apps: dict[int, App] = {}
         self.lock = threading.Lock()
+        # installation token -> the permissions it was issued with (GitHub's token carries its own, fixed for its hour)
+        self.token_permissions: dict[str, dict[str, str]] = {}
+
+    def permissions_of(self, token: str | None) -> dict[str, str] | None:
+        """The permissions of an installation token; None for any other credential."""
+        return self.token_permissions.get(token) if token else None
 
     def app_for(self, token: str | None) -> App | None:
         """The app whose key signed this JWT (issuer = app id, not expired), else None."""

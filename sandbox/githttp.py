@@ -11,7 +11,10 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 
-async def git_http_backend(request: Request, root: Path, path_info: str, user: str) -> Response:
+async def git_http_backend(
+    request: Request, root: Path, path_info: str, user: str, extra_env: dict[str, str] | None = None
+) -> Response:
+    """`extra_env`: for receive-pack, what GitHub checks of this pusher (sandbox/workflow_push.py)."""
     body = await request.body()
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -29,6 +32,7 @@ async def git_http_backend(request: Request, root: Path, path_info: str, user: s
         "REMOTE_ADDR": request.client.host if request.client else "127.0.0.1",
         "SERVER_PROTOCOL": "HTTP/1.1",
         "GATEWAY_INTERFACE": "CGI/1.1",
+        **(extra_env or {}),
     }
     if request.headers.get("content-encoding"):
         env["HTTP_CONTENT_ENCODING"] = request.headers["content-encoding"]

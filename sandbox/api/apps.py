@@ -36,13 +36,7 @@ def installation_body(request: Request, found: App, installation_id: int, owner:
         "access_tokens_url": f"{base}/app/installations/{installation_id}/access_tokens",
         "repositories_url": f"{base}/installation/repositories",
         "html_url": f"{base}/settings/installations/{installation_id}",
-        "permissions": {
-            "contents": "write",
-            "pull_requests": "write",
-            "issues": "write",
-            "actions": "write",
-            "checks": "write",
-        },
+        "permissions": dict(found.permissions),
         "events": ["workflow_run", "issue_comment"],
         "created_at": "2026-01-01T00:00:00Z",
         "updated_at": "2026-01-01T00:00:00Z",
@@ -70,6 +64,9 @@ def create_installation_token(request: Request, state: State, installation_id: i
         raise ApiError(404, "Not Found")
     token = "ghs_" + secrets.token_hex(18)
     state.add_token(token, found.bot_login)
+    granted = dict(found.permissions)
+    with state.apps.lock:
+        state.apps.token_permissions[token] = granted
     for name in repos:
         state.set_permission(name, found.bot_login, "write")
     expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -77,7 +74,7 @@ def create_installation_token(request: Request, state: State, installation_id: i
     body = {
         "token": token,
         "expires_at": expires,
-        "permissions": {"contents": "write", "pull_requests": "write", "issues": "write"},
+        "permissions": granted,
         "repository_selection": "selected",
     }
     return conform(body, "installation-token", base)

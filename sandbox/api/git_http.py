@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ..githttp import git_http_backend
+from ..workflow_push import refusal_env
 from .deps import State
 
 router = APIRouter()
@@ -19,4 +20,6 @@ async def git_http(request: Request, owner: str, repo: str, state: State, path: 
     pushing = path.endswith("git-receive-pack") or request.query_params.get("service") == "git-receive-pack"
     if pushing and r.permissions.get(request.state.login) not in ("admin", "maintain", "write"):
         return Response("Permission denied.\n", status_code=403, media_type="text/plain")
-    return await git_http_backend(request, state.root, f"/{r.owner}/{r.name}.git/{path}", request.state.login)
+    # GitHub refuses a push changing .github/workflows/ without the `workflows` permission / `workflow` scope
+    extra = refusal_env(state, getattr(request.state, "token", None)) if pushing else {}
+    return await git_http_backend(request, state.root, f"/{r.owner}/{r.name}.git/{path}", request.state.login, extra)
