@@ -73,6 +73,15 @@ class GiveUp:
 Next = Later | Park | GiveUp
 
 
+class NotYet(Exception):  # noqa: N818 -- it is not an error: the job asks to be run later
+    """Raised by a handler whose job is not due yet (a red run's grace period for re-runs to start, a re-run still
+    in flight): the worker queues the job again, not claimed for `after_s`, without using one of its attempts."""
+
+    def __init__(self, after_s: float, reason: str):
+        super().__init__(reason)
+        self.after_s, self.reason = max(0.0, after_s), reason
+
+
 def after_failure(
     failure: Failure, failed_attempts: int, max_attempts: int, rng: float, backoff: Backoff = JOB_BACKOFF
 ) -> Next:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 from bot.adapters.github.failures import classify
 from bot.adapters.store.deliveries import ClaimedJob, Jobs
-from bot.domain.patience import JOB_BACKOFF, Backoff, GiveUp, Later, Park, after_failure
+from bot.domain.patience import JOB_BACKOFF, Backoff, GiveUp, Later, NotYet, Park, after_failure
 from bot.observability import bind
 from bot.observability.reachability import GITHUB, Reachability
 
@@ -74,6 +74,9 @@ class Worker:
             if handler is None:
                 raise LookupError(f"no handler registered for {job.handler!r}")
             handler(job)
+        except NotYet as wait:  # not due yet: back in the queue for a while, no attempt used
+            self.jobs.later(job.id, wait.reason, wait.after_s, counts=False)
+            log.info("job %s (%s) not due yet; again in %.0fs: %s", job.id, job.handler, wait.after_s, wait.reason)
         except Exception as exc:  # recorded with its reason and retried (handlers are idempotent); the loop goes on
             self._failed(job, handler is not None, exc)
         else:
