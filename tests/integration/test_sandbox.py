@@ -3,9 +3,11 @@ OpenAPI description (sandbox/openapi) by openapi-core (see tests/support/sandbox
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -24,16 +26,30 @@ from tests.support.sandbox import (
 GIT_ENV = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}
 
 
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sandbox")
+@contextlib.contextmanager
+def seeded_sandbox(root: Path):
     scenario = build(root / "scenario", commits=20, seed=1)
     state = SandboxState(root / "github")
     seeded = seed_from_scenario(state, root / "scenario")
     base_url, stop = run_in_thread(state)
     checker = ContractChecker(base_url)
-    yield {"state": state, "seeded": seeded, "scenario": scenario, "base": base_url, "checker": checker, "root": root}
-    stop()
+    try:
+        yield {
+            "state": state,
+            "seeded": seeded,
+            "scenario": scenario,
+            "base": base_url,
+            "checker": checker,
+            "root": root,
+        }
+    finally:
+        stop()
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    with seeded_sandbox(tmp_path_factory.mktemp("sandbox")) as sb:
+        yield sb
 
 
 @pytest.fixture(autouse=True)
@@ -252,6 +268,19 @@ def test_search_finds_followup_by_culprit_number(sandbox):
 # -- authentication, error shapes, faults --
 
 
+def test_issues_of_a_repository_are_listed(sandbox):
+    """issues/list-for-repo (the forge's lookup of an issue it may just have opened): open ones by default,
+    pull requests among all of them; an unknown repository is a 404."""
+    sc, seeded = sandbox["scenario"], sandbox["seeded"]
+    repo = gh_for(sandbox).get_repo(seeded.repo)
+    assert sc.followup["number"] in [i.number for i in repo.get_issues()]
+    assert sc.culprit_pr not in [i.number for i in repo.get_issues()]  # merged: closed
+    merged = next(i for i in repo.get_issues(state="all") if i.number == sc.culprit_pr)
+    assert merged.pull_request is not None and merged.state == "closed"
+    owner = seeded.repo.split("/")[0]
+    assert raw(sandbox, "GET", f"/repos/{owner}/no-such-repository/issues").status_code == 404
+
+
 def test_bad_credentials_and_unknown_resources(sandbox):
     anon = Github(
         base_url=sandbox["base"],
@@ -379,13 +408,34 @@ def test_error_shapes_of_every_operation(sandbox):
     assert raw(sandbox, "PATCH", f"{r}/check-runs/{run['id']}", json={"conclusion": "nope"}).status_code == 422
 
 
-def test_contract_coverage(sandbox):
-    """Every served operation was exercised above with a valid success and its 404/422 shapes."""
-    covered = sandbox["checker"].covered()
-    assert len(covered) >= 10, "coverage is gathered by the tests above: run the whole module, not this test alone"
+EXERCISES = (
+    test_seeded_repository_commits_and_pulls,
+    test_compare_and_refs,
+    test_push_then_open_pull_request_with_labels_and_reviewers,
+    test_comments_reactions_and_timeline,
+    test_statuses_check_runs_and_permissions,
+    test_search_finds_followup_by_culprit_number,
+    test_issues_of_a_repository_are_listed,
+    test_bad_credentials_and_unknown_resources,
+    test_faults_are_injected_on_rest_only,
+    test_error_shapes_of_every_operation,
+)
+
+
+def test_contract_coverage(tmp_path, monkeypatch):
+    """Every served operation is exercised by the tests above with a valid success and its 404/422 shapes.
+    They run again here, in order, on a sandbox of this test's own: the check stands alone."""
+    with seeded_sandbox(tmp_path) as own:
+        checker = own["checker"]
+        install_recorder(monkeypatch, checker)
+        for exercise in EXERCISES:
+            exercise(own)
+    assert not checker.failures(), [f"{e.method} {e.url} -> {e.status}: {e.error}" for e in checker.failures()]
+    covered = checker.covered()
+    assert len(covered) >= 10, covered
     for name, statuses in sorted(covered.items()):
         print(f"{name:55s} {sorted(statuses)}")
-    print(f"{len(sandbox['checker'].exchanges)} exchanges validated")
+    print(f"{len(checker.exchanges)} exchanges validated")
     missing = []
     for op in operations(load_spec()):
         statuses = covered.get(op.id, set())
