@@ -138,5 +138,5 @@ def test_first_parent_false_searches_every_commit_as_all_commits_does():
     assert not bisect_config(POLICY, test, "origin/main", False).settings().descend_merges
     every = POLICY.model_copy(update={"bisect": POLICY.bisect.model_copy(update={"first_parent": False})})
     config = bisect_config(every, test, "origin/main", False)
-    assert config.settings().descend_merges and config.descend_merges  # the CLI's --all-commits (bot/cli/main.py)
+    assert config.settings().descend_merges and config.descend_merges  # --all-commits (bot.cli.commands_bisect)
     assert bisect_config(POLICY, test, "origin/main", True).verify_revert is False  # dry-run: no revert to prove

@@ -1,0 +1,174 @@
+"""`revert-bisect bisect`: find the commit that broke a test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from bot.cli.consoles import err, out
+from bot.cli.session import run_bisection
+from bot.domain.bisect.model import Status
+from bot.domain.errors import RevertBisectError
+from bot.service import setup
+from bot.service.config import BisectConfig
+from bot.service.report import EXIT_CODES
+
+EXIT_HELP = """
+Exit codes: 0 culprit found; 3 ambiguous (untestable commits border the answer); 4 not
+reproducible (BAD passes); 5 GOOD fails too; 6 no culprit (BAD's failures were flakes);
+7 an endpoint cannot be tested; 8 inconclusive; 2 bad input; 130 interrupted (resume with
+--resume ID).
+"""
+
+
+def _flake(value: str) -> float | None:
+    if value == "auto":
+        return None
+    try:
+        f = float(value)
+    except ValueError:
+        raise typer.BadParameter("use 'auto' or a probability such as 0.05") from None
+    if not 0 <= f < 0.5:
+        raise typer.BadParameter("a flake rate is a probability in [0, 0.5)")
+    return f
+
+
+def bisect(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="COMMAND", help="The test command, after `--`. Exit 0 good, 125 skip, 1-127 bad, >=128 infra."
+        ),
+    ] = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option(metavar="PATH", help="The git repository (a working clone). [required unless --resume]"),
+    ] = None,
+    good: Annotated[
+        str | None, typer.Option(metavar="REV", help="A revision where the test passes. [required unless --resume]")
+    ] = None,
+    bad: Annotated[
+        str | None,
+        typer.Option(
+            metavar="REV", help="A revision where it fails (a descendant of GOOD). [required unless --resume]"
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, max=256, help="Tests to run at once, each in its own worktree.")] = 1,
+    all_commits: Annotated[
+        bool,
+        typer.Option(
+            "--all-commits",
+            help="Any commit may be the culprit, including those merges brought in (implies --descend-merges).",
+        ),
+    ] = False,
+    descend_merges: Annotated[
+        bool, typer.Option("--descend-merges", help="When the culprit is a merge, search the commits it brought in.")
+    ] = False,
+    confidence: Annotated[
+        float, typer.Option(min=0.5, max=0.999999, help="Posterior probability the culprit must reach.")
+    ] = 0.99,
+    flake_rate: Annotated[
+        str,
+        typer.Option(
+            help="'auto' (estimate from contradicting results) or the chance a good commit fails; "
+            "0 = deterministic, stop if results contradict."
+        ),
+    ] = "auto",
+    metric_regex: Annotated[
+        str | None,
+        typer.Option(help="Judge by a number in the output: the group `value` (or the first group) of the last match."),
+    ] = None,
+    metric_file: Annotated[
+        bool,
+        typer.Option("--metric-file", help='Judge by {"metric": <float>} the test writes to $REVERT_BISECT_RESULT.'),
+    ] = False,
+    threshold: Annotated[float | None, typer.Option(help="The CI threshold of the metric.")] = None,
+    higher_is_worse: Annotated[
+        bool, typer.Option("--higher-is-worse/--lower-is-worse", help="Which way the metric gets worse.")
+    ] = True,
+    timeout: Annotated[
+        float | None, typer.Option(min=0.001, help="Seconds before a run is killed (an infra result, retried).")
+    ] = None,
+    verify_revert: Annotated[
+        bool,
+        typer.Option(
+            "--verify-revert",
+            help="Revert the culprit on --onto (a new branch) and prove it: "
+            "HEAD vs HEAD+revert, alongside the confirmation.",
+        ),
+    ] = False,
+    onto: Annotated[
+        str | None, typer.Option(metavar="REV", help="The branch head the revert goes on (default: BAD).")
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", metavar="FILE", help="Write the outcome as JSON here.")
+    ] = None,
+    log_out: Annotated[
+        Path | None, typer.Option("--log", metavar="FILE", help="Write a log `git bisect replay` accepts here.")
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="SQLAlchemy URL of the store (default: SQLite in the user data directory)."),
+    ] = None,
+    workdir: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Where the worktrees go, one directory per repository (default: the user cache directory). "
+            "Removed from the clone when the bisection ends; kept for --resume until then.",
+        ),
+    ] = None,
+    resume: Annotated[
+        int | None,
+        typer.Option(metavar="ID", help="Continue bisection ID after a crash or Ctrl-C; finished runs are kept."),
+    ] = None,
+) -> None:
+    """Bisect GOOD..BAD with COMMAND, several commits at once, robust to flaky results."""
+    try:
+        store = Store(connect(db))
+        if resume is not None:
+            loaded = setup.load(store, resume)
+            if loaded.row.status:
+                err.print(f"bisection #{resume} already finished: {loaded.row.status}")
+                raise typer.Exit(EXIT_CODES[Status(loaded.row.status)])
+        else:
+            missing = [name for name, value in (("--repo", repo), ("--good", good), ("--bad", bad)) if value is None]
+            if missing:
+                raise RevertBisectError(f"missing {', '.join(missing)} (or pass --resume ID)")
+            if metric_regex and metric_file:
+                raise RevertBisectError("give --metric-regex or --metric-file, not both")
+            if threshold is not None and not (metric_regex or metric_file):
+                raise RevertBisectError("--threshold needs a metric: add --metric-regex RE or --metric-file")
+            from bot.adapters.git.repo import GitRepo
+
+            config = BisectConfig(
+                command=tuple(command or ()),
+                workers=workers,
+                timeout_s=timeout,
+                metric_regex=metric_regex,
+                metric_file=metric_file,
+                threshold=threshold,
+                higher_is_worse=higher_is_worse,
+                confidence=confidence,
+                flake_rate=_flake(flake_rate),
+                descend_merges=descend_merges or all_commits,
+                verify_revert=verify_revert,
+                onto=onto,
+                workdir=str(workdir.resolve()) if workdir else None,
+            )
+            if onto and not verify_revert:
+                raise RevertBisectError("--onto goes with --verify-revert")
+            if metric_regex:
+                from runners.metric import compile_metric_regex
+
+                compile_metric_regex(metric_regex)
+            loaded = setup.create(store, GitRepo(repo), good, bad, config)
+        code, _ = run_bisection(store, loaded, err, out, json_out, log_out)
+    except (RevertBisectError, ValueError) as exc:
+        err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)

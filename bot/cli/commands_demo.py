@@ -1,0 +1,100 @@
+"""`revert-bisect demo` (the miniature SGLang incident end to end) and `revert-bisect sandbox` (its local GitHub):
+both need a source checkout."""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bot.cli.consoles import err, out
+from bot.domain.errors import RevertBisectError
+
+
+def sandbox(ctx: typer.Context) -> None:
+    """The GitHub sandbox (a local, stateful GitHub for offline use): `revert-bisect sandbox --help`."""
+    from sandbox.__main__ import main as sandbox_main
+
+    raise typer.Exit(sandbox_main(list(ctx.args)))
+
+
+def demo(
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="Where to build the scenario (default: a new temporary directory).")
+    ] = None,
+    commits: Annotated[int, typer.Option(min=8, max=500, help="Commits since the last green nightly.")] = 60,
+    seed: Annotated[int, typer.Option(help="Which history (and culprit) to generate.")] = 0,
+    flake_rate: Annotated[
+        float, typer.Option(min=0.0, max=0.3, help="Chance a healthy commit's KL test fails anyway.")
+    ] = 0.0,
+    unbuildable: Annotated[int, typer.Option(min=0, max=10, help="Commits that do not build (exit 125).")] = 0,
+    workers: Annotated[int, typer.Option(min=1, max=16, help="Local runners (with --local).")] = 4,
+    db: Annotated[
+        str | None,
+        typer.Option(help="SQLAlchemy URL of the store (with --local; default: SQLite in the scenario directory)."),
+    ] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="Skip GitHub: bisect, revert and draft the PR on this machine only.")
+    ] = False,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Leave the GitHub sandbox and the bot up afterwards, to browse.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option(min=30, help="Seconds the whole story may take before the demo gives up.")
+    ] = 900,
+) -> None:
+    """The miniature SGLang incident end to end: a red scheduled run on a local GitHub (the sandbox), the bot
+    bisects through webhooks and opens the revert PR. --local: the same job without GitHub."""
+    from bot.cli import demo as demo_flow
+
+    workdir = directory or Path(tempfile.mkdtemp(prefix="revert-bisect-demo-"))
+    if directory and directory.exists() and any(directory.iterdir()):
+        err.print(f"revert-bisect: error: --dir {directory} is not empty; give a new directory")
+        raise typer.Exit(2)
+    if importlib.util.find_spec("sandbox") is None or importlib.util.find_spec("scenarios") is None:
+        err.print(
+            "revert-bisect: error: the demo needs the GitHub sandbox and the scenarios of a source checkout: "
+            "git clone the project, then pip install -e '.[sandbox,model]'"
+        )
+        raise typer.Exit(2)
+    if importlib.util.find_spec("torch") is None:
+        err.print(
+            "revert-bisect: error: the demo's model needs torch: "
+            "pip install 'revert-bisect[model]' (torch==2.13.0, CPU)"
+        )
+        raise typer.Exit(2)
+    try:
+        if not local:
+            from bot.cli import demo_github
+
+            result = demo_github.run(
+                workdir,
+                commits=commits,
+                seed=seed,
+                flake_rate=flake_rate,
+                unbuildable=unbuildable,
+                keep=keep,
+                err=err,
+                out=out,
+                timeout_s=timeout,
+            )
+        else:
+            result = demo_flow.run(
+                workdir,
+                commits=commits,
+                seed=seed,
+                flake_rate=flake_rate,
+                unbuildable=unbuildable,
+                workers=workers,
+                db=db,
+                err=err,
+                out=out,
+                timeout_s=timeout,
+            )
+    except RevertBisectError as exc:
+        err.print(f"revert-bisect: error: {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    raise typer.Exit(result.exit_code)
