@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 import jwt
 
-# What the sandbox's App is granted, as a GitHub App registered from deploy/github-app-manifest.json would be --
-# without `workflows`: GitHub then refuses its pushes that create or change a file under .github/workflows/.
-# A test grants it with `app.permissions["workflows"] = "write"` (tokens made after that carry it).
+# What the sandbox's App is granted: what a GitHub App registered from deploy/github-app-manifest.json is granted
+# (tests/integration/test_refused_writes.py holds them equal), so without `workflows`: GitHub then refuses its pushes
+# that create or change a file under .github/workflows/. A test grants it with `app.permissions["workflows"] =
+# "write"` (tokens made after that carry it).
 DEFAULT_PERMISSIONS = {
     "actions": "write",
-    "checks": "write",
     "contents": "write",
     "issues": "write",
     "metadata": "read",

@@ -5,6 +5,7 @@ culprit PR, no PR, no failed job)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from bot.adapters.policy_files import load
 from bot.service.pr_body import PullRequestDraft
 from bot.service.publish import publish
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
+from sandbox.apps import DEFAULT_PERMISSIONS
 from sandbox.workflow_push import without_workflow_scope
 from scenarios.mamba_track_boundary import build
 from tests.integration.test_app_auth import keypair
@@ -221,3 +223,12 @@ def test_a_refused_push_is_said_on_the_culprit_pr_and_opens_nothing(world):
     assert len(said) == 1
     assert "`.github/workflows/culprit.yml`" in said[0] and "`workflows: write`" in said[0]
     assert "refusing to allow a GitHub App" in said[0]
+
+
+def test_the_sandbox_app_is_granted_what_the_manifest_asks_for(world):
+    """The sandbox's App has the permissions deploy/github-app-manifest.json registers (so no `workflows`), and
+    its installation tokens carry them."""
+    manifest = json.loads((POLICY.parents[1] / "deploy" / "github-app-manifest.json").read_text())
+    assert DEFAULT_PERMISSIONS == manifest["default_permissions"] and "workflows" not in DEFAULT_PERMISSIONS
+    assert "workflows" in manifest["description"]  # the manifest says why, and what happens without it
+    assert world["state"].apps.permissions_of(app_token(world)) == manifest["default_permissions"]
