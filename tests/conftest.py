@@ -17,24 +17,35 @@ from scenarios.synthetic import build
 PG_URL = os.environ.get("REVERT_BISECT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path, monkeypatch):
-    """Keep the default store and worktrees of every test inside its tmp_path."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    # nor on the user's home and git configuration: a ~/.gitconfig (diff.noprefix, a signing key, hooks) must not
-    # change what git does in a test
-    home = tmp_path / "home"
+def _home_in(home, monkeypatch) -> None:
+    """HOME and git's configuration in `home`: a ~/.gitconfig (diff.noprefix, a signing key, hooks) or
+    /etc/gitconfig must not change what git does in a test; nor does the machine's git identity."""
     home.mkdir(exist_ok=True)
     (home / ".gitconfig").touch()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    # tests that commit must not depend on the machine's git identity
     for who in ("AUTHOR", "COMMITTER"):
         monkeypatch.setenv(f"GIT_{who}_NAME", "Test Runner")
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "tests@revert-bisect.invalid")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_session_home(tmp_path_factory):
+    """The same for what module- and session-scoped fixtures build (they run before `isolated_home`)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _home_in(tmp_path_factory.mktemp("session-home"), monkeypatch)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """Keep the default store and worktrees of every test inside its tmp_path, and its HOME and git
+    configuration too."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    _home_in(tmp_path / "home", monkeypatch)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -410,9 +411,28 @@ def test_events_of_a_finished_bisection_end_with_done(world, client, monkeypatch
     assert "event: done\ndata: " in r.text and "event: version" not in r.text
 
 
-def test_events_follow_what_is_recorded_after_the_end(world, client, monkeypatch):
+@pytest.fixture
+def own_world(world, tmp_path):
+    """A copy of the module's store, served by an app of its own, for a test that writes to it: the
+    module's world stays as built for every other test, whichever order they run in."""
+    source = sqlite3.connect(world.db.removeprefix("sqlite:///"))
+    copy = sqlite3.connect(tmp_path / "store.db")
+    try:
+        source.backup(copy)
+    finally:
+        source.close()
+        copy.close()
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    app = create_app(
+        BotSettings(webhook_secret="whsec-dashboard-tests", db=db, dashboard_token=SecretStr(TOKEN)), handlers={}
+    )
+    return SimpleNamespace(ids=world.ids, store=Store(connect(db)), client=TestClient(app, client=LOCAL))
+
+
+def test_events_follow_what_is_recorded_after_the_end(own_world, monkeypatch):
     """The bot records the revert PR after the bisection has ended: an open page still gets that version,
     and `done` comes once the row has been quiet for EVENT_SETTLE_S."""
+    world, client = own_world, own_world.client
     monkeypatch.setattr(routes, "EVENT_SETTLE_S", 1.5)
     monkeypatch.setattr(routes, "EVENT_INTERVAL_S", 0.1)
     bid = world.ids["ambiguous"]
