@@ -36,12 +36,19 @@ def calibration_round(
 
 
 def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], each: int) -> list[str]:
-    """The endpoint runs still missing for `each` results per testable endpoint, GOOD and BAD interleaved."""
+    """The endpoint runs still missing for `each` results per testable endpoint, GOOD and BAD interleaved.
+
+    Each endpoint runs at least once on the bisect runner. CI's readings there stand for one of the `each`
+    while they agree with the runner's (a flaky test's second calibration run is skipped; should the runner's
+    first reading disagree, the run is asked for after all)."""
     untestable = ev.untestable(problem.settings)
     need = {}
     for sha in (problem.good, problem.bad):
-        have = sum(v.is_evidence for v in ev.of_sha(sha)) + sum(p.sha == sha for p in in_flight)
-        need[sha] = 0 if sha in untestable else max(0, each - have)
+        runner = [v for v in ev.of_sha(sha, ci=False) if v.is_evidence]
+        ci = [v for r, v in ev.verdicts if r.sha == sha and r.kind is Kind.CI and v.is_evidence]
+        agree = bool(ci) and len(set(ci + runner)) == 1
+        have = len(runner) + sum(p.sha == sha for p in in_flight)
+        need[sha] = 0 if sha in untestable else max(0, 1 - have, each - have - agree)
     return [sha for batch in zip_longest(*([sha] * k for sha, k in need.items())) for sha in batch if sha is not None]
 
 
@@ -52,7 +59,7 @@ def presumed_search(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], 
     Only in the first round: speculation stays one round deep (a surprising endpoint wastes at most
     those runs), and a runner freed early waits for the endpoints instead of starting a round of
     its own (a metric reading could not be judged before they set the boundary anyway)."""
-    if free <= 0 or ev.verdicts:
+    if free <= 0 or ev.ran():
         return []
     scope = problem.scope(())
     n = len(scope.candidates)

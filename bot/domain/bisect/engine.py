@@ -90,7 +90,7 @@ def _calibrate(
         return calibration_round(problem, state, ev, in_flight, free, rnd, needs, presume=trust and not doubt)
     if metric_verdict is not None:
         return final_decision(state, metric_verdict, ev)
-    good, bad = ev.of_sha(problem.good), ev.of_sha(problem.bad)
+    good, bad = ev.of_sha(problem.good, ci=False), ev.of_sha(problem.bad, ci=False)
     if all(v is Verdict.GOOD for v in bad if v.is_evidence):
         found = f"the test passes on BAD {problem.bad[:12]} every time ({len(bad)} runs): nothing to bisect"
         facts = dict(sha=problem.bad)
@@ -145,8 +145,11 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     trust = trusted(problem, ev, state.merges)
     block = _top_block(post, untestable_pos)
     guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
-    fails_at = lambda p: tallies.get(p, Tally()).fails > 0  # noqa: E731
-    passes_at = lambda p: p == 0 or tallies.get(p, Tally()).passes > 0  # noqa: E731
+    # The answer is backed by the bisect runner's own FAIL at the culprit and PASS at its parent: CI's readings
+    # narrow the range for free, but never stand for the runner (nor for confirmation).
+    ran = ev.tallies(scope, ci=False)
+    fails_at = lambda p: ran.get(p, Tally()).fails > 0  # noqa: E731
+    passes_at = lambda p: p == 0 or ran.get(p, Tally()).passes > 0  # noqa: E731
     confident = block.mass >= s.confidence
     backed = fails_at(block.last) and passes_at(block.parent) if block.last <= n else passes_at(n)
     # With a deterministic test, a run in flight whose outcome is already implied is pure waste.

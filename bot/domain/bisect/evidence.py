@@ -33,16 +33,22 @@ class Evidence:
             boundary = rule.boundary(good, bad)
         return cls(tuple((r, classify(r.raw, rule, boundary)) for r in runs), boundary)
 
-    def of_sha(self, sha: str) -> list[Verdict]:
-        return [v for r, v in self.verdicts if r.sha == sha]
+    def of_sha(self, sha: str, ci: bool = True) -> list[Verdict]:
+        """The verdicts at `sha`; without `ci`, only the bisect runner's own."""
+        return [v for r, v in self.verdicts if r.sha == sha and (ci or r.kind is not Kind.CI)]
 
-    def tallies(self, scope: Scope) -> dict[int, Tally]:
+    def tallies(self, scope: Scope, ci: bool = True) -> dict[int, Tally]:
+        """Passes and failures by position; CI's readings included unless `ci` is False."""
         out: dict[int, Tally] = {}
         for run, verdict in self.verdicts:
             pos = scope.position(run.sha)
-            if pos is not None and verdict.is_evidence:
+            if pos is not None and verdict.is_evidence and (ci or run.kind is not Kind.CI):
                 out[pos] = out.get(pos, Tally()).add(verdict is Verdict.GOOD)
         return out
+
+    def ran(self) -> bool:
+        """Whether the bisect runner has reported anything yet (CI's readings come before it does)."""
+        return any(r.kind is not Kind.CI for r, _ in self.verdicts)
 
     def untestable(self, settings: Settings) -> set[str]:
         skipped = {r.sha for r, v in self.verdicts if v is Verdict.SKIP}
@@ -53,7 +59,8 @@ class Evidence:
         return skipped | {sha for sha, count in infra.items() if count >= settings.max_infra_per_commit}
 
     def evidence_count(self) -> int:
-        return sum(v.is_evidence for _, v in self.verdicts)
+        """Results the bisect runner spent (CI's readings were free)."""
+        return sum(v.is_evidence for r, v in self.verdicts if r.kind is not Kind.CI)
 
     def surprised(self, problem: Problem) -> bool:
         """An endpoint said the unexpected: GOOD failed or BAD passed."""

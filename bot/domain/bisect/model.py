@@ -27,10 +27,12 @@ class Kind(str, enum.Enum):
     CONFIRM = "confirm"
     AB_HEAD = "ab_head"  # the branch head, for the revert's A/B
     AB_REVERT = "ab_revert"  # the branch head plus the revert
+    CI = "ci"  # a reading CI already paid for (a scheduled run at that commit): never dispatched, never confirmation
 
 
 CONFIRMATION_KINDS = (Kind.CONFIRM, Kind.AB_HEAD, Kind.AB_REVERT)
-BISECT_KINDS = (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM)  # runs on commits of the range
+BISECT_KINDS = (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM)  # runs on commits of the range, on the bisect runner
+RANGE_KINDS = BISECT_KINDS + (Kind.CI,)  # every result about a commit of the range
 
 
 class Status(str, enum.Enum):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.domain.bisect.engine import decide
@@ -42,11 +43,15 @@ class SimResult:
         return int(self.outcome.culprit[1:]) if self.outcome.culprit else None
 
 
-def simulate(n: int, test: FlakyTest, workers: int, settings: Settings = Settings()) -> SimResult:
-    """Run the engine in synchronous rounds of `workers` parallel runs each."""
+def simulate(
+    n: int, test: FlakyTest, workers: int, settings: Settings = Settings(), ci: Sequence[int] = ()
+) -> SimResult:
+    """Run the engine in synchronous rounds of `workers` parallel runs each; `ci`: positions CI already
+    tested (a scheduled run at each), their results given to the engine before it starts (kind CI)."""
     graph, good, bad = linear_graph(n)
     problem = Problem(graph, good, bad, settings)
-    state, runs = State(), list[Run]()
+    state = State()
+    runs = [Run(f"c{i}", Kind.CI, test.run(f"c{i}")) for i in ci]
     rounds = {kind: 0 for kind in Kind}
     total = 0
     while True:
@@ -54,7 +59,11 @@ def simulate(n: int, test: FlakyTest, workers: int, settings: Settings = Setting
         state = decision.state
         if decision.outcome is not None:
             return SimResult(
-                decision.outcome, rounds, len(runs), total, {kind: sum(r.kind is kind for r in runs) for kind in Kind}
+                decision.outcome,
+                rounds,
+                sum(r.kind is not Kind.CI for r in runs),
+                total,
+                {kind: sum(r.kind is kind for r in runs) for kind in Kind},
             )
         if not decision.probes:
             raise RuntimeError("engine neither probed nor finished with nothing in flight")
