@@ -6,6 +6,16 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class CiReading:
+    """What CI already reported for the test at one commit: a scheduled run that ran it (free evidence)."""
+
+    sha: str
+    passed: bool
+    metric: float | None
+    url: str  # the run (or its job) on GitHub, shown next to the reading
+
+
+@dataclass(frozen=True)
 class StartRequest:
     """A validated request to bisect, handed to whatever runs bisections for this deployment: a `/revert-bisect`
     comment (`thread`, `comment_id`, `requested_by`), or a red scheduled run (`run`; no thread to answer in)."""
@@ -20,6 +30,7 @@ class StartRequest:
     followup: int | None
     dry_run: bool
     run: int | None = None
+    ci: tuple[CiReading, ...] = ()  # the test's readings in scheduled runs from GOOD to BAD, oldest first
 
     @property
     def key(self) -> str:

@@ -148,7 +148,7 @@ class Bisections:
             loaded = (
                 setup.load(self.store, existing.id)
                 if existing
-                else setup.create(self.store, repo, work.good, bad, config, work.origin(), work.key)
+                else setup.create(self.store, repo, work.good, bad, config, work.origin(), work.key, work.ci)
             )
         except RevertBisectError as exc:
             if work.thread:

@@ -61,23 +61,29 @@ def draft(
     culprit = outcome.culprit
     evidence = Evidence.of(problem, finished_runs(row))
     by_sha: dict[str, list] = defaultdict(list)
+    by_ci: dict[str, list] = defaultdict(list)  # CI's readings: free evidence, shown apart from the runner's
     for run, verdict in evidence.verdicts:
         if run.kind in BISECT_KINDS:
             by_sha[run.sha].append((verdict, run.raw))
-    subjects = repo.subjects(list(by_sha) + [culprit])
+        elif run.kind is Kind.CI:
+            by_ci[run.sha].append((verdict, run.raw))
+    subjects = repo.subjects(list({**by_ci, **by_sha}) + [culprit])
     order = [problem.good] + list(problem.scope(()).candidates)
     position = {sha: i for i, sha in enumerate(order)}
     rows = []
-    for sha in sorted(by_sha, key=lambda s: position.get(s, len(order))):
+    for sha in sorted({**by_ci, **by_sha}, key=lambda s: position.get(s, len(order))):
         record = prs.get(sha)
         subject = subjects.get(sha, "")
+        ours, ci = by_sha.get(sha, []), by_ci.get(sha, [])
         rows.append(
             Row(
                 sha,
                 record.title if record else strip_pr_number(subject),
-                _summary([v for v, _ in by_sha[sha]]),
-                _values([r.metric for _, r in by_sha[sha]], [r.exit_code for _, r in by_sha[sha]]),
+                _summary([v for v, _ in ours]),
+                _values([r.metric for _, r in ours], [r.exit_code for _, r in ours]),
                 record.number if record else pr_number(subject),
+                ci=_summary([v for v, _ in ci]),
+                ci_values=_values([r.metric for _, r in ci], [r.exit_code for _, r in ci]),
             )
         )
     parents = repo.parents(culprit)
@@ -117,7 +123,8 @@ def draft(
         replay_log=replay_log(row, problem, repo).rstrip(),
         bisection_id=row.id,
         confidence=outcome.confidence or 0.0,
-        runs=sum(s.state in ("done", "lost") for s in row.steps),
+        runs=sum(s.state in ("done", "lost") and s.kind != Kind.CI.value for s in row.steps),
+        ci_runs=sum(s.kind == Kind.CI.value for s in row.steps),
         commits=len(problem.graph),
         before=metric(parent),
         after=metric(culprit),

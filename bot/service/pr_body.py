@@ -38,6 +38,8 @@ class Row:
     verdicts: str
     values: str
     pr: int | None = None
+    ci: str = ""  # CI's verdicts at this commit (scheduled runs that ran the test), apart from the runner's
+    ci_values: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class RevertEvidence:
     confidence: float
     runs: int
     commits: int
+    ci_runs: int = 0  # CI's readings of the test inside the range, used as free evidence
     before: list[float] = field(default_factory=list)
     after: list[float] = field(default_factory=list)
     followups: list[int] = field(default_factory=list)

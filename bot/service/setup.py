@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.adapters.git.repo import GitRepo
 from bot.adapters.store.models import BisectionRow
-from bot.adapters.store.store import NewBisection, Store
-from bot.domain.bisect.model import Phase, Problem
+from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
+from bot.domain.bisect.model import Kind, Phase, Problem
 from bot.domain.errors import CommandError, RepoError
+from bot.domain.requests import CiReading
 from bot.service.config import BisectConfig
 from runners.step import RUNNER_PYTHON
 
@@ -53,6 +55,7 @@ def create(
     config: BisectConfig,
     origin: dict | None = None,
     origin_key: str | None = None,
+    ci: Sequence[CiReading] = (),
 ) -> Loaded:
     check_command(repo, config.command)
     good = repo.resolve(good_rev, "--good")
@@ -87,9 +90,19 @@ def create(
         repo.first_parent_log(good, bad),
     )
     bisection_id = store.create(new, Phase.CALIBRATING.value)
+    record_ci(store, bisection_id, [c for c in ci if c.sha == good or c.sha in graph])
     return Loaded(
         bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id)
     )
+
+
+def record_ci(store: Store, bisection_id: int, readings: Sequence[CiReading]) -> None:
+    """CI's readings, stored as steps already done (kind ci, backend ci): the engine learns from them as from
+    any run, and no backend ever dispatches them."""
+    ids = store.add_steps(bisection_id, [NewStep(c.sha, Kind.CI.value, 0, backend="ci") for c in readings])
+    for step_id, c in zip(ids, readings):
+        verdict = "good" if c.passed else "bad"
+        store.finish_step(step_id, StepReport(0 if c.passed else 1, c.metric, None, verdict, c.url, 0.0, ""))
 
 
 def load(store: Store, bisection_id: int) -> Loaded:

@@ -22,10 +22,13 @@ def render_status(
         if link:
             lines.append(f"\nRevert PR: {link}")
         lines += [f"- {text(note)}" for note in outcome.notes]  # skipped on the way, e.g. a reviewer GitHub refused
-        ran = [s for s in row.steps if s.state in ("done", "lost")]
+        ran = [s for s in row.steps if s.state in ("done", "lost") and s.kind != "ci"]
+        ci = sum(s.kind == "ci" for s in row.steps)
         infra = [s for s in ran if s.infra_reason]
         lines.append(
-            f"\n{len(ran)} runs" + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else ".")
+            f"\n{len(ran)} runs"
+            + (f" (and {ci} readings of CI's scheduled runs, free)" if ci else "")
+            + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else ".")
         )
         lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
         return "\n".join(lines)

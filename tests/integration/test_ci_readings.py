@@ -1,0 +1,67 @@
+"""CI's readings through the service: stored with the bisection as steps already done (kind ci), learnt from by
+the engine, never dispatched, and shown as CI's in the revert PR's bisect table -- against real git and a real
+store, the steps run by the local pool."""
+
+from __future__ import annotations
+
+import io
+
+from markdown_it import MarkdownIt
+from rich.console import Console
+
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.git.revert import create_revert
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from bot.cli.session import run_bisection
+from bot.domain.requests import CiReading
+from bot.service import setup
+from bot.service.config import BisectConfig
+from bot.service.draft import draft
+from bot.service.pr_body import FailingTest
+
+
+def _bisect(repo, tmp_path, name: str, ci: list[CiReading]):
+    store = Store(connect(f"sqlite:///{tmp_path / name}.db"))
+    config = BisectConfig(command=tuple(repo.command()), workers=2, verify_revert=True)
+    loaded = setup.create(store, GitRepo(repo.path), repo.good, repo.bad, config, ci=ci)
+    quiet = Console(file=io.StringIO())
+    code, report = run_bisection(store, loaded, quiet, quiet)
+    return code, report, store, loaded
+
+
+def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path):
+    repo = synth(40, 29)
+    every = [8, 16, 24, 32]  # scheduled runs every 8 commits: passed before the culprit, failed after
+    ci = [CiReading(repo.shas[i - 1], i < 29, None, f"https://github.com/o/r/actions/runs/{900 + i}") for i in every]
+    code, report, store, loaded = _bisect(repo, tmp_path, "ci", ci)
+    plain_code, plain, _, _ = _bisect(repo, tmp_path, "plain", [])
+    assert code == plain_code == 0 and report["culprit"] == plain["culprit"] == repo.culprit
+
+    row = store.get(loaded.id)
+    stored = [s for s in row.steps if s.kind == "ci"]
+    assert [(s.sha, s.state, s.backend, s.verdict) for s in stored] == [
+        (c.sha, "done", "ci", "good" if c.passed else "bad") for c in ci
+    ]
+    assert stored[0].runner == ci[0].url
+    runner_steps = [s for s in row.steps if s.kind != "ci"]
+    tested = {s.sha for s in runner_steps if s.kind == "search"}
+    assert tested and all(repo.shas.index(sha) + 1 in range(25, 33) for sha in tested)  # between CI's 24 and 32
+    assert len(runner_steps) < sum(1 for s in store.get(plain["id"]).steps)  # fewer runs spent
+    culprit_pos = repo.shas.index(repo.culprit)
+    assert {repo.culprit, repo.shas[culprit_pos - 1]} <= {s.sha for s in runner_steps}  # the runner tested both
+
+    git_repo = GitRepo(repo.path)
+    pr = draft(
+        row,
+        loaded.problem,
+        git_repo,
+        create_revert(git_repo, repo.culprit, repo.bad),
+        repo_slug="o/r",
+        branch="main",
+        test=FailingTest("test_x", None, None),
+    )
+    cells = [t.content for t in MarkdownIt("commonmark").enable("table").parse(pr.body) if t.type == "inline"]
+    assert sum("CI: good" in c or "CI: bad" in c for c in cells) == len(ci)  # one verdict cell per CI reading
+    assert f"and read {len(ci)} of CI's scheduled runs inside the range" in pr.body
+    assert f"tested {len(runner_steps)} runs" in pr.body
