@@ -41,7 +41,8 @@ class Actions(RunnerMixin, OutboxMixin):
     Settable: `runner_labels` (the self-hosted runner's labels; a job whose `runs-on` is not a subset
     stays queued), `hosted_runners` (jobs on a GitHub-hosted image label such as `ubuntu-latest` run
     here too, as GitHub always has such runners), `minute_s` (seconds per `timeout-minutes` minute),
-    `variables` (repository variables, the `vars` context), `concurrency` (runs in progress at once)."""
+    `variables` (repository variables, the `vars` context), `secrets` (the `secrets` context; masked in
+    logs), `runner_env` (the runner machine's environment), `concurrency` (runs in progress at once)."""
 
     def __init__(self, state: SandboxStore, concurrency: int = 2) -> None:
         self.state = state
@@ -59,6 +60,8 @@ class Actions(RunnerMixin, OutboxMixin):
         self.minute_s = 60.0
         self.run_details = True  # False: dispatch answers 204 even when asked for run details (older GHES)
         self.variables: dict[str, str] = {}
+        self.secrets: dict[str, str] = {}  # repository secrets (the `secrets` context), masked in logs
+        self.runner_env: dict[str, str] = {}  # the runner machine's environment (a self-hosted runner's .env)
         self.concurrency = concurrency
         self._busy = 0  # runs holding a runner slot
         self._groups: dict[tuple[str, str], int] = {}  # (repo key, concurrency group) -> run id holding it
@@ -193,15 +196,33 @@ class Actions(RunnerMixin, OutboxMixin):
             "github": {
                 "run_id": str(run.id),
                 "run_number": str(run.run_number),
+                "run_attempt": "1",
                 "event_name": run.event,
                 "event": {"inputs": dict(run.inputs)},
                 "sha": run.head_sha,
                 "repository": repo.full_name,
+                "repository_owner": repo.full_name.split("/")[0],
                 "workflow": wf.name,
                 "ref": f"refs/heads/{run.head_branch}" if run.head_branch else "",
+                "ref_name": run.head_branch or "",
+                "actor": run.actor,
+                "triggering_actor": run.actor,
+                "server_url": (self.base_url or "").rstrip("/"),
+                "api_url": (self.base_url or "").rstrip("/"),
+                "token": None,  # the job's token, minted when the job starts
             },
-            "runner": {"temp": str(self._temp(run)), "os": "Linux", "arch": "X64"},
+            "runner": {
+                "name": RUNNER_NAME,
+                "temp": str(self._temp(run)),
+                "os": "Linux",
+                "arch": "X64",
+                "environment": "self-hosted",
+            },
             "vars": dict(self.variables),
+            "secrets": {},  # filled when the job starts
+            "env": {},
+            "steps": {},
+            "job": {"status": "success"},
         }
 
     def _temp(self, run: Run) -> Path:
@@ -222,6 +243,8 @@ class Actions(RunnerMixin, OutboxMixin):
                 minutes = wfspec.timeout_minutes(wfspec.evaluate(spec.job.get("timeout-minutes"), run.context))
                 run.timeout, run.timeout_text = minutes * self.minute_s, f"{wfspec.as_string(minutes)} minutes"
             group, cancel_in_progress = wfspec.concurrency(spec.concurrency, run.context)
+        except wfspec.Unsupported as exc:
+            return f"The workflow is not valid. {wf.path}: the sandbox does not evaluate {exc}, so it refuses the run"
         except wfspec.ExpressionError as exc:
             return f"The workflow is not valid. {wf.path}: {exc}"
         if group:
@@ -287,7 +310,12 @@ class Actions(RunnerMixin, OutboxMixin):
                 run.done.wait(max(0.0, deadline - time.monotonic()))
 
     def _line(self, run: Run, text: str) -> None:
+        """One log line as GitHub's runner writes it: the UTC time (7 fractional digits), a space, the text,
+        with every secret and the job's token masked as ***."""
         with self.lock:
+            for secret in run.masks:
+                if secret:
+                    text = text.replace(secret, "***")
             run.log.append(f"{_stamp()} {text}")
 
     # -- a run's life: pending (group) -> queued (runner) -> in_progress -> completed --

@@ -87,6 +87,8 @@ class Run:
     runner_name: str | None = None
     job_queued: bool = False  # the job left `pending` (workflow_job `queued` sent)
     context: dict = field(default_factory=dict, repr=False)  # the expression context
+    step_records: list[dict] = field(default_factory=list)  # the steps as they ran: name, status, conclusion
+    masks: list[str] = field(default_factory=list, repr=False)  # values the log shows as *** (secrets, token)
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
 

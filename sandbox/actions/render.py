@@ -95,32 +95,36 @@ def render_job(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> dict:
     done = run.status == "completed"
     status = run.status if run.status in JOB_STATUSES else "queued"
     step_status = "completed" if done else ("in_progress" if run.status == "in_progress" else "queued")
-    steps = [
-        {
-            "name": "Set up job",
-            "status": "completed" if run.job_started_at else "queued",
-            "conclusion": "success" if run.job_started_at else None,
-            "number": 1,
-            "started_at": run.job_started_at,
-            "completed_at": run.job_started_at,
-        },
-        {
-            "name": "Run " + (shlex.join(wf.argv) if wf.argv else wf.path),
-            "status": step_status,
-            "conclusion": run.conclusion,
-            "number": 2,
-            "started_at": run.job_started_at,
-            "completed_at": run.job_completed_at,
-        },
-        {
-            "name": "Complete job",
-            "status": "completed" if done else "queued",
-            "conclusion": "success" if done else None,
-            "number": 3,
-            "started_at": run.job_completed_at,
-            "completed_at": run.job_completed_at,
-        },
-    ]
+    started = {
+        "name": "Set up job",
+        "status": "completed" if run.job_started_at else "queued",
+        "conclusion": "success" if run.job_started_at else None,
+        "started_at": run.job_started_at,
+        "completed_at": run.job_started_at,
+    }
+    if wf.argv or not run.step_records:  # a bound command: one step for it
+        middle = [
+            {
+                "name": "Run " + (shlex.join(wf.argv) if wf.argv else wf.path),
+                "status": step_status,
+                "conclusion": run.conclusion,
+                "started_at": run.job_started_at,
+                "completed_at": run.job_completed_at,
+            }
+        ]
+    else:  # the file's steps as they ran (a skipped step concludes `skipped`, as on GitHub)
+        middle = [
+            {k: r.get(k) for k in ("name", "status", "conclusion", "started_at", "completed_at")}
+            for r in list(run.step_records)
+        ]
+    ended = {
+        "name": "Complete job",
+        "status": "completed" if done else "queued",
+        "conclusion": "success" if done else None,
+        "started_at": run.job_completed_at,
+        "completed_at": run.job_completed_at,
+    }
+    steps = [{**s, "number": n} for n, s in enumerate([started, *middle, ended], start=1)]
     body = {
         "id": run.job_id,
         "node_id": node_id("J", run.job_id),

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import io
 import os
@@ -22,6 +21,7 @@ from runners.proc import kill_group
 
 from .. import gitstore
 from ..models import Repo
+from . import steps as stepmod
 from . import workflow as wfspec
 from .model import JOB_BOT, RUNNER_NAME, Artifact, Run, Workflow, _now
 
@@ -30,17 +30,119 @@ class RunnerMixin:
     """The process side of `Actions` (engine.py): it uses the engine's state, lock, log and notify."""
 
     def _job(self, run: Run, wf: Workflow) -> str:
-        """Run the bound command in a fresh worktree; upload the artifacts; the job's conclusion."""
+        """Run the job: the workflow file's own steps (steps.py), or, for a workflow bound to a command
+        (state.bind_workflow: a stand-in for steps this machine cannot run), that command in a worktree of
+        the head sha and then the file's upload-artifact steps. The job's conclusion."""
         repo = self.state.repo(run.repo)
         with self.lock:
             run.status, run.run_started_at = "in_progress", _now()
             run.job_started_at = run.updated_at = run.run_started_at
         self._notify(run, "in_progress")
         self._notify(run, "in_progress", "workflow_job")
-        self._line(run, f"Current runner version: 'sandbox' -- runner name: '{run.runner_name}'")
-        if not wf.argv:
-            self._line(run, f"##[error]No runner command is bound to {wf.path} (state.bind_workflow); nothing to run.")
+        self._line(run, "Current runner version: '2.329.0'")
+        self._line(run, f"Runner name: '{run.runner_name}'")
+        self._line(run, "Runner group name: 'Default'")
+        self._line(run, "Secret source: Actions")
+        token = self._job_token(run, repo)
+        run.context["github"]["token"] = token
+        run.context["runner"]["name"] = run.runner_name or RUNNER_NAME
+        run.context["secrets"] = {**self.secrets, "GITHUB_TOKEN": token}
+        with self.lock:
+            run.masks = [token, *(v for v in self.secrets.values() if v)]
+        if wf.argv:
+            return self._bound_job(run, wf, repo)
+        if wf.spec is None or not wf.spec.steps:
+            self._line(run, f"##[error]{wf.path} has no steps to run, and no runner command is bound to it.")
             return "failure"
+        return self._file_job(run, wf, repo)
+
+    def _file_job(self, run: Run, wf: Workflow, repo: Repo) -> str:
+        """The workflow's first job, its steps as written, in an empty workspace (actions/checkout fills it)."""
+        assert wf.spec is not None
+        workspace, temp = self.state.root / "_actions" / f"run-{run.id}", self._temp(run)
+        job_name = str(wf.spec.job.get("name") or wf.spec.job_id)
+        self._line(run, f"Complete job name: {job_name}")
+        started = time.monotonic()
+
+        def remaining() -> float | None:
+            return None if run.timeout is None else max(0.0, run.timeout - (time.monotonic() - started))
+
+        def attach(name: str, files: dict[str, bytes]) -> bool:
+            if any(a.name == name for a in run.artifacts):
+                return False
+            self._attach(run, name, files)
+            return True
+
+        steps = None
+        try:
+            workspace.mkdir(parents=True, exist_ok=True)
+            temp.mkdir(parents=True, exist_ok=True)
+            run.context["github"]["workspace"] = str(workspace)
+            run.context["github"]["job"] = str(wf.spec.job_id)
+            steps = stepmod.JobSteps(
+                run,
+                wf.spec.job,
+                wf.spec.env,
+                run.context,
+                self._default_env(run, wf, repo, workspace, temp),
+                workspace,
+                temp,
+                line=lambda text: self._line(run, text),
+                spawn=lambda argv, cwd, env, timeout: self._spawn(run, argv, cwd, env, timeout),
+                attach=attach,
+                cancelled=lambda: run.cancel_requested,
+                remaining=remaining,
+                repo_path=repo.path,
+                minute_s=self.minute_s,
+            )
+            conclusion = steps.run_all(wf.spec.steps)
+        except Exception as exc:  # noqa: BLE001 -- the runner itself failed: say so in the log
+            self._line(run, f"##[error]Runner error: {exc}")
+            conclusion = "cancelled" if run.cancel_requested else "failure"
+        finally:
+            with self._git_lock:
+                if steps is not None:
+                    steps.cleanup()
+            shutil.rmtree(workspace, ignore_errors=True)
+            shutil.rmtree(temp, ignore_errors=True)
+        return conclusion
+
+    def _default_env(self, run: Run, wf: Workflow, repo: Repo, workspace: Path, temp: Path) -> dict:
+        """The runner machine's environment and GitHub's default variables (docs: "Variables reference")."""
+        api = self.base_url.rstrip("/") if self.base_url else ""
+        env = {
+            **os.environ,
+            **self.runner_env,
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_SHA": run.head_sha,
+            "GITHUB_RUN_ID": str(run.id),
+            "GITHUB_RUN_NUMBER": str(run.run_number),
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_REPOSITORY": repo.full_name,
+            "GITHUB_REPOSITORY_OWNER": repo.full_name.split("/")[0],
+            "GITHUB_EVENT_NAME": run.event,
+            "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_REF": f"refs/heads/{run.head_branch}" if run.head_branch else run.head_sha,
+            "GITHUB_REF_NAME": run.head_branch or run.head_sha,
+            "GITHUB_WORKFLOW": wf.name,
+            "GITHUB_JOB": str(wf.spec.job_id if wf.spec else ""),
+            "GITHUB_ACTOR": run.actor,
+            "RUNNER_NAME": run.runner_name or RUNNER_NAME,
+            "RUNNER_OS": "Linux",
+            "RUNNER_ARCH": "X64",
+            "RUNNER_TEMP": str(temp),
+        }
+        if api:
+            env["GITHUB_API_URL"] = api
+            env["GITHUB_SERVER_URL"] = api
+        for name in [k for k in env if k.startswith("INPUT_")] + ["GITHUB_TOKEN"]:
+            env.pop(name, None)  # GitHub sets neither for a `run:` step
+        return env
+
+    def _bound_job(self, run: Run, wf: Workflow, repo: Repo) -> str:
+        """The bound command in a fresh worktree of the head sha, then the file's upload-artifact steps."""
+        assert wf.argv
         work, temp = self.state.root / "_actions" / f"run-{run.id}", self._temp(run)
         result = self.state.root / "_actions" / f"run-{run.id}-result.json"
         conclusion = "failure"
@@ -51,6 +153,7 @@ class RunnerMixin:
             self._line(run, f"Checked out {run.head_sha} in {work}")
             env = self._env(run, wf, repo, work, temp, result)
             self._line(run, "##[group]Run " + shlex.join(wf.argv))
+            self._line(run, shlex.join(wf.argv))
             self._line(run, "##[endgroup]")
             conclusion = self._conclude(run, self._spawn(run, wf.argv, work, env, run.timeout))
             if wf.spec is not None and wf.spec.uploads:
@@ -69,8 +172,11 @@ class RunnerMixin:
         return conclusion
 
     def _env(self, run: Run, wf: Workflow, repo: Repo, work: Path, temp: Path, result: Path) -> dict:
+        """A bound command's environment: not GitHub's (a stand-in for steps): the inputs as INPUT_<NAME>,
+        the worktree and a result path as REVERT_BISECT_*, the job token as GITHUB_TOKEN."""
         env = {
             **os.environ,
+            **self.runner_env,
             **wf.env,
             "CI": "true",
             "GITHUB_ACTIONS": "true",
@@ -87,7 +193,7 @@ class RunnerMixin:
             "REVERT_BISECT_SHA": run.head_sha,
             "REVERT_BISECT_WORKTREE": str(work),
             "REVERT_BISECT_RESULT": str(result),
-            "GITHUB_TOKEN": self._job_token(run, repo),
+            "GITHUB_TOKEN": run.job_token or "",
         }
         for name, value in run.inputs.items():
             env["INPUT_" + re.sub(r"\W", "_", name).upper()] = value
@@ -121,35 +227,33 @@ class RunnerMixin:
         return "success"
 
     def _upload_steps(self, run: Run, spec: wfspec.WorkflowSpec, work: Path, conclusion: str) -> str:
-        """Each `actions/upload-artifact` step (whose `if:` lets it run): zip its path(s) into an artifact."""
+        """After a bound command: each `actions/upload-artifact` step whose `if:` lets it run."""
         for step in spec.uploads:
             if not wfspec.step_runs(step.get("if"), conclusion):
                 continue
-            self._line(run, f"##[group]Run {step.get('uses')}")
-            ok = self._upload(run, wfspec.evaluate(step.get("with") or {}, run.context), work)
-            self._line(run, "##[endgroup]")
+            job = stepmod.JobSteps(
+                run,
+                {},
+                {},
+                {**run.context, "env": {}, "job": {"status": conclusion}},
+                {},
+                work,
+                self._temp(run),
+                line=lambda text: self._line(run, text),
+                spawn=lambda *a: None,
+                attach=lambda name, files: self._attach(run, name, files) or True,
+                cancelled=lambda: run.cancel_requested,
+                remaining=lambda: None,
+                repo_path=Path(work),
+            )
+            try:
+                ok = job._uses(step) == "success"
+            except (stepmod.StepError, wfspec.ExpressionError) as exc:
+                self._line(run, f"##[error]{exc}")
+                ok = False
             if not ok and conclusion == "success":
                 conclusion = "failure"
         return conclusion
-
-    def _upload(self, run: Run, args: dict, work: Path) -> bool:
-        """One upload-artifact step with its evaluated `with:`; False when it fails the job."""
-        name = wfspec.as_string(args.get("name")) or "artifact"
-        path = wfspec.as_string(args.get("path"))
-        hidden = wfspec.as_string(args.get("include-hidden-files")) == "true"
-        files = _artifact_files([p.strip() for p in path.splitlines() if p.strip()], work, hidden)
-        if files:
-            self._attach(run, name, files)
-            self._line(run, f"Artifact {name} has been successfully uploaded! ({len(files)} files)")
-            return True
-        mode = wfspec.as_string(args.get("if-no-files-found")) or "warn"
-        message = f"No files were found with the provided path: {path}. No artifacts will be uploaded."
-        if mode == "error":
-            self._line(run, f"##[error]{message}")
-            return False
-        if mode != "ignore":
-            self._line(run, f"##[warning]{message}")
-        return True
 
     def _attach(self, run: Run, name: str, files: dict[str, bytes]) -> None:
         buf = io.BytesIO()
@@ -224,33 +328,3 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> int | None:
         return proc.wait(timeout)
     except subprocess.TimeoutExpired:
         return None
-
-
-def _artifact_files(paths: list[str], work: Path, hidden: bool = False) -> dict[str, bytes]:
-    """The files actions/upload-artifact uploads for `paths` (files, directories, globs; relative to
-    the workspace; `!` exclusions ignored), named relative to the paths' least common ancestor --
-    a single directory's files relative to it. Hidden files only with `hidden`."""
-    roots, found = [], []
-    for path in (p for p in paths if not p.startswith("!")):
-        full = Path(path) if os.path.isabs(path) else work / path
-        parts = full.parts
-        magic = next((i for i, part in enumerate(parts) if re.search(r"[*?\[]", part)), None)
-        if magic is not None:
-            roots.append(Path(*parts[:magic]))
-            hits = [Path(h) for h in glob.glob(str(full), recursive=True)]
-        else:
-            roots.append(full if full.is_dir() else full.parent)
-            hits = [full] if full.exists() else []
-        for hit in hits:
-            found += (
-                sorted(f for f in hit.rglob("*") if f.is_file()) if hit.is_dir() else [hit] if hit.is_file() else []
-            )
-    if not found:
-        return {}
-    root = os.path.commonpath([str(r) for r in roots])
-    names = {os.path.relpath(f, root): f for f in found}
-    return {
-        n: f.read_bytes()
-        for n, f in sorted(names.items())
-        if hidden or not any(part.startswith(".") for part in Path(n).parts)
-    }

@@ -1,35 +1,24 @@
-"""A workflow file as the sandbox's Actions emulation reads it, and the subset of GitHub's `${{ }}`
-expressions it evaluates. Pure: no I/O, no state.
-
-Expressions: string literals ('it''s'), numbers, true/false/null, context paths (`inputs.x`,
-`github.event.inputs.x`, `github.run_id`, `runner.temp`, `vars.X`; `a.b`, `a['b']`, `a[0]`) and
-`fromJSON(...)` followed by any path. Context keys are case-insensitive, as on GitHub. Anything else
-(operators, other functions) evaluates to an empty string. A value that is exactly one expression
-keeps the expression's type (a list from fromJSON, a number); else every expression is interpolated
-as a string.
+"""A workflow file as the sandbox's Actions emulation reads it: triggers, dispatch inputs, the first job
+(runs-on, timeout-minutes, concurrency, env, defaults, steps). Pure: no I/O, no state. Its `${{ }}`
+expressions are evaluated by expressions.py (what the sandbox does not evaluate is refused, loudly).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from .expressions import ExpressionError, Unsupported, as_string, condition, evaluate, expression, number
+
+__all__ = ["ExpressionError", "Unsupported", "as_string", "condition", "evaluate", "expression"]
+
 MAX_INPUTS = 25
 DEFAULT_TIMEOUT_MINUTES = 360
 UPLOAD_ARTIFACT = "actions/upload-artifact@"
-EXPR = re.compile(r"\$\{\{((?:[^}]|\}(?!\}))*)\}\}")
-TOKEN = re.compile(
-    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][\w-]*)"
-    r"|(?P<op>[().\[\],])|(?P<bad>\S))"
-)
-
-
-class ExpressionError(ValueError):
-    """An expression GitHub would reject when evaluating it (fromJSON of text that is not JSON)."""
+CHECKOUT = "actions/checkout@"
 
 
 class InputError(ValueError):
@@ -55,6 +44,8 @@ class WorkflowSpec:
     job: dict = field(default_factory=dict)
     concurrency: Any = None  # the workflow's, else the first job's
     uploads: list[dict] = field(default_factory=list)  # the first job's actions/upload-artifact steps
+    steps: list[dict] = field(default_factory=list)  # the first job's steps, as written
+    env: dict = field(default_factory=dict)  # the workflow's `env:`
 
 
 # -- parsing --
@@ -85,6 +76,8 @@ def parse(text: str) -> WorkflowSpec | None:
         job=job,
         concurrency=doc.get("concurrency", job.get("concurrency")),
         uploads=[s for s in steps if isinstance(s, dict) and str(s.get("uses", "")).startswith(UPLOAD_ARTIFACT)],
+        steps=[s if isinstance(s, dict) else {"run": None, "invalid": s} for s in steps],
+        env=doc.get("env") if isinstance(doc.get("env"), dict) else {},
     )
 
 
@@ -139,130 +132,10 @@ def typed_inputs(spec: WorkflowSpec | None, inputs: dict[str, str]) -> dict[str,
             out[name] = value == "true"
         elif decl.type == "number" and value is not None:
             try:
-                out[name] = _number(float(value))
+                out[name] = number(float(value))
             except ValueError:
                 pass
     return out
-
-
-# -- expressions --
-
-
-def as_string(value: Any) -> str:
-    """GitHub's conversion of a value to a string."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(_number(value))
-    if isinstance(value, list):
-        return "Array"
-    if isinstance(value, dict):
-        return "Object"
-    return str(value)
-
-
-def _number(value: float) -> int | float:
-    return int(value) if float(value).is_integer() else value
-
-
-def evaluate(value: Any, ctx: dict) -> Any:
-    """A workflow value with its `${{ }}` expressions evaluated (lists and mappings: each item)."""
-    if isinstance(value, list):
-        return [evaluate(v, ctx) for v in value]
-    if isinstance(value, dict):
-        return {k: evaluate(v, ctx) for k, v in value.items()}
-    if not isinstance(value, str):
-        return value
-    whole = EXPR.fullmatch(value.strip())
-    if whole:
-        return expression(whole.group(1), ctx)
-    return EXPR.sub(lambda m: as_string(expression(m.group(1), ctx)), value)
-
-
-def expression(text: str, ctx: dict) -> Any:
-    """One expression's value; "" for what the subset does not know. ExpressionError from fromJSON."""
-    tokens = [(m.lastgroup, m.group(m.lastgroup)) for m in TOKEN.finditer(text) if m.lastgroup]
-    parser = _Parser(tokens, ctx)
-    try:
-        value = parser.value()
-    except _Unsupported:
-        return ""
-    if parser.pos != len(tokens):
-        return ""
-    return "" if value is None else value
-
-
-class _Unsupported(Exception):
-    pass
-
-
-class _Parser:
-    def __init__(self, tokens: list[tuple[str, str]], ctx: dict) -> None:
-        self.tokens, self.ctx, self.pos = tokens, ctx, 0
-
-    def peek(self) -> tuple[str, str] | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def take(self, kind: str, text: str | None = None) -> str:
-        tok = self.peek()
-        if tok is None or tok[0] != kind or (text is not None and tok[1] != text):
-            raise _Unsupported
-        self.pos += 1
-        return tok[1]
-
-    def value(self) -> Any:
-        return self.path(self.primary())
-
-    def primary(self) -> Any:
-        tok = self.peek()
-        if tok is None:
-            raise _Unsupported
-        kind, text = tok
-        self.pos += 1
-        if kind == "str":
-            return text[1:-1].replace("''", "'")
-        if kind == "num":
-            return _number(float(text))
-        if kind != "name":
-            raise _Unsupported
-        lowered = text.lower()
-        if lowered in ("true", "false", "null"):
-            return {"true": True, "false": False, "null": None}[lowered]
-        if self.peek() == ("op", "("):
-            return self.call(lowered)
-        return _index(self.ctx, text)
-
-    def call(self, function: str) -> Any:
-        self.take("op", "(")
-        arg = self.value()
-        self.take("op", ")")
-        if function != "fromjson":
-            raise _Unsupported
-        try:
-            return json.loads(as_string(arg))
-        except ValueError:
-            raise ExpressionError(f"Error reading JToken from JsonReader: fromJSON({as_string(arg)!r})") from None
-
-    def path(self, value: Any) -> Any:
-        while self.peek() in (("op", "."), ("op", "[")):
-            if self.take("op") == ".":
-                value = _index(value, self.take("name"))
-            else:
-                key = self.value()
-                self.take("op", "]")
-                value = _index(value, key)
-        return value
-
-
-def _index(value: Any, key: Any) -> Any:
-    if isinstance(value, dict):
-        wanted = as_string(key).lower()
-        return next((v for k, v in value.items() if str(k).lower() == wanted), None)
-    if isinstance(value, list) and isinstance(key, (int, float)) and not isinstance(key, bool):
-        return value[int(key)] if 0 <= int(key) < len(value) else None
-    return None
 
 
 # -- a run's plan, evaluated --
@@ -297,14 +170,8 @@ def concurrency(raw: Any, ctx: dict) -> tuple[str | None, bool]:
     return as_string(evaluate(raw.get("group"), ctx)) or None, cancel is True or as_string(cancel) == "true"
 
 
-def step_runs(condition: Any, conclusion: str) -> bool:
-    """Whether a step with `if: condition` runs after the job's command concluded `conclusion`
-    (the status functions only: always(), success() -- the default --, failure(), cancelled())."""
-    text = as_string(condition) or "success()"
-    if "always()" in text:
-        return True
-    if "failure()" in text:
-        return conclusion in ("failure", "timed_out")
-    if "cancelled()" in text:
-        return conclusion == "cancelled"
-    return conclusion == "success"
+def step_runs(if_: Any, conclusion: str) -> bool:
+    """Whether a step with `if: if_` runs when the job so far is `conclusion` (success, failure,
+    cancelled; a timeout reads as a failure), as expressions.condition decides."""
+    status = {"timed_out": "failure"}.get(conclusion, conclusion)
+    return condition(if_, {"job": {"status": status}})

@@ -1,7 +1,7 @@
 """The sandbox's state (store.py), its fault injector (faults.py) and seeding from a scenario (seed.py)."""
 
 from .faults import Faults
-from .seed import NIGHTLY_WORKFLOW, STEP_WORKFLOW, Seeded, bind_step_workflow, seed_from_scenario
+from .seed import NIGHTLY_WORKFLOW, STEP_WORKFLOW, Seeded, seed_from_scenario, step_runner_machine
 from .store import PERMISSIONS, SandboxState
 
 __all__ = [
@@ -11,6 +11,6 @@ __all__ = [
     "Faults",
     "SandboxState",
     "Seeded",
-    "bind_step_workflow",
     "seed_from_scenario",
+    "step_runner_machine",
 ]

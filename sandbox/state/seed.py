@@ -1,14 +1,14 @@
-"""A sandbox seeded from a scenario (scenarios.mamba_track_boundary's scenario.json), and the emulated
-runner bound to the bot's step workflow."""
+"""A sandbox seeded from a scenario (scenarios.mamba_track_boundary's scenario.json), and the runner machine
+the bot's step workflow runs on."""
 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import gitstore
+from ..actions import machine
 from .store import PERMISSIONS, SandboxState
 
 NIGHTLY_WORKFLOW = ".github/workflows/nightly-test.yml"
@@ -114,19 +114,16 @@ def seed_from_scenario(
         # the emulated self-hosted runner runs the scenario's scheduled test for the nightly workflow
         if data.get("test_command") and state.actions.workflow(repo, NIGHTLY_WORKFLOW) is not None:
             state.bind_workflow(slug, NIGHTLY_WORKFLOW, data["test_command"])
-        # ... and the bot's bisect steps, as the step workflow's `run:` line does on a real runner
+        # ... and the step workflow runs its own steps, on a runner machine set up as its header asks
         if state.actions.workflow(repo, STEP_WORKFLOW) is not None:
-            bind_step_workflow(state, slug)
+            step_runner_machine(state)
     return Seeded(slug, maintainer, tokens, data)
 
 
-def bind_step_workflow(state: SandboxState, slug: str) -> None:
-    """The emulated runner runs `python -m runners.step` for the step workflow (runners/github/
-    revert-bisect-step.yml), with one runner cache -- clones, worktree slots, environments -- kept
+def step_runner_machine(state: SandboxState) -> None:
+    """The emulated runner becomes the machine the step workflow (runners/github/revert-bisect-step.yml)
+    asks for (sandbox/actions/machine.py): the workflow's own steps -- install, `python3 -m runners.step`,
+    upload -- run on it as written, with one runner cache (clones, worktree slots, environments) kept
     across runs, as on a real self-hosted runner machine."""
-    state.bind_workflow(
-        slug,
-        STEP_WORKFLOW,
-        [sys.executable, "-P", "-m", "runners.step", "--spec-env", "INPUT_SPEC"],
-        env={"REVERT_BISECT_RUNNER_CACHE": str(state.root / "_runner-cache")},
-    )
+    state.actions.runner_env.update(machine.step_runner_env(state.root / "_runner-machine"))
+    state.actions.runner_env["REVERT_BISECT_RUNNER_CACHE"] = str(state.root / "_runner-cache")

@@ -1,8 +1,8 @@
 """The Actions backend against the sandbox's emulated self-hosted runner, through real PyGithub.
 
-The repository holds the real step workflow (runners/github/revert-bisect-step.yml); the runner runs
-`python -m runners.step` for it, as the workflow's `run:` line does. Each way a run can fail to
-give a result is an infra verdict with its reason."""
+The repository holds the real step workflow (runners/github/revert-bisect-step.yml); the runner runs its
+own steps (install, `python3 -m runners.step`, upload) on the machine sandbox.actions.machine sets up.
+Each way a run can fail to give a result is an infra verdict with its reason."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from bot.service.backends import step_inputs
 from runners.spec import StepSpec
 from runners.step import RUNNER_PYTHON, Request
 from sandbox.server import run_in_thread
-from sandbox.state import SandboxState, bind_step_workflow
+from sandbox.state import SandboxState, step_runner_machine
 
 STEP_WORKFLOW = Path(__file__).resolve().parents[2] / "runners" / "github" / "revert-bisect-step.yml"
 TEST = (
@@ -53,7 +53,7 @@ def world(tmp_path_factory):
     state.create_repo(SLUG, source=src)
     state.add_user("bot", token="bot-token")
     state.set_permission(SLUG, "bot", "write")
-    bind_step_workflow(state, SLUG)
+    step_runner_machine(state)
     base, stop = run_in_thread(state)
     gh = connect(base, "bot-token", throttle=False)
     yield dict(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from sandbox.actions import workflow as wf
-from sandbox.actions.workflow import ExpressionError, InputError
+from sandbox.actions.workflow import ExpressionError, InputError, Unsupported
 
 STEP_WORKFLOW = Path(__file__).resolve().parents[2] / "runners" / "github" / "revert-bisect-step.yml"
 
@@ -110,16 +111,21 @@ def test_expressions():
     assert wf.evaluate("${{ vars.PACKAGE }}|${{ vars.UNSET }}", c) == "pkg==1|"
     assert wf.evaluate("${{ 'it''s' }}", c) == "it's"
     assert wf.evaluate("n=${{ fromJSON(inputs.minutes) }} l=${{ fromJSON(inputs.runs_on) }}", c) == "n=5 l=Array"
-    # what the subset does not know is an empty string
-    for text in (
-        "${{ inputs.nope }}",
-        "${{ github.token }}",
-        "${{ inputs.who == 'ada' }}",
-        "${{ format('{0}', inputs.who) }}",
-        "${{ secrets.X }}",
-        "${{ }}",
+    # a missing property is null, read as '' (GitHub's behaviour, not a refusal)
+    assert wf.evaluate("${{ inputs.nope }}", c) is None and wf.evaluate("x${{ inputs.nope }}", c) == "x"
+    assert wf.evaluate("${{ secrets.X }}", {**c, "secrets": {}}) is None  # an unset secret
+    # what the sandbox does not evaluate is refused, naming it -- never read as an empty string
+    for text, named in (
+        ("${{ hashFiles('**/x.lock') }}", "hashFiles()"),
+        ("${{ matrix.gpu }}", "matrix"),
+        ("${{ needs.build.outputs.x }}", "needs"),
+        ("${{ github.event.commits.*.id }}", "filter"),
+        ("${{ }}", "empty expression"),
+        ("${{ inputs.who = 'x' }}", "="),
+        ("${{ format('{0}' }}", "expected ')'"),
     ):
-        assert wf.evaluate(text, c) == "", text
+        with pytest.raises(Unsupported, match=re.escape(named)):
+            wf.evaluate(text, c)
     assert wf.evaluate({"a": ["${{ inputs.who }}", 3]}, c) == {"a": ["ada", 3]}
     with pytest.raises(ExpressionError):
         wf.evaluate("${{ fromJSON(inputs.who) }}", c)
@@ -167,3 +173,58 @@ def test_the_real_step_workflow_reads_as_intended():
     assert wf.evaluate(upload["with"], c)["name"] == "revert-bisect-step-s7"
     assert wf.evaluate(upload["with"], c)["path"] == "/tmp/run-42/revert-bisect/"
     assert wf.step_runs(upload.get("if"), "failure")
+
+
+def test_expressions_as_github_evaluates_them():
+    """Operators, literals and functions as GitHub's expression reference defines them."""
+    c = {
+        **ctx(who="ada", n="3", labels='["self-hosted","gpu"]'),
+        "github": {"token": "ghs_job1", "event_name": "workflow_dispatch", "ref": "refs/heads/main"},
+        "secrets": {"GITHUB_TOKEN": "ghs_job1", "DEPLOY": "s3cret"},
+        "env": {"MODE": "fast"},
+        "steps": {"build": {"outcome": "success", "outputs": {"path": "dist/"}}},
+        "job": {"status": "success"},
+    }
+
+    def ev(text):
+        return wf.evaluate("${{ " + text + " }}", c)
+
+    assert ev("github.token") == "ghs_job1" and ev("secrets.GITHUB_TOKEN") == "ghs_job1"
+    assert ev("secrets.DEPLOY") == "s3cret" and ev("env.MODE") == "fast" and ev("steps.build.outputs.path") == "dist/"
+    # == and != : strings case-insensitively, other types as numbers, objects by identity
+    assert ev("inputs.who == 'ADA'") is True and ev("inputs.who != 'ada'") is False
+    assert ev("inputs.n == 3") is True and ev("'' == 0") is True and ev("null == 0") is True and ev("true == 1")
+    assert ev("'abc' == 0") is False and ev("fromJSON(inputs.labels) == fromJSON(inputs.labels)") is False
+    assert ev("inputs.n > 2") is True and ev("inputs.n <= 2") is False
+    # && and || give an operand, not a boolean; ! a boolean
+    assert ev("inputs.who && 'yes'") == "yes" and ev("inputs.nope && 'yes'") is None
+    assert ev("inputs.nope || 'fallback'") == "fallback" and ev("0 || ''") == ""
+    assert ev("!inputs.nope") is True and ev("!(inputs.who == 'ada')") is False and ev("!0") is True
+    assert ev("github.event_name == 'workflow_dispatch' && 'dispatched' || 'other'") == "dispatched"
+    assert ev("0x10") == 16 and ev("1.5e1") == 15 and ev("-2") == -2 and ev("NULL") is None
+    # functions
+    assert ev("format('{0}-{1} {{literal}}', inputs.who, 7)") == "ada-7 {literal}"
+    with pytest.raises(ExpressionError, match="format string is invalid"):
+        ev("format('{1}', 'only one')")
+    assert ev("contains(fromJSON(inputs.labels), 'GPU')") is True and ev("contains('Hello', 'ell')") is True
+    assert ev("contains(fromJSON(inputs.labels), 'cpu')") is False
+    assert ev("startsWith(github.ref, 'REFS/heads/')") is True and ev("endsWith(github.ref, '/main')") is True
+    assert ev("join(fromJSON(inputs.labels), ', ')") == "self-hosted, gpu"
+    assert ev("toJSON(fromJSON(inputs.labels))") == '[\n  "self-hosted",\n  "gpu"\n]'
+    assert ev("fromJSON('{\"a\": [1, 2]}').a[1]") == 2 and ev("fromJSON(inputs.n)") == 3
+    # status functions read the job's status
+    assert ev("success()") is True and ev("failure()") is False and ev("always()") and not ev("cancelled()")
+    failed = {**c, "job": {"status": "failure"}}
+    assert wf.expression("failure() && steps.build.outcome == 'success'", failed) is True
+
+
+def test_step_conditions_wrap_success_unless_they_name_a_status_function():
+    ok, failed, cancelled = ({**ctx(who="ada"), "job": {"status": s}} for s in ("success", "failure", "cancelled"))
+    assert wf.condition(None, ok) and not wf.condition(None, failed)
+    assert wf.condition("inputs.who == 'ada'", ok) and not wf.condition("inputs.who == 'ada'", failed)
+    assert wf.condition("${{ inputs.who == 'ada' }}", ok) and not wf.condition("inputs.who == 'bob'", ok)
+    assert wf.condition("always()", failed) and wf.condition("${{ always() }}", cancelled)
+    assert wf.condition("failure() || cancelled()", cancelled) and not wf.condition("failure()", ok)
+    assert wf.condition("!cancelled()", failed) and not wf.condition("success()", cancelled)
+    with pytest.raises(Unsupported, match="hashFiles"):
+        wf.condition("hashFiles('x') != ''", ok)

@@ -1,0 +1,271 @@
+"""The sandbox's runner runs a workflow file's own steps as GitHub's runner does (sandbox/actions/steps.py):
+`run:` through bash -e with the step's env and working-directory, actions/checkout and
+actions/upload-artifact emulated, expressions evaluated as GitHub does or refused loudly, and the job log
+written in GitHub's format. The real step workflow (runners/github/revert-bisect-step.yml) runs as a
+repository installs it: its install step, its STEP_SPEC mapping and its --out path."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bot.service.backends import step_inputs
+from runners.spec import StepSpec
+from runners.step import RUNNER_PYTHON, Request
+from sandbox import SandboxState, gitstore
+from sandbox.actions.render import render_job
+from sandbox.render import Renderer
+from sandbox.server import run_in_thread
+from sandbox.state import step_runner_machine
+
+STEP_WORKFLOW = Path(__file__).resolve().parents[2] / "runners" / "github" / "revert-bisect-step.yml"
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z ")  # GitHub's runner: 7 fractional digits
+
+STEPS_YML = """\
+name: Steps
+on:
+  workflow_dispatch:
+    inputs:
+      who: {required: true, type: string}
+env:
+  TOP: top-${{ inputs.who }}
+jobs:
+  build:
+    runs-on: [self-hosted]
+    env:
+      JOB_LEVEL: ${{ env.TOP }}/job
+    steps:
+      - uses: actions/checkout@v4
+      - id: first
+        name: First step
+        env:
+          MAPPED: ${{ github.token }}
+          SAME: ${{ inputs.who == 'ADA' && 'same' || 'different' }}
+          LABEL: ${{ format('{0}-{1}', github.event_name, inputs.who) }}
+        run: |
+          echo "env $TOP $JOB_LEVEL $SAME $LABEL"
+          echo "input=${INPUT_WHO:-unset} token=${GITHUB_TOKEN:-unset} mapped=$MAPPED"
+          echo "workspace has $(cat data/value.txt)"
+          echo "answer=42" >> "$GITHUB_OUTPUT"
+          echo "FROM_ENV_FILE=carried" >> "$GITHUB_ENV"
+          mkdir -p out && echo "${{ inputs.who }}" > out/who.txt
+      - name: In a directory
+        working-directory: data
+        run: echo "pwd=$(basename "$PWD") ${{ steps.first.outputs.answer }} ${{ steps.first.outcome }} $FROM_ENV_FILE"
+      - name: Python shell
+        shell: python
+        run: |
+          import os
+          print("python says", os.environ["TOP"])
+      - name: Fails half way
+        run: |
+          echo before
+          false
+          echo never printed
+      - name: Skipped after a failure
+        run: echo skipped
+      - name: Only on failure
+        if: failure()
+        run: echo "the job failed; ${{ toJSON(job.status) }}"
+      - name: Upload
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: out-${{ inputs.who }}
+          path: out/
+          if-no-files-found: error
+"""
+
+
+def make_repo(state: SandboxState, root: Path, slug: str, files: dict[str, str]) -> None:
+    src = root / slug.replace("/", "-")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(src)], check=True)
+    for path, text in files.items():
+        (src / path).parent.mkdir(parents=True, exist_ok=True)
+        (src / path).write_text(text)
+    subprocess.run(["git", "-C", str(src), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(src), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "files"], check=True
+    )
+    state.add_user(slug.split("/")[0])
+    state.create_repo(slug, source=src)
+
+
+@pytest.fixture
+def state(tmp_path):
+    state = SandboxState(tmp_path / "gh")
+    yield state
+    state.actions.shutdown()
+
+
+def run_of(state: SandboxState, slug: str, workflow: str, inputs: dict, timeout: float = 120):
+    run_id = state.start_run(slug, workflow, "main", event="workflow_dispatch", inputs=inputs)
+    return state.actions.wait(run_id, timeout)
+
+
+def texts(run) -> list[str]:
+    """The log's lines without their timestamps (each checked to carry one)."""
+    assert all(STAMP.match(line) for line in run.log), [line for line in run.log if not STAMP.match(line)]
+    return [STAMP.sub("", line) for line in run.log]
+
+
+def test_a_workflows_own_steps_run_as_githubs_runner_runs_them(state, tmp_path):
+    make_repo(state, tmp_path, "o/steps", {".github/workflows/steps.yml": STEPS_YML, "data/value.txt": "v1\n"})
+    run = run_of(state, "o/steps", "steps.yml", {"who": "ada"})
+    lines = texts(run)
+    text = "\n".join(lines)
+    assert run.conclusion == "failure", text
+    # the run: step's header as the runner writes it: its first line, its script, its shell, its env
+    at = lines.index('##[group]Run echo "env $TOP $JOB_LEVEL $SAME $LABEL"')
+    assert lines[at + 1 : at + 8] == [
+        'echo "env $TOP $JOB_LEVEL $SAME $LABEL"',
+        'echo "input=${INPUT_WHO:-unset} token=${GITHUB_TOKEN:-unset} mapped=$MAPPED"',
+        'echo "workspace has $(cat data/value.txt)"',
+        'echo "answer=42" >> "$GITHUB_OUTPUT"',
+        'echo "FROM_ENV_FILE=carried" >> "$GITHUB_ENV"',
+        'mkdir -p out && echo "ada" > out/who.txt',
+        lines[at + 7],
+    ]
+    assert re.fullmatch(r"shell: \S*bash -e \{0\}", lines[at + 7])
+    assert lines[at + 8 : at + 15] == [
+        "env:",
+        "  TOP: top-ada",
+        "  JOB_LEVEL: top-ada/job",
+        "  MAPPED: ***",  # the job's token, masked as GitHub masks it
+        "  SAME: same",  # strings compare case-insensitively
+        "  LABEL: workflow_dispatch-ada",
+        "##[endgroup]",
+    ]
+    # its output follows the group; GitHub sets no INPUT_* and no GITHUB_TOKEN for a run: step
+    assert lines[at + 15 : at + 18] == [
+        "env top-ada top-ada/job same workflow_dispatch-ada",
+        "input=unset token=unset mapped=***",
+        "workspace has v1",  # actions/checkout put the commit in the workspace
+    ]
+    assert run.job_token not in text
+    # working-directory, the steps context (outputs, outcome), GITHUB_ENV carried to later steps
+    assert "pwd=data 42 success carried" in lines
+    assert "python says top-ada" in lines
+    # bash -e stops the script at `false`; the failure as the runner writes it; later steps skipped
+    assert "before" in lines and "never printed" not in lines
+    assert "##[error]Process completed with exit code 1." in lines
+    assert "skipped" not in lines
+    # if: failure(); toJSON quotes a string, and the script is written with the value in it
+    assert 'echo "the job failed; "failure""' in lines and "the job failed; failure" in lines
+    # upload-artifact (if: always()) zips the workspace path
+    (artifact,) = run.artifacts
+    assert artifact.name == "out-ada"
+    assert zipfile.ZipFile(io.BytesIO(artifact.data)).read("who.txt") == b"ada\n"
+    # the job's steps in the REST API: each step of the file, a skipped one concluding `skipped`
+    wf = state.actions.workflow_of(run)
+    job = render_job(Renderer(state, "http://sandbox.invalid"), wf, state.repo("o/steps"), run)
+    assert [(s["name"], s["conclusion"]) for s in job["steps"]] == [
+        ("Set up job", "success"),
+        ("Run actions/checkout@v4", "success"),
+        ("First step", "success"),
+        ("In a directory", "success"),
+        ("Python shell", "success"),
+        ("Fails half way", "failure"),
+        ("Skipped after a failure", "skipped"),
+        ("Only on failure", "success"),
+        ("Upload", "success"),
+        ("Complete job", "success"),
+    ]
+    assert [s["number"] for s in job["steps"]] == list(range(1, 11))
+
+
+REFUSED = """\
+name: Refused
+on: workflow_dispatch
+jobs:
+  one:
+    runs-on: [self-hosted]
+    steps:
+      - run: echo "first ran"
+      - env:
+          KEY: ${{ hashFiles('**/requirements.txt') }}
+        run: echo "never ran with an empty key"
+      - if: always()
+        uses: actions/setup-python@v5
+      - if: always()
+        run: echo "still ran"
+        continue-on-error: true
+        timeout-minutes: 1
+        retries: 3
+"""
+
+
+def test_what_the_sandbox_does_not_evaluate_fails_the_run_naming_it(state, tmp_path):
+    titled = "name: T\nrun-name: go ${{ matrix.gpu }}\non: workflow_dispatch\njobs:\n  a:\n    runs-on: [self-hosted]\n"
+    titled += "    steps:\n      - run: echo hi\n"
+    make_repo(
+        state, tmp_path, "o/refused", {".github/workflows/refused.yml": REFUSED, ".github/workflows/t.yml": titled}
+    )
+    run = run_of(state, "o/refused", "refused.yml", {})
+    lines = texts(run)
+    assert run.conclusion == "failure"
+    assert "first ran" in lines and "never ran with an empty key" not in "\n".join(lines)
+    assert any(
+        line.startswith("##[error]The sandbox does not evaluate the function `hashFiles()`") for line in lines
+    ), lines
+    assert any(
+        line.startswith("##[error]The sandbox's runner does not run the action 'actions/setup-python@v5'")
+        for line in lines
+    )
+    assert "##[error]The sandbox's runner does not emulate the step key(s) retries" in lines
+    # an expression the run is planned with (run-name) fails the run before it queues
+    titled_run = run_of(state, "o/refused", "t.yml", {})
+    assert titled_run.conclusion == "failure"
+    (error,) = [line for line in texts(titled_run) if line.startswith("##[error]")]
+    assert "The workflow is not valid. .github/workflows/t.yml: the sandbox does not evaluate the context `matrix`" in (
+        error
+    )
+
+
+TEST = (
+    "import os, pathlib, sys; v = pathlib.Path('bug.txt').read_text().strip(); "
+    "print('input_spec=' + str(os.environ.get('INPUT_SPEC'))); "
+    "print('metric=' + ('0.9' if v == 'bad' else '0.1')); sys.exit(v == 'bad')"
+)
+
+
+def test_the_real_step_workflow_runs_its_install_step_spec_mapping_and_out_path(state, tmp_path):
+    """runners/github/revert-bisect-step.yml as a repository installs it, dispatched with the inputs the bot
+    sends (bot.service.backends.step_inputs), on the runner machine its header asks for."""
+    workflow = {".github/workflows/revert-bisect-step.yml": STEP_WORKFLOW.read_text(), "bug.txt": "bad\n"}
+    make_repo(state, tmp_path, "o/widget", workflow)
+    step_runner_machine(state)
+    sha = gitstore.resolve(state.repo("o/widget").path, "refs/heads/main")
+    base, stop = run_in_thread(state)
+    try:
+        spec = StepSpec(7, sha, (RUNNER_PYTHON, "-c", TEST), 60, r"metric=(?P<value>[0-9.]+)")
+        request = Request(f"{base}/o/widget.git", spec, 1, "t", "m", 0.5)
+        run = run_of(state, "o/widget", "revert-bisect-step.yml", step_inputs(request, ["self-hosted"], 5, "c-1"), 300)
+    finally:
+        stop()
+    lines = texts(run)
+    text = "\n".join(lines)
+    assert run.conclusion == "success", text
+    install = lines.index(
+        "##[group]Run flock /tmp/revert-bisect-install.lock python3 -m pip install --user --quiet --upgrade "
+        '"${PACKAGE:-revert-bisect[sglang]}"'
+    )
+    assert lines[install + 3 : install + 6] == ["env:", "  PACKAGE: ", "##[endgroup]"]  # vars.REVERT_BISECT_PACKAGE
+    step = lines.index('##[group]Run python3 -m runners.step --spec-env STEP_SPEC --out "$RUNNER_TEMP/revert-bisect"')
+    assert lines[step + 3] == "env:" and lines[step + 4].startswith('  STEP_SPEC: {"schema":1,')
+    assert lines[step + 5 : step + 7] == ["  GITHUB_TOKEN: ***", "##[endgroup]"]
+    assert any(line.startswith("step 7 at ") and "**bad**" in line for line in lines), text
+    # the install step put the runner package in the machine's user base; the --out path was uploaded
+    assert list((state.root / "_runner-machine" / "userbase").rglob("runners/step.py"))
+    (artifact,) = run.artifacts
+    assert artifact.name == "revert-bisect-step-7"
+    files = zipfile.ZipFile(io.BytesIO(artifact.data))
+    result = json.loads(files.read("result.json"))
+    assert (result["verdict"], result["exit_code"], result["metric"]["value"]) == ("bad", 1, 0.9)
+    assert "input_spec=None" in result["log_tail"]  # no INPUT_* reaches the step's test
