@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.domain.scope import RunInfo
+from bot.domain.signals import JobInfo
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,21 @@ class Forge(Protocol):
 
     def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
         """The files of a run's artifact called `name` ({} when the run has none)."""
+
+    def workflow_runs(self, workflow: int | str, branch: str, events: list[str], limit: int) -> list[RunInfo]:
+        """Completed runs of a workflow (id, file name or path) on a branch for those events, newest first."""
+
+    def run(self, run_id: int) -> RunInfo:
+        """The run as it is now: its newest attempt's number, status and conclusion."""
+
+    def run_attempt(self, run_id: int, attempt: int) -> RunInfo:
+        """One attempt of a run."""
+
+    def run_jobs(self, run_id: int, attempt: int | None = None) -> list[JobInfo]:
+        """The jobs of the run's newest attempt, or of attempt `attempt`."""
+
+    def job_log(self, job_id: int) -> str | None:
+        """One job's log as GitHub wrote it; None when GitHub no longer has it (past its retention)."""
 
     def kill_switch(self, label: str, allowed_roles: list[str], allowed_users: list[str]) -> int | None: ...
 

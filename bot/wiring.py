@@ -7,6 +7,7 @@ from sqlalchemy import Engine
 from bot.adapters.github.app_auth import AppCredentials
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.policy_files import load_dir
+from bot.adapters.store.flakes import Flakes
 from bot.adapters.store.store import Store
 from bot.ingress.jobs.command import CommandJob
 from bot.ingress.jobs.nightly import NightlyJob
@@ -53,5 +54,5 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     )
     return {
         "command": CommandJob(policies, forge_for, bisections),
-        "nightly_failure": NightlyJob(policies, forge_for, bisections),
+        "nightly_failure": NightlyJob(policies, forge_for, bisections, Flakes(engine)),
     }

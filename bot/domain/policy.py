@@ -26,9 +26,30 @@ def _regex(value: str | None) -> str | None:
 
 
 class Watch(Closed):
-    workflow: str = Field(description="Workflow name, or its path under .github/workflows/")
+    """A workflow whose red runs are bisected. Only its runs of `events`, on `branch`, whose head commit comes from
+    the policy's repository itself count, for the red run and for the history read for a test's last good run (a
+    fork's pull request from its own `main` has `head_branch: main` too)."""
+
+    workflow: str = Field(
+        description="The workflow file's path (.github/workflows/pr-test.yml): names change, paths rarely do; "
+        "its name is still accepted"
+    )
     branch: str = "main"
     events: list[str] = Field(default_factory=lambda: ["schedule"])
+    history: int = Field(
+        20,
+        ge=1,
+        le=200,
+        description="At most this many earlier runs are read, newest first, for the last one in which a failed "
+        "test ran and passed",
+    )
+    rerun_grace_minutes: float = Field(
+        30,
+        ge=0,
+        le=24 * 60,
+        description="After a red run completes, wait this long for re-runs of its failed jobs to start; "
+        "the run is scoped once its last attempt has completed",
+    )
 
 
 class LogPatterns(Closed):
@@ -107,12 +128,18 @@ class Runner(Closed):
 
 class Test(Closed):
     id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,120}$")
-    match: str = Field(description="Regex matched against failed test names in the results")
+    match: str = Field(description="Regex matched against test names in the results (failed, passed, retried)")
+    jobs: str | None = Field(
+        None,
+        description="Regex over the names of the jobs that can run this test (e.g. '^base-c-test-4-gpu-h100 '): "
+        "only their logs are read; such a job whose log has no per-test report speaks for the test by its "
+        "conclusion. Unset: every job that ran is read, and a job's conclusion alone says nothing of the test",
+    )
     metric: Metric | None = None
     probe: Probe
     runner: Runner = Field(default_factory=Runner)
 
-    _check = field_validator("match")(_regex)
+    _check = field_validator("match", "jobs")(_regex)
 
 
 class Bisect(Closed):

@@ -1,18 +1,21 @@
 """Scoping a red scheduled run: which watched tests failed, with which metric, over which commit range.
 
-Pure: the caller fetches the run, its log (or results) and the workflow's earlier runs; this
-module decides. A failure it cannot scope says why, so it is reported instead of dropped.
+Pure: the caller fetches the run, its log (or results) and, per failed test, the signals of the workflow's earlier
+runs (bot.domain.signals); this module decides. GOOD is the newest earlier run in which the test ran and passed,
+not a run that succeeded as a whole. A failure it cannot scope says why, so it is reported instead of dropped.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from xml.etree import ElementTree
 
 from bot.domain.joblog import plain
 from bot.domain.policy import Policy, Test, Watch
+from bot.domain.signals import Outcome, Signal, good
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,34 @@ class RunInfo:
     head_sha: str
     event: str
     conclusion: str | None
+    head_repository: str | None = None  # owner/name the head commit came from (a fork's, for a fork's PR)
+    run_attempt: int = 1  # the newest attempt: a re-run of failed jobs is a new attempt of the same run id
+    status: str = "completed"
+    updated_at: datetime | None = None  # when the newest attempt last changed (its completion, once completed)
+    url: str = ""  # the run's page
+
+
+def run_info(data: dict) -> RunInfo:
+    """A workflow run (or one attempt of it) as GitHub's REST API and the workflow_run webhook write it."""
+    updated = data.get("updated_at")
+    try:
+        when = datetime.fromisoformat(updated.replace("Z", "+00:00")) if isinstance(updated, str) else None
+    except ValueError:
+        when = None
+    return RunInfo(
+        data["id"],
+        data.get("name") or "",
+        data.get("path") or "",
+        data.get("head_branch") or "",
+        data["head_sha"],
+        data.get("event") or "",
+        data.get("conclusion"),
+        head_repository=(data.get("head_repository") or {}).get("full_name"),
+        run_attempt=int(data.get("run_attempt") or 1),
+        status=data.get("status") or "completed",
+        updated_at=when,
+        url=data.get("html_url") or "",
+    )
 
 
 @dataclass(frozen=True)
@@ -41,6 +72,9 @@ class Scoped:
     bad: str
     good_run: int
     bad_run: int
+    # the test's signals in the runs after GOOD and before BAD, newest first: CI's own evidence inside the range
+    history: tuple[Signal, ...] = ()
+    good_signal: Signal | None = None  # GOOD's own reading (its metric when printed); BAD's is `test.metric`
 
 
 @dataclass(frozen=True)
@@ -48,15 +82,53 @@ class Unscoped:
     reason: str
 
 
+def from_repository(policy: Policy, run: RunInfo) -> bool:
+    """The run's head commit comes from the policy's repository itself, not a fork (GitHub's names ignore case)."""
+    return (run.head_repository or "").lower() == policy.repository.lower()
+
+
+def _same_workflow(watch: Watch, run: RunInfo) -> bool:
+    """By path (`.github/workflows/pr-test.yml`, or the file's name), or by the workflow's name."""
+    wanted = watch.workflow.strip()
+    return wanted in (run.workflow_path, run.workflow_name) or (
+        "/" not in wanted and run.workflow_path.endswith("/" + wanted)
+    )
+
+
 def watched(policy: Policy, run: RunInfo) -> Watch | None:
-    """The policy's watch entry for this run, if the run is one the policy cares about."""
+    """The policy's watch entry for this run, if the run is one the policy cares about: the watched workflow, one
+    of its events, on its branch, from this repository (a fork's PR from its own `main` is not the nightly)."""
     for watch in policy.watch:
-        same = watch.workflow in (run.workflow_name, run.workflow_path) or run.workflow_path.endswith(
-            "/" + watch.workflow
-        )
-        if same and run.head_branch == watch.branch and run.event in watch.events:
+        if (
+            _same_workflow(watch, run)
+            and run.head_branch == watch.branch
+            and run.event in watch.events
+            and from_repository(policy, run)
+        ):
             return watch
     return None
+
+
+def unwatched(policy: Policy, run: RunInfo) -> str:
+    """Why `watched` said no, in words."""
+    where = f"run {run.id} ({run.workflow_path or run.workflow_name} on {run.head_branch}, {run.event}"
+    if not from_repository(policy, run) and any(_same_workflow(w, run) for w in policy.watch):
+        return f"{where}, from {run.head_repository or 'an unknown repository'}) is not from {policy.repository}"
+    return f"{where}) is not watched by the policy"
+
+
+def earlier_runs(policy: Policy, watch: Watch, red: RunInfo, runs: Sequence[RunInfo]) -> list[RunInfo]:
+    """The runs (newest first) whose signals may name GOOD: earlier, completed runs of the same watch entry, on the
+    red run's branch, from this repository; at most `watch.history` of them."""
+    out = [
+        r
+        for r in runs
+        if r.id < red.id
+        and r.status == "completed"
+        and r.head_branch == red.head_branch
+        and watched(policy, r) is watch
+    ]
+    return out[: watch.history]
 
 
 @dataclass(frozen=True)
@@ -106,17 +178,17 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
     results = _results(results)
     log = results.log
     patterns = policy.results.log
-    if results.junit:
-        names = junit_failures(results.junit)
+    if results.junit:  # `classname.name`, and the classname alone (a file's path, for a regex anchored at `.py$`)
+        names = [n for full in junit_failures(results.junit) for n in (full, full.rsplit(".", 1)[0])]
     else:
         names = [m.group("test") for m in re.finditer(patterns.failed, log)] if patterns.failed else []
     readings = [m.groupdict() for m in re.finditer(patterns.metric, log)] if patterns.metric else []
     if (artifact := _metric_from_json(results.metrics)) is not None:
         readings = [artifact]
-    out = []
+    out: list[FailedTest] = []
     for name in dict.fromkeys(names):
         for test in policy.tests:
-            if re.search(test.match, name):
+            if re.search(test.match, name) and all(f.test.id != test.id for f in out):
                 value = threshold = None
                 if test.metric and readings:
                     value = float(readings[-1]["value"])
@@ -157,44 +229,55 @@ def suite_tally(policy: Policy, results: Results | str) -> str:
     return f" (the suite ran: {int(groups['total']) - int(groups['passed'])} of {groups['total']} tests failed)"
 
 
-def last_green(history: Sequence[RunInfo], failing: RunInfo) -> RunInfo | None:
-    """The newest earlier run of the same workflow and branch that succeeded (history newest first)."""
-    for run in history:
-        if (
-            run.id != failing.id
-            and run.id < failing.id
-            and run.conclusion == "success"
-            and run.head_branch == failing.head_branch
-        ):
-            return run
-    return None
-
-
-def scope(policy: Policy, run: RunInfo, results: Results | str, history: Sequence[RunInfo]) -> list[Scoped] | Unscoped:
+def failures(policy: Policy, run: RunInfo, results: Results | str) -> list[FailedTest] | Unscoped:
+    """The watched tests this red run failed, or why there is nothing to bisect in it."""
     if run.conclusion != "failure":
         return Unscoped(f"run {run.id} concluded {run.conclusion}: nothing to bisect")
     results = _results(results)  # the log's GitHub decorations taken off, once
     if watched(policy, run) is None:
-        return Unscoped(
-            f"run {run.id} ({run.workflow_name or run.workflow_path} on {run.head_branch}, {run.event}) "
-            "is not watched by the policy"
-        )
+        return Unscoped(unwatched(policy, run))
     if died := died_before_summary(policy, run, results):
         return Unscoped(died)
-    failures = failed_tests(policy, results)
-    if not failures:
+    found = failed_tests(policy, results)
+    if not found:
         return Unscoped(
             f"run {run.id} failed{suite_tally(policy, results)}, but its log names none of the watched tests "
             f"({', '.join(t.id for t in policy.tests)})"
         )
-    green = last_green(history, run)
+    return found
+
+
+def _tally(signals: Sequence[Signal]) -> str:
+    counts = {o: sum(s.outcome is o for s in signals) for o in Outcome}
+    return ", ".join(f"{n} {o}" for o, n in counts.items() if n) or "none"
+
+
+def ranged(run: RunInfo, failure: FailedTest, signals: Sequence[Signal]) -> Scoped | Unscoped:
+    """GOOD..BAD for one failed test, from its signals in the earlier runs read (newest first)."""
+    green = good([s for s in signals if s.run_id < run.id])
+    test = failure.test.id
     if green is None:
         return Unscoped(
-            f"run {run.id} failed, but no earlier green run of this workflow on {run.head_branch} is known: "
-            "start one by hand with `/revert-bisect <test> good=<sha>`"
+            f"run {run.id} failed {test}, but none of the {len(signals)} earlier run(s) read shows it run and "
+            f"passed ({_tally(signals)}): start one by hand with `/revert-bisect {test} good=<sha>`"
         )
-    if green.head_sha == run.head_sha:
+    if green.sha == run.head_sha:
         return Unscoped(
-            f"run {run.id} failed on {run.head_sha[:12]}, where run {green.id} passed: a flake, not a regression"
+            f"run {run.id} failed {test} on {run.head_sha[:12]}, where run {green.run_id} passed it: "
+            "a flake, not a regression"
         )
-    return [Scoped(f, green.head_sha, run.head_sha, green.id, run.id) for f in failures]
+    between = tuple(s for s in signals if green.run_id < s.run_id < run.id)
+    return Scoped(failure, green.sha, run.head_sha, green.run_id, run.id, between, green)
+
+
+def scope(
+    policy: Policy, run: RunInfo, results: Results | str, history: Mapping[str, Sequence[Signal]]
+) -> list[Scoped] | Unscoped:
+    """Every failed test with its range; `history`: test id -> its signals in the earlier runs, newest first.
+    Unscoped (the reasons, joined) when no failed test could be scoped."""
+    found = failures(policy, run, results)
+    if isinstance(found, Unscoped):
+        return found
+    out = [ranged(run, f, history.get(f.test.id, ())) for f in found]
+    scoped = [r for r in out if isinstance(r, Scoped)]
+    return scoped or Unscoped("; ".join(r.reason for r in out if isinstance(r, Unscoped)))

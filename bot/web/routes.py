@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.flakes import Flakes
 from bot.adapters.store.holds import Holds
 from bot.adapters.store.queries import PHASES, Bisections, Queue
 from bot.domain import trust
@@ -208,7 +209,8 @@ def list_page(
 
 @pages.get("/trust", response_class=HTMLResponse)
 def trust_page(request: Request) -> HTMLResponse:
-    return _html("trust.html.j2", t=trust_view(trust_report(request), request.app.state.holds.recent()))
+    state = request.app.state
+    return _html("trust.html.j2", t=trust_view(trust_report(request), state.holds.recent(), state.flakes.per_test()))
 
 
 @pages.get("/bisections/{bisection_id}", response_class=HTMLResponse)
@@ -322,7 +324,7 @@ def api_detail(request: Request, bisection_id: int) -> BisectionDetail:
 def api_trust(request: Request) -> TrustReportView:
     """Per repository: reverts opened and how many were re-landed unchanged (false positives), culprits confirmed
     against inconclusive bisections, reverts the guards refused, by reason, and what the kill switch held back."""
-    return trust_view(trust_report(request), request.app.state.holds.recent())
+    return trust_view(trust_report(request), request.app.state.holds.recent(), request.app.state.flakes.per_test())
 
 
 def install(app: FastAPI, engine: Engine) -> None:
@@ -333,6 +335,7 @@ def install(app: FastAPI, engine: Engine) -> None:
     app.state.dashboard = Bisections(engine)
     app.state.queue = Queue(engine)  # jobs parked while GitHub does not answer, shown above the list
     app.state.holds = Holds(engine)
+    app.state.flakes = Flakes(engine)
     app.state.trust_relanded = {}  # relanded_in_clones' answers, kept until a branch moves
     app.include_router(login)
     app.include_router(pages)

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from bot.adapters.store.flakes import FlakeCount
 from bot.adapters.store.models import HoldRow
 from bot.domain.trust import REASON_LABELS, TrustReport, TrustRow
 
@@ -57,11 +58,23 @@ class HoldView(BaseModel):
     at: datetime
 
 
+class FlakeView(BaseModel):
+    repository: str
+    test: str = Field(description="the policy's test id")
+    count: int = Field(description="red runs in which it failed and then passed on the same commit, not bisected")
+    last_how: str = Field(description="how it passed the last time: a re-run attempt, or the suite runner's retry")
+    last_url: str | None = Field(None, description="the last such run")
+    last_at: datetime
+
+
 class TrustReportView(BaseModel):
     repositories: list[TrustRowView]
     total: TrustRowView
     note: str
     holds: list[HoldView] = Field(default_factory=list, description="what the kill switch held back, newest first")
+    flakes: list[FlakeView] = Field(
+        default_factory=list, description="flakes seen per test (failed, then passed on a re-run), most first"
+    )
 
 
 TRUST_NOTE = (
@@ -92,8 +105,11 @@ def trust_row_view(row: TrustRow) -> TrustRowView:
     )
 
 
-def trust_view(report: TrustReport, holds: Iterable[HoldRow] = ()) -> TrustReportView:
-    """A bot.domain.trust.TrustReport as the API gives it, with the kill switch's holds (bot.adapters.store.holds)."""
+def trust_view(
+    report: TrustReport, holds: Iterable[HoldRow] = (), flakes: Iterable[FlakeCount] = ()
+) -> TrustReportView:
+    """A bot.domain.trust.TrustReport as the API gives it, with the kill switch's holds (bot.adapters.store.holds)
+    and the flakes seen per test (bot.adapters.store.flakes)."""
     return TrustReportView(
         repositories=[trust_row_view(r) for r in report.rows],
         total=trust_row_view(report.total),
@@ -110,4 +126,5 @@ def trust_view(report: TrustReport, holds: Iterable[HoldRow] = ()) -> TrustRepor
             )
             for h in holds
         ],
+        flakes=[FlakeView(**f.__dict__) for f in flakes],
     )

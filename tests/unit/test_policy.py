@@ -23,7 +23,7 @@ tests:
 def test_shipped_policies_load():
     policies = load_dir(POLICIES)
     sglang = policies["sgl-project/sglang"]
-    assert sglang.mode == "shadow" and sglang.watch[0].workflow == "PR Test"
+    assert sglang.mode == "shadow" and sglang.watch[0].workflow == ".github/workflows/pr-test.yml"
     test = sglang.test("qwen3-next-decode-cache-hit")
     assert test.metric.threshold == 0.002 and test.runner.labels == ["self-hosted", "4-gpu-h100"]
     assert "--mamba-track-interval 2" in test.probe.args["server-args"]

@@ -13,14 +13,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from github import Auth, Github, GithubException, GithubRetry
+from github.PaginatedList import PaginatedList
 from github.Repository import Repository
+from github.WorkflowJob import WorkflowJob
 
 from bot.adapters.git.repo import git_auth
 from bot.adapters.github.actions import GitHubActions, artifact_files
-from bot.adapters.github.downloads import Downloads
+from bot.adapters.github.downloads import DownloadError, Downloads
 from bot.adapters.github.writes import TRANSPORT_METHODS, for_client, register, writes_of
 from bot.domain.errors import RevertBisectError
-from bot.domain.scope import RunInfo
+from bot.domain.scope import RunInfo, run_info
+from bot.domain.signals import JobInfo
 from bot.ports import CulpritFacts, PullRef, Skipped
 
 MARKER = "<!-- revert-bisect:{key} -->"
@@ -312,6 +315,62 @@ class GitHubForge:
             if number and number != culprit_pr and source.get("state", "open") == "open" and f"#{culprit_pr}" in body:
                 return number
         return None
+
+    # -- a watched workflow's runs, attempts and jobs, for a red run's scope (bot.ingress.jobs.nightly) --
+
+    def workflow_runs(self, workflow: int | str, branch: str, events: list[str], limit: int) -> list[RunInfo]:
+        """Completed runs of a workflow (its id, or its file's name or path) on `branch` for each of `events`,
+        newest first, at most `limit`: GET .../actions/workflows/{id}/runs?branch=&event=&status=completed."""
+        ident = workflow.rsplit("/", 1)[-1] if isinstance(workflow, str) else workflow
+        found: dict[int, RunInfo] = {}
+        for event in dict.fromkeys(events):
+            for n, run in enumerate(
+                self.repo.get_workflow(ident).get_runs(branch=branch, event=event, status="completed")
+            ):
+                if n >= limit:
+                    break
+                found[run.id] = run_info(run.raw_data)
+        return sorted(found.values(), key=lambda r: r.id, reverse=True)[:limit]
+
+    def run(self, run_id: int) -> RunInfo:
+        """A run as it is now: its newest attempt's number, status and conclusion (GET .../actions/runs/{id})."""
+        _, data = self.repo.requester.requestJsonAndCheck("GET", f"{self.repo.url}/actions/runs/{run_id}")
+        return run_info(data)
+
+    def run_attempt(self, run_id: int, attempt: int) -> RunInfo:
+        """One attempt of a run (GET .../actions/runs/{id}/attempts/{n})."""
+        _, data = self.repo.requester.requestJsonAndCheck(
+            "GET", f"{self.repo.url}/actions/runs/{run_id}/attempts/{attempt}"
+        )
+        return run_info(data)
+
+    def run_jobs(self, run_id: int, attempt: int | None = None) -> list[JobInfo]:
+        """The jobs of a run's newest attempt (GET .../runs/{id}/jobs, GitHub's default `filter=latest`), or of one
+        attempt (GET .../runs/{id}/attempts/{n}/jobs); every page."""
+        url = f"{self.repo.url}/actions/runs/{run_id}" + (f"/attempts/{attempt}/jobs" if attempt else "/jobs")
+        jobs = PaginatedList(WorkflowJob, self.repo.requester, url, {"per_page": 100}, list_item="jobs")
+        return [
+            JobInfo(
+                job.raw_data["id"],
+                job.raw_data.get("name") or "",
+                job.raw_data.get("status") or "",
+                job.raw_data.get("conclusion"),
+                int(job.raw_data.get("run_attempt") or attempt or 1),
+            )
+            for job in jobs
+        ]
+
+    def job_log(self, job_id: int) -> str | None:
+        """One job's log as GitHub wrote it, decoded as UTF-8 (GET .../actions/jobs/{id}/logs: a redirect to another
+        host, bot.adapters.github.downloads); None when GitHub no longer has it (404, 410: past its retention),
+        DownloadError when it cannot be downloaded."""
+        try:
+            data = self.downloads.fetch(f"{self.repo.url}/actions/jobs/{job_id}/logs", f"the log of job {job_id}")
+        except DownloadError as exc:
+            if isinstance(exc.__cause__, GithubException) and exc.__cause__.status in (404, 410):
+                return None
+            raise
+        return data.decode("utf-8-sig", "replace")
 
 
 # GitHub's refusal of a push that creates or changes a workflow file, for an App without the `workflows` permission

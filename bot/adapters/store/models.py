@@ -142,3 +142,20 @@ class HoldRow(Base):
     issue: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the kill-switch issue
     culprit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class FlakeRow(Base):
+    """A watched test that failed and then passed on the same commit (a re-run attempt, or the suite runner's own
+    retry): not bisected, counted per test in the trust report; one row per (repository, test, run)."""
+
+    __tablename__ = "flakes"
+    __table_args__ = (UniqueConstraint("repository", "test", "run_id", name="uq_flakes_run_test"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repository: Mapped[str] = mapped_column(String(255), index=True)
+    test: Mapped[str] = mapped_column(String(128))
+    run_id: Mapped[int] = mapped_column(Integer)
+    sha: Mapped[str] = mapped_column(String(64))
+    how: Mapped[str] = mapped_column(Text)  # "failed, then passed on re-run attempt 2", "passed on ... own retry"
+    url: Mapped[str | None] = mapped_column(Text, nullable=True)  # the run's page
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

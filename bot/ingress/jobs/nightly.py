@@ -1,59 +1,74 @@
-"""The `workflow_run.completed` job: scope a red scheduled run, then bisect each failed test's range."""
+"""The `workflow_run.completed` job: scope a red scheduled run once its last attempt is done, then bisect each test
+that still fails over its range.
+
+1. A green or unwatched run (bot.domain.scope.watched: the workflow by path, its event, branch, and a head commit
+   from this repository) is dropped without an API call.
+2. Re-runs first (`watch.rerun_grace_minutes`): failed jobs of a scheduled run are often re-run (a new run_attempt of
+   the same run id), and a re-run's completion may never arrive as a webhook. So the job waits out the grace period
+   after the red attempt completed (bot.domain.patience.NotYet: queued again, no attempt used), then reads the run
+   as it is now; while an attempt is in flight, or within the grace period of the newest attempt, it waits again.
+3. The final attempt: a test that failed in an earlier attempt and not in the final one, or that the suite runner
+   passed on its own retry (`↻ RETRIED: ... passed`), is a flake: recorded once (the trust report's flakes seen
+   per test) and not bisected. A final attempt that succeeded bisects nothing.
+4. Each test that failed in the final attempt: GOOD is the newest earlier run in which it ran and passed
+   (bot.ingress.jobs.run_reads.history), BAD the red run's head; one bisection per range.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.adapters.store.deliveries import ClaimedJob
-from bot.domain.policy import Policy
-from bot.domain.scope import Results, RunInfo, Scoped, Unscoped, scope, watched
+from bot.domain.patience import NotYet
+from bot.domain.policy import Policy, Watch
+from bot.domain.scope import RunInfo, Scoped, Unscoped, failures, ranged, run_info, watched
+from bot.domain.signals import Flake, latest_jobs
+from bot.ingress.jobs import run_reads
 from bot.ports import Forge
 
 log = logging.getLogger("revert_bisect.nightly")
+
+# how often a run whose re-run is in flight is looked at again, and how long at most a red run waits for re-runs
+RERUN_POLL_S = 300.0
+MAX_WAIT_S = 24 * 3600.0
 
 
 class NightlyBisections(Protocol):
     def start_nightly(self, repo_slug: str, scoped: Scoped, forge: Forge) -> None: ...
 
 
-def run_info(run: dict) -> RunInfo:
-    return RunInfo(
-        run["id"],
-        run.get("name") or "",
-        run.get("path") or "",
-        run.get("head_branch") or "",
-        run["head_sha"],
-        run.get("event") or "",
-        run.get("conclusion"),
-    )
+class FlakeLog(Protocol):
+    def record(self, flake: Flake) -> bool:
+        """False when this (repository, test, run) was recorded already."""
 
 
-def read_results(forge: Forge, policy: Policy, run_id: int) -> Results:
-    """The run's log, plus the JUnit and metrics artifacts the policy names, when the run has them."""
-    junit, metrics = (), None
-    if policy.results.junit_artifact:
-        files = forge.run_artifact(run_id, policy.results.junit_artifact)
-        junit = tuple(data.decode(errors="replace") for name, data in files.items() if name.endswith(".xml"))
-    if policy.results.metrics_artifact:
-        files = forge.run_artifact(run_id, policy.results.metrics_artifact)
-        found = next((data for name, data in files.items() if name.endswith(".json")), None)
-        try:
-            metrics = json.loads(found) if found else None
-        except ValueError:
-            log.warning("run %s: the %s artifact is not JSON; using the log", run_id, policy.results.metrics_artifact)
-    return Results(forge.run_log(run_id), junit, metrics)
+class NoFlakeLog:
+    def record(self, flake: Flake) -> bool:
+        log.info("flake (not recorded): %s in run %s: %s", flake.test, flake.run_id, flake.how)
+        return True
+
+
+def _age_s(run: RunInfo, now: datetime) -> float | None:
+    return (now - run.updated_at).total_seconds() if run.updated_at is not None else None
 
 
 class NightlyJob:
     def __init__(
-        self, policies: Mapping[str, Policy], forge_for: Callable[[str], Forge], bisections: NightlyBisections
+        self,
+        policies: Mapping[str, Policy],
+        forge_for: Callable[[str], Forge],
+        bisections: NightlyBisections,
+        flakes: FlakeLog | None = None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ):
         self.policies = policies
         self.forge_for = forge_for
         self.bisections = bisections
+        self.flakes = flakes or NoFlakeLog()
+        self.now = now
 
     def __call__(self, job: ClaimedJob) -> None:
         repo = (job.payload.get("repository") or {}).get("full_name")
@@ -63,21 +78,93 @@ class NightlyJob:
             log.info("delivery %s: no policy for %s, or no run in the payload; ignored", job.delivery_id, repo)
             return
         info = run_info(run)
-        if info.conclusion != "failure" or watched(policy, info) is None:
-            return  # a green or unwatched run: nothing to do, and no API call
+        watch = watched(policy, info)
+        if info.conclusion != "failure" or watch is None:
+            return  # a green or unwatched run (a fork's `main` too): nothing to do, and no API call
+        self._grace(watch, info)  # no API call while re-runs may still start
         forge = self.forge_for(repo)
-        result = scope(
-            policy, info, read_results(forge, policy, info.id), forge.run_history(run["workflow_id"], info.head_branch)
-        )
-        if isinstance(result, Unscoped):
-            log.warning("delivery %s: %s", job.delivery_id, result.reason)
+        final = self._final_attempt(forge, watch, info)
+        if final is None:
             return
-        for scoped in result:
+        workflow = run.get("workflow_id") or info.workflow_path
+        self._scope(job.delivery_id, forge, policy, watch, final, workflow, repo)
+
+    # -- re-runs --
+
+    def _grace(self, watch: Watch, run: RunInfo) -> None:
+        age = _age_s(run, self.now())
+        left = watch.rerun_grace_minutes * 60 - (age or 0.0)
+        if age is not None and left > 0:
+            raise NotYet(left, f"run {run.id} attempt {run.run_attempt}: waiting {left:.0f}s for re-runs to start")
+
+    def _final_attempt(self, forge: Forge, watch: Watch, first: RunInfo) -> RunInfo | None:
+        """The run as it is now, once its newest attempt completed and the grace period after it passed."""
+        now_run = forge.run(first.id)
+        waited = _age_s(first, self.now()) or 0.0
+        if now_run.status != "completed":
+            if waited > MAX_WAIT_S:
+                log.warning(
+                    "run %s: attempt %s still %s after %.0fh; given up",
+                    first.id,
+                    now_run.run_attempt,
+                    now_run.status,
+                    waited / 3600,
+                )
+                return None
+            raise NotYet(
+                min(RERUN_POLL_S, max(60.0, watch.rerun_grace_minutes * 60)),
+                f"run {first.id}: attempt {now_run.run_attempt} is {now_run.status}",
+            )
+        if now_run.run_attempt > first.run_attempt:
+            self._grace(watch, now_run)  # a re-run of the re-run may come too
+        return now_run
+
+    def _flake(self, policy: Policy, run: RunInfo, test_id: str, how: str) -> None:
+        flake = Flake(policy.repository, test_id, run.id, run.head_sha, how, run.url)
+        if self.flakes.record(flake):
+            log.info("run %s: %s is a flake (%s): not bisected", run.id, test_id, how)
+
+    # -- scoping the final attempt --
+
+    def _scope(
+        self, delivery: str, forge: Forge, policy: Policy, watch: Watch, run: RunInfo, workflow: int | str, repo: str
+    ) -> None:
+        if run.conclusion not in ("success", "failure"):
+            log.warning(
+                "delivery %s: run %s's last attempt concluded %s: nothing to bisect", delivery, run.id, run.conclusion
+            )
+            return
+        red = run_reads.red_run(forge, policy, run) if run.conclusion == "failure" else None
+        found = failures(policy, run, red.results) if red is not None else []
+        still = {f.test.id for f in found} if isinstance(found, list) else set()
+        if run.run_attempt > 1:
+            jobs = red.jobs if red is not None else latest_jobs(forge.run_jobs(run.id))
+            logs = red.logs if red is not None else {}
+            for failure, job_name in run_reads.failed_before(forge, policy, run):
+                test = failure.test
+                if test.id not in still and run_reads.passed_now(forge, policy, test, jobs, logs, job_name):
+                    self._flake(policy, run, test.id, f"failed, then passed on re-run attempt {run.run_attempt}")
+        if red is None:
+            return  # the last attempt succeeded
+        for test in run_reads.retried_passed(policy, red.logs.values()):
+            if test.id not in still:
+                self._flake(policy, run, test.id, "passed on the suite runner's own retry")
+        if isinstance(found, Unscoped):
+            log.warning("delivery %s: %s", delivery, found.reason)
+            return
+        for failure in found:
+            first_job = run_reads.failed_in(policy, failure.test, red)
+            signals = run_reads.history(forge, policy, watch, run, failure.test, workflow, first_job)
+            scoped = ranged(run, failure, signals)
+            if isinstance(scoped, Unscoped):
+                log.warning("delivery %s: %s", delivery, scoped.reason)
+                continue
             log.info(
-                "delivery %s: bisecting %s over %s..%s",
-                job.delivery_id,
-                scoped.test.test.id,
+                "delivery %s: bisecting %s over %s..%s (GOOD: run %s, the newest earlier run it passed in)",
+                delivery,
+                failure.test.id,
                 scoped.good[:12],
                 scoped.bad[:12],
+                scoped.good_run,
             )
             self.bisections.start_nightly(repo, scoped, forge)
