@@ -222,8 +222,8 @@ class Publisher:
             followup, _ = forge.ensure_issue(
                 f"tracking-{culprit_pr}",
                 f"Fix the regression from #{culprit_pr} so it can be re-landed",
-                f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and reverted it. "
-                "This issue tracks the proper fix.",
+                f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and proved that reverting it fixes the "
+                "test. This issue tracks the proper fix.",
             )
         revert = create_revert(self.repo, culprit, row.head)
         test = policy.test(self.test_id)
