@@ -3,13 +3,11 @@ the tests do to it (comments delivered as GitHub's signed webhooks, reads of the
 
 import json
 import logging
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from bot.app import create_app
 from bot.ingress.webhooks.signature import sign
@@ -18,7 +16,7 @@ from bot.settings import BotSettings
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from scenarios.mamba_track_boundary import build
 from tests.support import ROOT
-from tests.support.net import free_port
+from tests.support.net import serving
 from tests.support.sandbox import BotWatch, github_get
 
 SECRET = "story-secret-" + uuid.uuid4().hex
@@ -63,19 +61,17 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
         **auth,
         **settings_extra,
     )
-    port = free_port()
-    bot_server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     stop_log = _log_to(tmp_path / "bot.log")
-    thread = threading.Thread(target=bot_server.run, daemon=True)
-    thread.start()
-    bot = f"http://127.0.0.1:{port}"
+    bot_serving = serving(create_app(settings))  # on a socket bound before uvicorn starts (port 0)
+    bot_server = bot_serving.__enter__()
+    bot = bot_server.url
     for _ in range(100):
         try:
             if httpx.get(bot + "/healthz", timeout=1).json()["worker"]:
                 break
         except httpx.HTTPError:
             time.sleep(0.1)
-    watch = BotWatch(settings.db, thread.is_alive, [tmp_path / "bot.log"])
+    watch = BotWatch(settings.db, bot_server.thread.is_alive, [tmp_path / "bot.log"])
     try:
         yield dict(
             scenario=scenario,
@@ -89,8 +85,7 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
             bring_github_back=bring_github_back,
         )
     finally:
-        bot_server.should_exit = True
-        thread.join(timeout=10)
+        bot_serving.__exit__(None, None, None)
         server["stop"]()
         stop_log()
 
@@ -128,6 +123,13 @@ def deliver_comment(world, user: str, body: str, number: int, delivery: str | No
     (as X-GitHub-Delivery `delivery`, default a fresh one)."""
     repo = world["seeded"].repo
     comment = gh(world, "POST", f"/repos/{repo}/issues/{number}/comments", token_of=user, json={"body": body}).json()
+    deliver_webhook(world, comment, user, body, number, delivery)
+    return comment
+
+
+def deliver_webhook(world, comment: dict, user: str, body: str, number: int, delivery: str | None = None) -> None:
+    """GitHub's recorded issue_comment payload for `comment` (already on the sandbox), signed, to the bot."""
+    repo = world["seeded"].repo
     payload = json.loads((ROOT / "tests/fixtures/github/webhooks/issue_comment.created.json").read_text())
     payload["repository"]["full_name"] = repo
     payload["issue"]["number"] = number
@@ -141,7 +143,6 @@ def deliver_comment(world, user: str, body: str, number: int, delivery: str | No
     }
     answer = httpx.post(world["bot"] + "/webhooks/github", content=raw, headers=headers, timeout=10)
     assert answer.status_code == 202, answer.text
-    return comment
 
 
 def open_reverts(world):
