@@ -2,13 +2,19 @@
 
 import threading
 import time
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
+from sqlalchemy import select
 
+from bot.adapters.store import deliveries
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Deliveries, Incoming, Jobs
+from bot.adapters.store.models import JobRow
 from bot.domain.patience import Backoff
 from bot.ingress.worker import Worker
+from tests.support.sandbox import wait_for
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -66,25 +72,47 @@ def test_failures_are_recorded_and_do_not_stop_the_loop(engine):
     ]
 
 
-def test_jobs_left_running_by_a_dead_process_are_requeued_when_their_lease_ends(engine):
+@pytest.fixture
+def queue_clock(monkeypatch):
+    """The queue's clock (its leases, its backoffs), moved by the test: a lease ends when the test says,
+    not when a loaded machine gets round to it."""
+    clock = SimpleNamespace(now=datetime.now(UTC))
+
+    def advance(seconds: float) -> None:
+        clock.now += timedelta(seconds=seconds)
+
+    clock.advance = advance
+    monkeypatch.setattr(deliveries, "utcnow", lambda: clock.now)
+    return clock
+
+
+def lease_of(engine, job_id: int):
+    with engine.connect() as conn:
+        return conn.execute(select(JobRow.lease_until).where(JobRow.id == job_id)).scalar_one()
+
+
+def test_jobs_left_running_by_a_dead_process_are_requeued_when_their_lease_ends(engine, queue_clock):
     enqueue(engine, 2)
     dead, live = Jobs(engine, lease_s=0.3), Jobs(engine, lease_s=30)
     assert dead.claim() is not None and live.claim() is not None and live.claim() is None
     assert live.requeue_expired() == 0  # both leases still run: another replica's job is never taken
-    time.sleep(0.4)
+    queue_clock.advance(0.4)
     assert live.requeue_expired() == 1  # the dead worker's lease ended; the live one's did not
     again = live.claim()
     assert again.attempts == 2 and live.claim() is None
     assert not dead.renew(again.id) and live.renew(again.id)  # it belongs to its new worker now
 
 
-def test_a_worker_renews_the_lease_of_a_long_job(engine):
+def test_a_worker_renews_the_lease_of_a_long_job(engine, queue_clock):
     enqueue(engine, 1)
     jobs, other = Jobs(engine, lease_s=0.3), Jobs(engine, lease_s=0.3)
     seen = []
 
     def slow(job):
-        time.sleep(1.0)  # three leases long
+        for _ in range(6):  # three leases long, in half-lease steps, each one renewed by the worker's heartbeat
+            before = lease_of(engine, job.id)
+            queue_clock.advance(0.15)
+            wait_for(lambda: lease_of(engine, job.id) > before, timeout=60)  # noqa: B023 -- read at once
         seen.append(other.requeue_expired())
 
     Worker(jobs, {"command": slow}).run_once()
