@@ -170,3 +170,29 @@ def test_the_cause_of_a_wrapped_failure_decides():
             raise ValueError("cannot read the run") from inner
     except ValueError as outer:
         assert classify(outer).trouble is Trouble.OUTAGE
+
+
+def test_the_transport_tries_a_refused_connection_three_times_not_eleven():
+    """Waiting for GitHub is the worker's job (parked, probed with backoff): PyGithub's transport gives up soon."""
+    import urllib3.exceptions
+
+    from bot.adapters.github.forge import retry_policy
+
+    for patient in (True, False):
+        retry, sent = retry_policy(patient=patient), 1
+        with pytest.raises(urllib3.exceptions.MaxRetryError):
+            while True:
+                refused = urllib3.exceptions.NewConnectionError(None, "[Errno 111] Connection refused")
+                retry = retry.increment(method="GET", url="/repos/o/r", error=refused)
+                sent += 1
+        assert sent == 3
+        retry, sent = retry_policy(patient=patient), 1
+        with pytest.raises(urllib3.exceptions.MaxRetryError):
+            while True:
+                retry = retry.increment(
+                    method="GET",
+                    url="/repos/o/r",
+                    error=urllib3.exceptions.ReadTimeoutError(None, "/", "read timed out"),
+                )
+                sent += 1
+        assert sent == 4

@@ -39,14 +39,22 @@ def _message(exc: GithubException) -> str:
     return str(data.get("message") or exc)
 
 
+CONNECT_RETRIES = 2  # a refused connection or a connect timeout is tried 3 times, then the job is parked
+READ_RETRIES = 3
+
+
 def retry_policy(*, patient: bool) -> GithubRetry:
     """Retry 5xx, 429 and secondary rate limits (honouring Retry-After) on the idempotent methods only.
 
     Never POST: a POST whose answer was lost may have been done, and sent again it makes a second comment, issue, PR
     or run. The bot retries its POSTs itself, each looked up first (bot.adapters.github.writes). A connection refused
-    before the request went out is still retried here, on every method (urllib3's connect retries)."""
+    before the request went out is still retried here, on every method (urllib3's connect retries), but only
+    `CONNECT_RETRIES` times, and a timeout `READ_RETRIES` times: when GitHub does not answer at all, the job waits
+    for it parked, not in the transport (bot.domain.patience, bot.observability.reachability)."""
     return GithubRetry(
         total=10,
+        connect=CONNECT_RETRIES,
+        read=READ_RETRIES,
         backoff_factor=1.0 if patient else 0.02,
         secondary_rate_wait=60 if patient else 1,
         status_forcelist=list(range(500, 600)) + [429],
