@@ -13,9 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from github import Auth, Github, GithubException, GithubRetry
-from github.PaginatedList import PaginatedList
 from github.Repository import Repository
-from github.WorkflowJob import WorkflowJob
 
 from bot.adapters.git.repo import git_auth
 from bot.adapters.github.actions import GitHubActions, artifact_files
@@ -27,6 +25,7 @@ from bot.domain.signals import JobInfo
 from bot.ports import CulpritFacts, PullRef, Skipped
 
 MARKER = "<!-- revert-bisect:{key} -->"
+NEXT_PAGE = re.compile(r'<([^>]+)>;\s*rel="next"')  # a `Link` header's next page
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
 
 
@@ -355,18 +354,26 @@ class GitHubForge:
     def run_jobs(self, run_id: int, attempt: int | None = None) -> list[JobInfo]:
         """The jobs of a run's newest attempt (GET .../runs/{id}/jobs, GitHub's default `filter=latest`), or of one
         attempt (GET .../runs/{id}/attempts/{n}/jobs); every page."""
-        url = f"{self.repo.url}/actions/runs/{run_id}" + (f"/attempts/{attempt}/jobs" if attempt else "/jobs")
-        jobs = PaginatedList(WorkflowJob, self.repo.requester, url, {"per_page": 100}, list_item="jobs")
-        return [
-            JobInfo(
-                job.raw_data["id"],
-                job.raw_data.get("name") or "",
-                job.raw_data.get("status") or "",
-                job.raw_data.get("conclusion"),
-                int(job.raw_data.get("run_attempt") or attempt or 1),
-            )
-            for job in jobs
-        ]
+        url: str | None = f"{self.repo.url}/actions/runs/{run_id}" + (
+            f"/attempts/{attempt}/jobs" if attempt else "/jobs"
+        )
+        params: dict | None = {"per_page": 100}
+        out = []
+        while url:
+            headers, data = self.repo.requester.requestJsonAndCheck("GET", url, parameters=params)
+            for job in (data or {}).get("jobs") or []:
+                out.append(
+                    JobInfo(
+                        job["id"],
+                        job.get("name") or "",
+                        job.get("status") or "",
+                        job.get("conclusion"),
+                        int(job.get("run_attempt") or attempt or 1),
+                    )
+                )
+            found = NEXT_PAGE.search(headers.get("link") or "")
+            url, params = (found.group(1), None) if found else (None, None)
+        return out
 
     def job_log(self, job_id: int) -> str | None:
         """One job's log as GitHub wrote it, decoded as UTF-8 (GET .../actions/jobs/{id}/logs: a redirect to another
