@@ -32,6 +32,7 @@ def test_twenty_sigkills_change_nothing(tmp_path):
     state = SandboxState(tmp_path / "sandbox")
     seeded = seed_from_scenario(state, tmp_path / "scenario")
     base, stop_sandbox = run_in_thread(state)
+    # a port number, not a bound socket: the bot runs in another process (it is killed) and takes --port
     port, db = free_port(), f"sqlite:///{tmp_path / 'bot.db'}"
     env = {
         **os.environ,

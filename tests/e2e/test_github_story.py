@@ -199,6 +199,7 @@ def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_pa
     import sqlalchemy
 
     scenario = build(tmp_path / "scenario", commits=24, seed=5)
+    # port numbers, not bound sockets: the sandbox and the bot run in other processes and take --port
     sandbox_port, bot_port = free_port(), free_port()
     sandbox = subprocess.Popen(
         [

@@ -59,6 +59,7 @@ def test_three_replicas_process_each_delivery_once_and_dispatch_each_step_once(t
     replicas, procs = [], []
     try:
         for n in range(3):
+            # a port number, not a bound socket: each replica is another process and takes --port
             port = free_port()
             env = {
                 **os.environ,

@@ -372,6 +372,7 @@ def test_probe_matches_direct_queries_to_the_miniature_engine(tmp_path):
     shutil.copytree(TEMPLATE / "mini_sglang", tmp_path / "mini_sglang")
     scheduler = tmp_path / "mini_sglang" / "scheduler.py"
     scheduler.write_text(scheduler.read_text().replace(GOOD_BOUNDARY, BAD_BOUNDARY))  # the regression: KL is large
+    # a port number, not a bound socket: the model server runs in another process and takes --port
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(

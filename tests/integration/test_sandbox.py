@@ -452,6 +452,7 @@ def test_standalone_module_serves_a_scenario(tmp_path):
     import sys
 
     scenario = build(tmp_path / "scenario", commits=8, seed=2)
+    # a port number, not a bound socket: `python -m sandbox` runs in another process and takes --port
     port = free_port()
     proc = subprocess.Popen(
         [

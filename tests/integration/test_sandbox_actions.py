@@ -415,6 +415,7 @@ def test_cli_hook_and_schedule(tmp_path):
 
     sink = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
+    # a port number, not a bound socket: `python -m sandbox` runs in another process and takes --port
     port = free_port()
     proc = subprocess.Popen(
         [

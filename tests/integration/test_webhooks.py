@@ -28,6 +28,7 @@ def event_of(path: Path) -> str:
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
     db = f"sqlite:///{tmp / 'bot.db'}"
+    # a port number, not a bound socket: `revert-bisect serve` runs in another process and takes --port
     port = free_port()
     env = {
         **os.environ,
