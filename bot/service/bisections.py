@@ -26,8 +26,9 @@ from bot.domain.errors import RepoError, RevertBisectError
 from bot.domain.guards import Culprit, Repository, revert_refusal, start_refusal
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.policy import Policy, RevertAction
-from bot.domain.requests import StartRequest
+from bot.domain.requests import CiReading, StartRequest
 from bot.domain.scope import Scoped
+from bot.domain.signals import Outcome
 from bot.domain.subjects import pr_number
 from bot.observability import bind
 from bot.ports import Forge, Git
@@ -41,6 +42,15 @@ from bot.service.status import render_status
 
 STATUS_EVERY_S = 5.0
 log = logging.getLogger("revert_bisect.bisections")
+
+
+def ci_readings(scoped: Scoped, bad_url: str) -> tuple[CiReading, ...]:
+    """What CI said of the test from GOOD to BAD, oldest first: GOOD's pass, the runs between with a signal, BAD's
+    failure (a run without a signal -- the job skipped, the test not run, the log expired -- says nothing)."""
+    signals = (scoped.good_signal, *reversed(scoped.history))
+    told = [s for s in signals if s is not None and s.outcome is not Outcome.NONE]
+    readings = [CiReading(s.sha, s.outcome is Outcome.PASSED, s.metric, s.url) for s in told]
+    return (*readings, CiReading(scoped.bad, False, scoped.test.metric, bad_url))
 
 
 def off_branch(repo: Git, good: str, bad: str, branch_ref: str) -> str | None:
@@ -112,7 +122,8 @@ class Bisections:
         self._run(forge, request)
 
     def start_nightly(self, repo_slug: str, scoped: Scoped, forge: Forge) -> None:
-        """A red scheduled run: one bisection per (test, range), never two for the same range."""
+        """A red scheduled run: one bisection per (test, range), never two for the same range; the test's readings
+        in CI's scheduled runs from GOOD to BAD go with it as free evidence."""
         self._run(
             forge,
             StartRequest(
@@ -126,6 +137,7 @@ class Bisections:
                 None,
                 False,
                 run=scoped.bad_run,
+                ci=ci_readings(scoped, f"{forge.site}/actions/runs/{scoped.bad_run}"),
             ),
         )
 
