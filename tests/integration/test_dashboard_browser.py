@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import struct
-import threading
-import time
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,7 +26,7 @@ from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.settings import BotSettings
 from scenarios.synthetic import build
-from tests.support.net import free_port
+from tests.support.net import serving
 from tests.support.sandbox import wait_for
 from tests.support.world import deliver_comment, open_reverts
 
@@ -58,31 +56,22 @@ def _report(
 
 @contextmanager
 def _serving(db: str):
-    """The bot's app on `db`, served by uvicorn on a free loopback port: yields its base URL."""
-    import uvicorn
-
+    """The bot's app on `db`, served by uvicorn on a loopback port bound before it starts: yields its base URL."""
     app = create_app(BotSettings(webhook_secret="whsec-browser-tests", db=db), handlers={})
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(app, timeout_graceful_shutdown=1) as served:
+        yield served.url
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """A store with a finished bisection (metric test) and a running one, served by uvicorn on loopback."""
-    home = tmp_path_factory.mktemp("browser")
+    with _served_store(tmp_path_factory.mktemp("browser")) as world:
+        yield world
+
+
+@contextmanager
+def _served_store(home: Path):
+    home.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{home / 'store.db'}"
     store = Store(connect(db))
     repo = build(home / "repo", 12, 6)
@@ -263,8 +252,14 @@ def test_bisection_page_timeline_chart_and_threshold(served, page, tmp_path):
     assert "found" in page.locator("#state").inner_text()
 
 
-def test_live_update_without_navigation(served, page, tmp_path):
-    page.goto(f"{served.base}/bisections/{served.running}")
+def test_live_update_without_navigation(page, tmp_path):
+    with _served_store(tmp_path / "own") as served:  # its writes are its own: the module's store stays as built
+        _live_update_without_navigation(served, page, tmp_path)
+
+
+def _live_update_without_navigation(served, page, tmp_path):
+    with page.expect_response(lambda r: r.url.endswith(f"/bisections/{served.running}/events"), timeout=30_000):
+        page.goto(f"{served.base}/bisections/{served.running}")  # ... and the page's event stream is open
     assert page.locator("main").get_attribute("data-live") == "true"
     row = page.locator(f'#rounds tr[data-step="{served.probe}"]')
     assert row.is_visible() and "running" in row.inner_text()  # while it runs, the rounds are open
@@ -272,7 +267,6 @@ def test_live_update_without_navigation(served, page, tmp_path):
     gap_id = gap.get_attribute("id")
     gap.locator("summary").click()  # the reader opens a run of untested commits: the live update keeps it open
     page.evaluate("window.__same_document = true")
-    time.sleep(1.2)  # the event stream is open and has sent its first version
     served.store.finish_step(
         served.probe, _report("bad", 0, 0.0063, "gpu-7 (https://github.example/octo/gpu-kernels/actions/runs/77)")
     )
