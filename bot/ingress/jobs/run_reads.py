@@ -149,9 +149,9 @@ def history(
     first_job: str | None = None,
 ) -> list[Signal]:
     """The test's signals in the earlier runs, newest first, up to and including the first run it passed in."""
-    runs = earlier_runs(
-        policy, watch, red, forge.workflow_runs(workflow, red.head_branch, list(watch.events), watch.history + 1)
-    )
+    # newest first from now: runs newer than the red one (it may be scoped hours later, after its re-runs) come too
+    listed = forge.workflow_runs(workflow, red.head_branch, list(watch.events), 2 * watch.history + 10)
+    runs = earlier_runs(policy, watch, red, listed)
     out = []
     for run in runs:
         signal = signal_in(forge, policy, test, run, first_job)
