@@ -158,3 +158,15 @@ def test_an_artifact_that_cannot_be_downloaded_is_an_infra_result_with_the_reaso
         "the last: 503 ServerBusy (https://gh/runs/101)"
     )
     assert b.wait(0) == [] and fake.reads == 1 and b.free == 2
+
+
+class Broken(Answer):
+    def iter_content(self, size):
+        yield b"PK"
+        raise requests.exceptions.ChunkedEncodingError("connection broken: IncompleteRead")
+
+
+def test_a_download_broken_off_halfway_is_tried_again():
+    session = Session(Broken(200, b""), Answer(200, b"PK whole"))
+    assert downloads(session).fetch(API, "the artifact") == b"PK whole"
+    assert len(session.gets) == 2

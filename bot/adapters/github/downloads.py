@@ -83,7 +83,7 @@ class BlobClient:
             response = self.session.get(
                 url, auth=_no_credentials, stream=True, timeout=(limits.connect_s, limits.read_s)
             )
-        except (requests.ConnectionError, requests.Timeout) as exc:
+        except requests.RequestException as exc:  # refused, reset, timed out, a broken redirect
             STATS.record_download("error")
             raise _Again(f"no answer from {_host(url)}: {type(exc).__name__}") from exc
         with response:
@@ -108,7 +108,7 @@ class BlobClient:
                         STATS.record_download("too_large")
                         raise DownloadError(f"the download is over the limit of {limits.max_bytes} bytes")
                     chunks.append(chunk)
-            except (requests.ConnectionError, requests.Timeout) as exc:
+            except requests.RequestException as exc:  # a connection reset or a read timeout halfway, a broken chunk
                 STATS.record_download("error")
                 raise _Again(f"{_host(url)} broke off the download: {type(exc).__name__}") from exc
         STATS.record_download("2xx")
@@ -170,6 +170,6 @@ class Downloads:
                 reason = f"GitHub answered {exc.status} {message or ''}".strip()
                 if exc.status < 500:
                     raise DownloadError(f"cannot download {what}: {reason}") from exc
-            except (requests.ConnectionError, requests.Timeout) as exc:
+            except requests.RequestException as exc:  # asking GitHub for the redirect: no answer after its retries
                 reason = f"GitHub did not answer: {type(exc).__name__}"
         raise DownloadError(f"cannot download {what}: {limits.tries} tries failed, the last: {reason}")
