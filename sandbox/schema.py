@@ -1,8 +1,13 @@
-"""GitHub's OpenAPI description (the subset the bot calls), used to complete response bodies.
+"""GitHub's OpenAPI description (the subset the bot calls), used to hold the sandbox's response bodies to it.
 
-The sandbox writes the fields that carry meaning (ids, numbers, titles, shas, URLs, users...) and
-`conform` fills every other *required* field with a neutral value of the declared type, so each
-body has the shape GitHub's own description promises (the contract tests validate that).
+Each renderer writes every field GitHub's description requires, itself. `conform(body, schema, base)`
+fills nothing: it checks, and raises `SchemaGap` naming each required field a body lacks (the sandbox then
+answers 500 with that message, which the contract tests report), so a missing field is caught instead of
+papered over with a neutral value taken from the same description the contract check reads.
+
+`KNOWN_GAPS` lists, by (schema, field), the few fields renderers outside the Actions engine still leave to
+this module (sandbox/render/core.py and issues.py): only those are filled, with a neutral value of the
+declared type, until their renderer writes them. Emptying it is the goal; nothing may be added to it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,18 @@ from typing import Any
 
 SPEC_PATH = Path(__file__).with_name("openapi") / "api.github.com.subset.json"
 EPOCH_ISO = "2026-01-01T00:00:00Z"
+
+# (top-level schema, dotted path of the field inside it): still filled here, pending their renderers
+KNOWN_GAPS = {
+    ("repository", "license"),  # sandbox/render/core.py Renderer.repo: GitHub sends null for no licence
+    ("full-repository", "license"),  # the same
+    ("issue-search-result-item", "score"),  # sandbox/render/issues.py: GitHub's search relevance, a number
+    ("nullable-collaborator", "role_name"),  # sandbox/render/core.py: the collaborator's role name
+}
+
+
+class SchemaGap(AssertionError):
+    """A response body lacks fields GitHub's description requires."""
 
 
 @lru_cache(maxsize=1)
@@ -45,7 +62,7 @@ def _merged(schema: dict) -> dict:
 
 
 def _object_choice(schema: dict) -> dict | None:
-    """The schema a dict value is completed against: itself, or the first object alternative."""
+    """The schema a dict value is checked against: itself, or the first object alternative."""
     schema = _merged(schema)
     if schema.get("type") == "object" or "properties" in schema:
         return schema
@@ -57,6 +74,7 @@ def _object_choice(schema: dict) -> dict | None:
 
 
 def placeholder(schema: dict, name: str, base: str) -> Any:
+    """A neutral value of the declared type (only for KNOWN_GAPS)."""
     schema = _merged(schema)
     if schema.get("nullable"):
         return None
@@ -66,8 +84,6 @@ def placeholder(schema: dict, name: str, base: str) -> Any:
     if "enum" in schema:
         return schema["enum"][0]
     kind = schema.get("type", "object" if "properties" in schema else "string")
-    if kind == "object":
-        return conform({}, schema, base)
     if kind == "array":
         return []
     if kind == "boolean":
@@ -79,29 +95,41 @@ def placeholder(schema: dict, name: str, base: str) -> Any:
         return EPOCH_ISO
     if fmt == "uri":
         return f"{base}/sandbox/{name}"
-    if fmt == "email":
-        return "noreply@sandbox.invalid"
     return ""
 
 
-def conform(value: Any, schema: dict | str, base: str) -> Any:
-    """Complete `value` in place (and return it) with every required field `schema` declares."""
+def missing(value: Any, schema: dict | str, at: str = "") -> list[str]:
+    """The dotted paths of the required fields `value` lacks (nested objects and array items included)."""
     if isinstance(schema, str):
         schema = component(schema)
+    out: list[str] = []
     if isinstance(value, dict):
         target = _object_choice(schema)
         if target is None:
-            return value
+            return out
         props = target.get("properties", {})
-        for name in target.get("required", []):
-            if name not in value:
-                value[name] = placeholder(props.get(name, {}), name, base)
-        for name, sub in list(value.items()):
+        out += [f"{at}{name}" for name in target.get("required", []) if name not in value]
+        for name, sub in value.items():
             if name in props and isinstance(sub, (dict, list)):
-                conform(sub, props[name], base)
+                out += missing(sub, props[name], f"{at}{name}.")
     elif isinstance(value, list):
         schema = _merged(schema)
         if schema.get("type") == "array" and "items" in schema:
-            for item in value:
-                conform(item, schema["items"], base)
+            for i, item in enumerate(value):
+                out += missing(item, schema["items"], f"{at}{i}.")
+    return out
+
+
+def conform(value: Any, schema: str, base: str) -> Any:
+    """`value`, checked against the component `schema`: SchemaGap names the required fields it lacks
+    (only the KNOWN_GAPS of top-level fields are filled, pending their renderers)."""
+    gaps = []
+    for path in missing(value, schema):
+        if (schema, path) in KNOWN_GAPS and isinstance(value, dict) and "." not in path:
+            props = (_object_choice(component(schema)) or {}).get("properties", {})
+            value[path] = placeholder(props.get(path, {}), path, base)
+        else:
+            gaps.append(path)
+    if gaps:
+        raise SchemaGap(f"the sandbox's {schema} body lacks required field(s) {', '.join(gaps)} (GitHub's description)")
     return value

@@ -49,7 +49,7 @@ class OutboxMixin:
             "action": action,
             "workflow_run": render_run(rr, wf, repo, run),
             "workflow": render_workflow(rr, repo, wf),
-            "repository": rr.repo(repo, schema="repository"),
+            "repository": _hook_repository(rr, repo),
             "sender": rr.user(run.actor),
         }
 
@@ -60,7 +60,7 @@ class OutboxMixin:
         return {
             "action": action,
             "workflow_job": render_job(rr, self.workflow_of(run), repo, run),
-            "repository": rr.repo(repo, schema="repository"),
+            "repository": _hook_repository(rr, repo),
             "sender": rr.user(run.actor),
         }
 
@@ -123,3 +123,9 @@ def signature(secret: bytes, body: bytes) -> str:
     """GitHub's webhook signature header value: `sha256=` and the hex HMAC-SHA256 of the raw body, keyed by
     the hook's secret (GitHub docs, "Validating webhook deliveries")."""
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def _hook_repository(rr: Renderer, repo) -> dict:
+    """A webhook's `repository`: the REST repository, plus `custom_properties` (an object, `{}` for a repository
+    without any), which GitHub's webhook payloads carry (octokit/webhooks examples)."""
+    return {**rr.repo(repo, schema="repository"), "custom_properties": {}}
