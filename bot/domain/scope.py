@@ -135,19 +135,22 @@ def earlier_runs(policy: Policy, watch: Watch, red: RunInfo, runs: Sequence[RunI
 class Results:
     """What a run left behind: its log, and the artifacts the policy names when the run has them.
 
-    The log is kept as the policy's regexes read it: GitHub's per-line timestamps and `##[...]` markers
-    are taken off once, here (bot.domain.joblog.plain), before any regex sees it."""
+    `log` is the text the policy's regexes read: a job log with GitHub's per-line timestamps and `##[...]`
+    markers already taken off (bot.domain.joblog.plain, applied once by whoever reads the log from GitHub;
+    `from_github` does it). A bare string given to the functions below is a raw job log: they take the
+    decorations off it, once, before any regex."""
 
     log: str
     junit: tuple[str, ...] = ()  # JUnit XML documents
     metrics: dict | None = None  # a metrics JSON: {"metric": {"name", "value", "threshold"}}
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "log", plain(self.log))
+    @classmethod
+    def from_github(cls, raw_log: str, junit: tuple[str, ...] = (), metrics: dict | None = None) -> Results:
+        return cls(plain(raw_log), junit, metrics)
 
 
 def _results(results: Results | str) -> Results:
-    return Results(results) if isinstance(results, str) else results
+    return Results.from_github(results) if isinstance(results, str) else results
 
 
 def junit_failures(documents: Sequence[str]) -> list[str]:

@@ -149,7 +149,7 @@ def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
     from bot.domain.scope import Results, junit_failures
 
     assert junit_failures([JUNIT, "<not xml"]) == ["test/registered/models_e2e/test_qwen3_next_models.py.test_kl"]
-    results = Results(
+    results = Results.from_github(
         stamped("no useful log lines"),
         junit=(JUNIT,),
         metrics={"metric": {"name": "avg_kl_div", "value": 0.0071, "threshold": 0.002}},
@@ -157,7 +157,7 @@ def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
     [failure] = failed_tests(POLICY, results)
     assert failure.test.id == KL and failure.metric == 0.0071 and failure.threshold == 0.002
     # a malformed metrics artifact falls back to the log
-    [failure] = failed_tests(POLICY, Results(LOG, metrics={"metric": "broken"}))
+    [failure] = failed_tests(POLICY, Results.from_github(LOG, metrics={"metric": "broken"}))
     assert failure.metric == 0.0065
 
 
@@ -176,7 +176,7 @@ def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
     assert isinstance(result, Unscoped) and "failed before its test summary" in result.reason
     assert "the job died" in result.reason
     assert scope(POLICY, red, LOG, history)[0].test.test.id == KL  # the same log with the summary: scoped
-    assert isinstance(scope(POLICY, red, Results(died, junit=(JUNIT,)), history), list)  # JUnit: no summary needed
+    assert isinstance(scope(POLICY, red, Results.from_github(died, junit=(JUNIT,)), history), list)  # JUnit
     from bot.domain.policy import LogPatterns
 
     no_summary = POLICY.model_copy(

@@ -55,7 +55,7 @@ def read_results(forge: Forge, policy: Policy, run_id: int) -> Results:
     """A run read whole: every job's log, and the JUnit and metrics artifacts the policy names when the run has them.
     The nightly job itself reads less (run_reads.red_run: the final attempt's failed jobs only)."""
     junit, metrics = run_reads.artifacts(forge, policy, run_id)
-    return Results(forge.run_log(run_id), junit, metrics)
+    return Results.from_github(forge.run_log(run_id), junit, metrics)  # GitHub's decorations off, once
 
 
 def _age_s(run: RunInfo, now: datetime) -> float | None:
