@@ -39,6 +39,7 @@ STEP_KEYS = {"id", "name", "if", "run", "uses", "with", "env", "shell", "working
 STEP_KEYS |= {"timeout-minutes"}
 JOB_KEYS = {"name", "runs-on", "timeout-minutes", "steps", "env", "defaults", "concurrency", "permissions", "if"}
 JOB_KEYS |= {"outputs", "continue-on-error", "environment"}
+CANCEL_TIMEOUT_MINUTES = 5  # jobs.<id>.cancel-timeout-minutes' default
 UPLOAD_INPUTS = ("name", "path", "if-no-files-found", "retention-days", "compression-level", "overwrite")
 UPLOAD_INPUTS += ("include-hidden-files",)
 CHECKOUT_INPUTS = ("repository", "ref", "path", "fetch-depth", "token", "persist-credentials", "clean")
@@ -249,7 +250,11 @@ class JobSteps:
         return self._outcome(code), outputs
 
     def _timeout(self, step: dict) -> float | None:
+        """The step's time: what is left of the job's (once spent, as on a cancelled job, an `always()` step
+        gets the runner's cancel timeout, 5 minutes) and at most its own `timeout-minutes`."""
         left = self.remaining()
+        if left is not None and left <= 0:
+            left = CANCEL_TIMEOUT_MINUTES * self.minute_s
         minutes = step.get("timeout-minutes")
         if minutes is not None:
             own = float(ex.evaluate(minutes, self.ctx)) * self.minute_s

@@ -269,3 +269,31 @@ def test_the_real_step_workflow_runs_its_install_step_spec_mapping_and_out_path(
     result = json.loads(files.read("result.json"))
     assert (result["verdict"], result["exit_code"], result["metric"]["value"]) == ("bad", 1, 0.9)
     assert "input_spec=None" in result["log_tail"]  # no INPUT_* reaches the step's test
+
+
+TIMED = """\
+name: Timed
+on: workflow_dispatch
+jobs:
+  slow:
+    runs-on: [self-hosted]
+    timeout-minutes: 1
+    steps:
+      - run: echo start && sleep 60
+      - run: echo "not after a timeout"
+      - if: always()
+        run: echo "cleanup ran"
+"""
+
+
+def test_a_job_over_its_timeout_minutes_is_stopped_and_its_always_steps_still_run(state, tmp_path):
+    make_repo(state, tmp_path, "o/timed", {".github/workflows/timed.yml": TIMED})
+    state.actions.minute_s = 1.0  # one `timeout-minutes` minute lasts a second here
+    run = run_of(state, "o/timed", "timed.yml", {}, timeout=60)
+    lines = texts(run)
+    assert run.conclusion == "timed_out", lines
+    assert "start" in lines and "not after a timeout" not in lines and "cleanup ran" in lines
+    assert (
+        "##[error]The job running on runner sandbox-self-hosted has exceeded the maximum execution time of 1 minutes."
+        in lines
+    )
