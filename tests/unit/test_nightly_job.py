@@ -110,7 +110,7 @@ class FakeForge:
         self.logs[self.next_job] = log
         return JobInfo(self.next_job, name, "completed", conclusion, attempt)
 
-    def payload(self, id, attempt=1):
+    def payload(self, id, attempt=1, conclusion="failure"):
         run = self.runs[id]
         return {
             "action": "completed",
@@ -122,7 +122,7 @@ class FakeForge:
                 "head_branch": "main",
                 "head_sha": run.head_sha,
                 "event": run.event,
-                "conclusion": "failure",
+                "conclusion": conclusion,
                 "status": "completed",
                 "workflow_id": 77,
                 "run_attempt": attempt,
@@ -189,10 +189,11 @@ class Flakes:
         return True
 
 
-def deliver(forge, id, at, attempt=1, bisections=None, flakes=None):
+def deliver(forge, id, at, attempt=1, bisections=None, flakes=None, conclusion="failure"):
     bisections, flakes = bisections or Bisections(), flakes or Flakes()
     job = NightlyJob({REPO: POLICY}, lambda repo: forge, bisections, flakes, now=lambda: at)
-    job(ClaimedJob(1, "nightly_failure", f"d-{id}-{attempt}", "workflow_run", forge.payload(id, attempt), 1))
+    payload = forge.payload(id, attempt, conclusion)
+    job(ClaimedJob(1, "nightly_failure", f"d-{id}-{attempt}", "workflow_run", payload, 1))
     return bisections, flakes
 
 
@@ -297,8 +298,16 @@ def test_a_rerun_attempt_that_passes_is_a_flake_not_bisected():
     assert (flake.test, flake.run_id, flake.sha) == (KL, 40, sha(9))
     assert flake.how == "failed, then passed on re-run attempt 2"
     # the webhook of the re-run's completion, when it comes, records nothing twice and bisects nothing
-    again, _ = deliver(forge, 40, done + GRACE + timedelta(minutes=5), attempt=2, flakes=flakes)
+    again, _ = deliver(forge, 40, done + GRACE + timedelta(minutes=5), 2, flakes=flakes, conclusion="success")
     assert not again.calls and len(flakes.seen) == 1
+    # ... and alone (the first attempt's job was lost, or the grace period was too short), it records the flake
+    alone, flakes = deliver(forge, 40, done + GRACE + timedelta(minutes=5), 2, conclusion="success")
+    assert not alone.calls and [f.how for f in flakes.seen.values()] == ["failed, then passed on re-run attempt 2"]
+    # a run green at its first attempt costs no API call
+    forge.listed.clear()
+    forge.add_run(41, 10, "success", [[], [], [kl(0.0004)]])
+    deliver(forge, 41, T0 + GRACE, conclusion="success")
+    assert not forge.listed
 
 
 def test_a_rerun_attempt_that_fails_again_is_bisected_once():

@@ -86,7 +86,8 @@ class NightlyJob:
             return
         info = run_info(run)
         watch = watched(policy, info)
-        if info.conclusion != "failure" or watch is None:
+        rerun_passed = info.conclusion == "success" and info.run_attempt > 1  # its earlier attempt's failures: flakes
+        if watch is None or (info.conclusion != "failure" and not rerun_passed):
             return  # a green or unwatched run (a fork's `main` too): nothing to do, and no API call
         self._grace(watch, info)  # no API call while re-runs may still start
         forge = self.forge_for(repo)
