@@ -48,6 +48,17 @@ def isolated_home(tmp_path, monkeypatch):
     _home_in(tmp_path / "home", monkeypatch)
 
 
+@pytest.fixture(autouse=True)
+def github_reachable():
+    """GitHub's reachability is one per process (bot.observability.reachability.GITHUB): each test starts
+    with GitHub up, whatever an earlier test's sandbox (stopped by now) made of it."""
+    from bot.observability.reachability import GITHUB
+
+    GITHUB.reset()
+    yield
+    GITHUB.reset()
+
+
 @pytest.fixture
 def synth(tmp_path):
     def make(commits: int = 20, culprit: int = 7, **kw):
