@@ -229,8 +229,8 @@ def _followup(number: int, culprit_pr: int, created: datetime) -> dict:
     body = (
         "## Describe the bug\n\n"
         "The nightly decode-cache-hit KL accuracy test fails on main: a second turn that resumes from a "
-        "decode-state checkpoint drifts from a cold prefill of the same tokens (`avg_kl_div` far above the "
-        f"{THRESHOLD} threshold), while `cached_tokens` looks fine.\n\n"
+        "decode-state checkpoint drifts from a cold prefill of the same tokens (`avg_kl_div` about 0.007 against the "
+        f"{THRESHOLD} threshold; healthy builds read about 0.0004), while `cached_tokens` looks fine.\n\n"
         f"Since #{culprit_pr}, `mamba_last_track_seqlen` is taken from `kv_committed_len` when a decode step lands "
         "on a track boundary. Under the overlap scheduler that counter already includes the next, prepared step, "
         "so the cached prefix is labelled one token longer than the state it holds.\n\n"

@@ -452,7 +452,7 @@ def test_probe_matches_direct_queries_to_the_miniature_engine(tmp_path):
         ref = [[x[0] for x in r["meta_info"]["input_token_logprobs"]][-24:] for r in prefill]
         kls = [sum(math.exp(a - b) - 1 - (a - b) for a, b in zip(p, d)) / len(d) for p, d in zip(ref, decode)]
         assert probe_value == pytest.approx(sum(kls) / len(kls), rel=1e-9)
-        assert probe_value > 0.02
+        assert probe_value >= 0.004  # the broken regime (0.004-0.01), as the real culprit read 0.0065
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()

@@ -14,6 +14,10 @@ PAGE_SIZE = 1
 # perturbed (a known-flaky restore path on some hosts; the nightly sees it as a noisy KL).
 STATE_RESTORE_FAULT_RATE = 0.0
 
+# Tune the decode kernels' reduction order afresh at every server start (from noisy timings), rather
+# than reading the tuned order from the cache keyed by the build; see kernels.py.
+KERNEL_AUTOTUNE = False
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -27,6 +31,8 @@ class ModelConfig:
     oscillating_min: float = 0.9
     oscillating_max: float = 0.99
     logit_gain: float = 6.0
+    logit_offset: float = 16.0  # where the logits sit: bf16 resolves 1/16 to 1/8 there
+    mixer_gain: float = 0.35  # the recurrent state's weight in the residual stream
 
 
 @dataclass
@@ -41,3 +47,4 @@ class ServerArgs:
     max_running_requests: int = 256
     context_length: int = 4096
     state_restore_fault_rate: float = STATE_RESTORE_FAULT_RATE
+    kernel_autotune: bool = KERNEL_AUTOTUNE

@@ -7,6 +7,7 @@ import time
 import uuid
 
 from .config import ModelConfig, ServerArgs
+from .kernels import ORDERS, choose_order
 from .mamba_cache import MambaPrefixCache
 from .model import TinyMamba
 from .scheduler import Req, SamplingParams, Scheduler
@@ -24,7 +25,9 @@ class Engine:
     def __init__(self, server_args: ServerArgs) -> None:
         self.server_args = server_args
         self.model_config = ModelConfig()
-        self.model = TinyMamba(self.model_config)
+        self.kernel_order = choose_order(server_args.kernel_autotune)
+        self.model = TinyMamba(self.model_config, kernel_order=self.kernel_order)
+        logger.info(f"decode kernels: bf16 split-K, {ORDERS[self.kernel_order]} reduction")
         self.tokenizer = CharTokenizer()
         self.cache = MambaPrefixCache(page_size=server_args.page_size, disable=server_args.disable_radix_cache)
         self.scheduler = Scheduler(
@@ -159,6 +162,8 @@ class Engine:
             "disable_overlap_schedule": args.disable_overlap_schedule,
             "mamba_scheduler_strategy": "extra_buffer",
             "mamba_track_interval": args.mamba_track_interval,
+            "decode_dtype": "bfloat16",
+            "decode_reduction_order": ORDERS[self.kernel_order],
             "max_running_requests": args.max_running_requests,
             "context_length": args.context_length,
             "vocab_size": self.model_config.vocab_size,
