@@ -39,7 +39,9 @@ def step_runner_env(root: Path) -> dict[str, str]:
     if not any(wheels.glob("*.whl")):
         build_wheel(wheels)
     userbase.mkdir(parents=True, exist_ok=True)
+    (root / "tmp").mkdir(parents=True, exist_ok=True)
     return {
+        "TMPDIR": str(root / "tmp"),  # the machine's own /tmp (the install step's lock is machine-wide)
         "PATH": os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]),
         "PYTHONUSERBASE": str(userbase),
         "PIP_NO_INDEX": "1",

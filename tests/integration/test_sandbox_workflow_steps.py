@@ -253,8 +253,8 @@ def test_the_real_step_workflow_runs_its_install_step_spec_mapping_and_out_path(
     text = "\n".join(lines)
     assert run.conclusion == "success", text
     install = lines.index(
-        "##[group]Run flock /tmp/revert-bisect-install.lock python3 -m pip install --user --quiet --upgrade "
-        '"${PACKAGE:-revert-bisect[sglang]}"'
+        '##[group]Run flock "${TMPDIR:-/tmp}/revert-bisect-install.lock" python3 -m pip install --user --quiet '
+        '--upgrade "${PACKAGE:-revert-bisect[sglang]}"'
     )
     assert lines[install + 3 : install + 6] == ["env:", "  PACKAGE: ", "##[endgroup]"]  # vars.REVERT_BISECT_PACKAGE
     step = lines.index('##[group]Run python3 -m runners.step --spec-env STEP_SPEC --out "$RUNNER_TEMP/revert-bisect"')
