@@ -781,7 +781,7 @@ def test_artifacts_named_by_the_workflow(sandbox):
     assert artifact_zip(sandbox, full, run_id, "single").namelist() == ["report.txt"]
     assert artifact_zip(sandbox, full, run_id, "artifact").namelist() == ["a.txt"]
     assert "##[warning]No files were found with the provided path: nothing/here" in text
-    assert "nothing/there" not in text  # if-no-files-found: ignore
+    assert "No files were found with the provided path: nothing/there" not in text  # if-no-files-found: ignore
     temp = next(line.split("temp=", 1)[1] for line in run.log if "temp=/" in line)
     assert temp.startswith(str(state.root)) and not Path(temp).exists()  # RUNNER_TEMP removed after the run
 
