@@ -17,9 +17,7 @@ workflow's, job's and step's `env:` -- nothing else: no INPUT_* (GitHub sets tho
 
 from __future__ import annotations
 
-import glob
 import os
-import re
 import shlex
 import shutil
 import uuid
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from .. import gitstore
 from . import expressions as ex
+from .files import artifact_files, key_values, remove
 from .workflow import CHECKOUT, UPLOAD_ARTIFACT
 
 if TYPE_CHECKING:
@@ -243,8 +242,8 @@ class JobSteps:
         if self.added_path:
             env["PATH"] = os.pathsep.join([*reversed(self.added_path), env.get("PATH", "")])
         code = self.spawn(argv, cwd, env, self._timeout(step))
-        outputs = _key_values(commands["GITHUB_OUTPUT"])
-        self.added_env.update(_key_values(commands["GITHUB_ENV"]))
+        outputs = key_values(commands["GITHUB_OUTPUT"])
+        self.added_env.update(key_values(commands["GITHUB_ENV"]))
         self.added_path += [p for p in commands["GITHUB_PATH"].read_text().splitlines() if p.strip()]
         path.unlink(missing_ok=True)
         return self._outcome(code), outputs
@@ -327,7 +326,7 @@ class JobSteps:
         target = self.workspace / ex.as_string(args.get("path")) if args.get("path") else self.workspace
         self.line(f"Syncing repository: {own}")
         if target.exists():
-            shutil.rmtree(target) if target != self.workspace else [_remove(p) for p in target.iterdir()]
+            shutil.rmtree(target) if target != self.workspace else [remove(p) for p in target.iterdir()]
         gitstore.git(self.repo_path, "worktree", "add", "-f", "--detach", str(target), sha)
         self.checkouts.append(target)
         self.line(f"HEAD is now at {sha[:7]}")
@@ -338,7 +337,7 @@ class JobSteps:
         name = ex.as_string(args.get("name")) or "artifact"
         path = ex.as_string(args.get("path"))
         hidden = ex.as_string(args.get("include-hidden-files")) == "true"
-        files = _artifact_files([p.strip() for p in path.splitlines() if p.strip()], self.workspace, hidden)
+        files = artifact_files([p.strip() for p in path.splitlines() if p.strip()], self.workspace, hidden)
         if files:
             if not self.attach(name, files):
                 self.line(
@@ -360,68 +359,7 @@ class JobSteps:
         return True
 
 
-def _artifact_files(paths: list[str], work: Path, hidden: bool = False) -> dict[str, bytes]:
-    """The files actions/upload-artifact uploads for `paths` (files, directories, globs; relative to
-    the workspace; `!` exclusions ignored), named relative to the paths' least common ancestor --
-    a single directory's files relative to it. Hidden files only with `hidden`."""
-    roots, found = [], []
-    for path in (p for p in paths if not p.startswith("!")):
-        full = Path(path) if os.path.isabs(path) else work / path
-        parts = full.parts
-        magic = next((i for i, part in enumerate(parts) if re.search(r"[*?\[]", part)), None)
-        if magic is not None:
-            roots.append(Path(*parts[:magic]))
-            hits = [Path(h) for h in glob.glob(str(full), recursive=True)]
-        else:
-            roots.append(full if full.is_dir() else full.parent)
-            hits = [full] if full.exists() else []
-        for hit in hits:
-            found += (
-                sorted(f for f in hit.rglob("*") if f.is_file()) if hit.is_dir() else [hit] if hit.is_file() else []
-            )
-    if not found:
-        return {}
-    root = os.path.commonpath([str(r) for r in roots])
-    names = {os.path.relpath(f, root): f for f in found}
-    return {
-        n: f.read_bytes()
-        for n, f in sorted(names.items())
-        if hidden or not any(part.startswith(".") for part in Path(n).parts)
-    }
-
-
-def _remove(path: Path) -> None:
-    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-
-
-def _key_values(file: Path) -> dict[str, str]:
-    """A GITHUB_OUTPUT / GITHUB_ENV file: `name=value` lines and `name<<DELIMITER` ... `DELIMITER` blocks."""
-    out: dict[str, str] = {}
-    lines = file.read_text().splitlines() if file.exists() else []
-    i = 0
-    while i < len(lines):
-        text = lines[i]
-        heredoc = re.match(r"^([^=<]+)<<(.+)$", text)
-        if heredoc:
-            end = next((j for j in range(i + 1, len(lines)) if lines[j] == heredoc.group(2)), len(lines))
-            out[heredoc.group(1)] = "\n".join(lines[i + 1 : end])
-            i = end + 1
-            continue
-        if "=" in text:
-            key, value = text.split("=", 1)
-            out[key] = value
-        i += 1
-    return out
-
-
 def _expression_message(exc: Exception) -> str:
     if isinstance(exc, ex.Unsupported):
         return f"The sandbox does not evaluate {exc}, so it refuses the step (never reading it as '')"
     return str(exc)
-
-
-def mask(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
