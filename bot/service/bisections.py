@@ -210,6 +210,7 @@ class Bisections:
         )
         if found or (row.status == Status.FOUND.value and (outcome.get("ab") or {}).get("passed") and not work.dry_run):
             link = self._publish(forge, policy, repo, loaded, row, work, found)
+            row = self.store.get(loaded.id)  # with what publishing recorded (notes: a reviewer GitHub refused)
         say(render_status(work.test, loaded.problem, None, row, link))
         log.info("bisection #%s of %s: %s %s", row.id, work.repo, row.status, link or "")
         # rocket: the revert PR is open; confused: the bisection ended without one (the status comment says why).
