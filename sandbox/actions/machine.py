@@ -1,16 +1,18 @@
 """The self-hosted runner machine the step workflow (runners/github/revert-bisect-step.yml) runs on, set up
-the way its header asks of a real one: Linux, `python3` (>= 3.10) on PATH, git, network access to the
-repository -- and nothing of the bot's beyond what the workflow installs itself.
+the way its header asks of a real one: Linux, `python3` (>= 3.10) on PATH, git, flock, network access to
+the repository -- and nothing of the bot's beyond what the workflow installs itself.
 
-The workflow's first step runs `python3 -m pip install --user --quiet --upgrade "${PACKAGE:-revert-bisect[sglang]}"`.
-This machine is air-gapped the way a locked-down GPU box is: pip reads no index (PIP_NO_INDEX) but a local
-wheelhouse (PIP_FIND_LINKS) holding the runner package -- a wheel of this checkout's `runners` package under
-the project's name and version, built here, as a release would be published -- and installs it into a
-user base of the machine's own (PYTHONUSERBASE). `python3` is a virtual environment with the system site
-(so `--user` installs are allowed, as with a system Python) that also sees the test environment's
-packages (the third-party libraries a real machine would have installed once). So the workflow's install
-step, its `STEP_SPEC` mapping and its `--out "$RUNNER_TEMP/revert-bisect"` all run as written, and
-`python3 -m runners.step` imports the installed copy, not the repository under test.
+The workflow's first step runs `python3 -m pip install --user --quiet --upgrade "${PACKAGE:-...}"` under a
+lock in the machine's temp dir (TMPDIR, the machine's own). This machine is air-gapped the way a
+locked-down GPU box is: pip reads no index (PIP_NO_INDEX) but a local wheelhouse (PIP_FIND_LINKS) holding
+the runner package -- a wheel of this checkout's `runners` package under the project's name and version,
+built here, as a release would be published -- and installs it into a user base of the machine's own
+(PYTHONUSERBASE), resolving no dependencies (PIP_NO_DEPS: the machine's third-party libraries were
+installed once; resolving them cost each step a second or two of CPU). `python3` is a virtual environment
+with the system site (so `--user` installs are allowed, as with a system Python) that also sees the test
+environment's packages (those libraries). So the workflow's install step, its `STEP_SPEC` mapping and its
+`--out "$RUNNER_TEMP/revert-bisect"` all run as written, and `python3 -m runners.step` imports the
+installed copy, not the repository under test.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def step_runner_env(root: Path) -> dict[str, str]:
         "PATH": os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]),
         "PYTHONUSERBASE": str(userbase),
         "PIP_NO_INDEX": "1",
+        "PIP_NO_DEPS": "1",  # its third-party libraries are installed once, by hand: pip resolves none per step
         "PIP_FIND_LINKS": str(wheels),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_ROOT_USER_ACTION": "ignore",
