@@ -14,7 +14,7 @@ import pytest
 
 from bot.adapters.git.revert import Revert
 from bot.adapters.github.app_auth import AppCredentials
-from bot.adapters.github.forge import GitHubForge, WorkflowPushRefused, connect, push_branch
+from bot.adapters.github.forge import GitHubForge, WorkflowPushRefused, connect, push_branch, workflow_refusal
 from bot.adapters.policy_files import load
 from bot.service.pr_body import PullRequestDraft
 from bot.service.publish import publish
@@ -232,3 +232,24 @@ def test_the_sandbox_app_is_granted_what_the_manifest_asks_for(world):
     assert DEFAULT_PERMISSIONS == manifest["default_permissions"] and "workflows" not in DEFAULT_PERMISSIONS
     assert "workflows" in manifest["description"]  # the manifest says why, and what happens without it
     assert world["state"].apps.permissions_of(app_token(world)) == manifest["default_permissions"]
+
+
+def test_githubs_own_layout_of_the_refusal_is_read_too():
+    """GitHub puts the reason in the ref's `[remote rejected] (...)`; the sandbox on `remote:` lines: both read."""
+    github = (
+        "To https://github.com/o/r.git\n"
+        " ! [remote rejected] 26dcf23 -> revert-bisect/12-abcdef0 (refusing to allow a GitHub App to create or "
+        "update workflow `.github/workflows/ci.yml` without `workflows` permission)\n"
+        "error: failed to push some refs to 'https://github.com/o/r.git'\n"
+    )
+    reason = (
+        "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without "
+        "`workflows` permission"
+    )
+    assert workflow_refusal(github) == (reason, ".github/workflows/ci.yml")
+    oauth = (
+        "remote: refusing to allow an OAuth App to create or update workflow `.github/workflows/a b.yml` "
+        "without `workflow` scope\n"
+    )
+    assert workflow_refusal(oauth)[1] == ".github/workflows/a b.yml"
+    assert workflow_refusal("! [rejected] main -> main (non-fast-forward)\n") is None

@@ -411,6 +411,15 @@ class WorkflowPushRefused(ForgeError):
         return sorted({f for f in files if f.startswith(WORKFLOWS_DIR)} | {self.path})
 
 
+def workflow_refusal(stderr: str) -> tuple[str, str] | None:
+    """GitHub's reason and the workflow file it names, from `git push`'s stderr: in the ref's `[remote rejected]
+    (...)` as GitHub writes it, or on a `remote:` line."""
+    found = WORKFLOW_REFUSAL.search(stderr)
+    if found is None:
+        return None
+    return stderr[found.start() :].splitlines()[0].strip().removesuffix(")"), found["path"]
+
+
 def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: str) -> None:
     """Push `sha` to `branch` with the token in an HTTP header for this one command: never in .git/config."""
     result = subprocess.run(
@@ -420,8 +429,7 @@ def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: s
     )
     if result.returncode != 0:
         stderr = result.stderr.replace(token, "***")
-        if found := WORKFLOW_REFUSAL.search(stderr):
-            line = stderr[found.start() :].splitlines()[0].rstrip(")")
-            raise WorkflowPushRefused(branch, line.strip(), found["path"])
+        if refused := workflow_refusal(stderr):
+            raise WorkflowPushRefused(branch, *refused)
         message = stderr.strip().splitlines()
         raise ForgeError(f"push of {branch} to {remote_url} failed: {message[-1] if message else 'no message'}")
