@@ -4,7 +4,7 @@ Each step is one `workflow_dispatch` of `revert-bisect-step.yml` with a unique c
 its inputs, which the workflow's run-name carries: the run is known at once when GitHub returns
 run details, and found by that id otherwise (a 204 answer, or an error after the request went
 out). Runs are polled with conditional requests (a 304 costs nothing against the rate limit), every
-`poll_s` while they change and less often, up to `idle_poll_s`, while they do not (a queued run, a
+`poll_s` while they change and less often, up to 8 x `poll_s`, while they do not (a queued run, a
 long test); a `workflow_run` or `workflow_job` webhook about one of them cuts its wait short
 (`wake_for`), and one about any other run wakes nothing. Every way a run can end without a usable result is an
 infra verdict with its reason, never evidence about the commit: cancelled, timed out, never picked
@@ -51,7 +51,11 @@ class Limits:
     queue_timeout_s: float = 3600.0  # queued this long with no runner: given up (infra), the run cancelled
     find_timeout_s: float = 120.0  # a run dispatched without details must show up by its run-name within this
     redispatch: int = 2  # dispatches that may have failed are tried again this many times
-    idle_poll_s: float = 120.0  # a run unchanged since the last poll is polled ever less often, up to this
+    idle_poll_s: float | None = None  # an unchanged run is polled ever less often, up to this (None: 8 x poll_s)
+
+    @property
+    def idle_cap_s(self) -> float:
+        return self.idle_poll_s if self.idle_poll_s is not None else 8 * self.poll_s
 
 
 @dataclass
@@ -219,7 +223,7 @@ class GitHubActionsBackend:
         if seen != flight.seen or flight.run_id is None:
             flight.interval = self.limits.poll_s
         else:
-            flight.interval = min(max(flight.interval, self.limits.poll_s) * 2, self.limits.idle_poll_s)
+            flight.interval = min(max(flight.interval, self.limits.poll_s) * 2, self.limits.idle_cap_s)
         flight.seen, flight.due = seen, now + flight.interval
 
     def _check(self, flight: Flight) -> None:
