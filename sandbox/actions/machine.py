@@ -7,10 +7,13 @@ lock in the machine's temp dir (TMPDIR, the machine's own). This machine is air-
 locked-down GPU box is: pip reads no index (PIP_NO_INDEX) but a local wheelhouse (PIP_FIND_LINKS) holding
 the runner package -- a wheel of this checkout's `runners` package under the project's name and version,
 built here, as a release would be published -- and installs it into a user base of the machine's own
-(PYTHONUSERBASE), resolving no dependencies (PIP_NO_DEPS: the machine's third-party libraries were
-installed once; resolving them cost each step a second or two of CPU). `python3` is a virtual environment
-with the system site (so `--user` installs are allowed, as with a system Python) that also sees the test
-environment's packages (those libraries). So the workflow's install step, its `STEP_SPEC` mapping and its
+(PYTHONUSERBASE). `python3` is a virtual environment with the system site (so `--user` installs are
+allowed, as with a system Python) that also sees the test environment's third-party packages (what a real
+machine has installed once) -- but not this project's own distribution, so pip installs the package as on
+a fresh machine instead of finding it installed. pip resolves no dependencies (PIP_NO_DEPS): those
+libraries are installed once, and resolving them again cost every step's install 1.6 s of CPU.
+
+So the workflow's install step, its `STEP_SPEC` mapping and its
 `--out "$RUNNER_TEMP/revert-bisect"` all run as written, and `python3 -m runners.step` imports the
 installed copy, not the repository under test.
 """
@@ -47,7 +50,7 @@ def step_runner_env(root: Path) -> dict[str, str]:
         "PATH": os.pathsep.join([str(venv / "bin"), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]),
         "PYTHONUSERBASE": str(userbase),
         "PIP_NO_INDEX": "1",
-        "PIP_NO_DEPS": "1",  # its third-party libraries are installed once, by hand: pip resolves none per step
+        "PIP_NO_DEPS": "1",  # the machine's libraries are installed once; resolving them cost each step 1.6 s of CPU
         "PIP_FIND_LINKS": str(wheels),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_ROOT_USER_ACTION": "ignore",
@@ -60,11 +63,20 @@ def _make_python(venv: Path) -> None:
     base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     python = str(base) if base.exists() else sys.executable
     subprocess.run([python, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
-    purelib = Path(
-        sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)})  # the new venv's
-    )
-    here = sysconfig.get_paths()["purelib"]  # the packages this process runs with
-    (purelib / "runner-machine.pth").write_text(here + "\n")
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    libraries = venv / "libraries"  # the test environment's packages, this project's own left out
+    libraries.mkdir(exist_ok=True)
+    here = Path(sysconfig.get_paths()["purelib"])  # the packages this process runs with
+    for entry in here.iterdir():
+        if not _ours(entry.name):
+            (libraries / entry.name).symlink_to(entry)
+    (purelib / "runner-machine.pth").write_text(f"{libraries}\n")
+
+
+def _ours(name: str) -> bool:
+    """This project's own distribution in a site-packages directory (its dist-info, an editable install's hook)."""
+    low = name.lower().replace("-", "_")
+    return low.startswith(("revert_bisect_", "__editable__.revert_bisect", "__editable___revert_bisect"))
 
 
 def _version() -> str:
