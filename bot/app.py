@@ -13,6 +13,7 @@ from bot.ingress.webhooks.router import router as webhooks
 from bot.ingress.worker import Handler, Worker
 from bot.observability import observe
 from bot.observability.github_api import install as install_github_api
+from bot.observability.reachability import of as reachability_of
 from bot.observability.reachability import probe as probe_github
 from bot.settings import BotSettings
 from bot.web import install as install_dashboard
@@ -31,7 +32,9 @@ def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = N
     def probe() -> bool:  # while jobs are parked: does GitHub answer again?
         return probe_github(api, timeout=min(5.0, settings.github_timeout_s))
 
-    worker = Worker(Jobs(engine, lease_s=settings.job_lease_s), handlers, probe=probe) if handlers else None
+    reach = reachability_of(api)  # this GitHub's: its outage parks this app's jobs, no other host's
+    jobs = Jobs(engine, lease_s=settings.job_lease_s)
+    worker = Worker(jobs, handlers, probe=probe, reach=reach) if handlers else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):

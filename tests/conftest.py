@@ -50,13 +50,13 @@ def isolated_home(tmp_path, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def github_reachable():
-    """GitHub's reachability is one per process (bot.observability.reachability.GITHUB): each test starts
-    with GitHub up, whatever an earlier test's sandbox (stopped by now) made of it."""
-    from bot.observability.reachability import GITHUB
+    """GitHub's reachability is kept per host for the whole process (bot.observability.reachability): each test
+    starts with every host up, whatever an earlier test's sandbox (stopped by now, its port free again) made of it."""
+    from bot.observability.reachability import reset_all
 
-    GITHUB.reset()
+    reset_all()
     yield
-    GITHUB.reset()
+    reset_all()
 
 
 @pytest.fixture

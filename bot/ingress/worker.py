@@ -20,7 +20,7 @@ from bot.adapters.github.failures import classify
 from bot.adapters.store.deliveries import ClaimedJob, Jobs
 from bot.domain.patience import JOB_BACKOFF, Backoff, GiveUp, Later, NotYet, Park, after_failure
 from bot.observability import bind
-from bot.observability.reachability import GITHUB, Reachability
+from bot.observability.reachability import Reachability
 
 log = logging.getLogger("revert_bisect.worker")
 
@@ -39,7 +39,7 @@ class Worker:
         idle_s: float = 0.5,
         max_attempts: int = MAX_ATTEMPTS,
         probe: Probe | None = None,
-        reach: Reachability = GITHUB,
+        reach: Reachability | None = None,  # GitHub's (the app passes its host's); None: a private one
         backoff: Backoff = JOB_BACKOFF,
         rng: Callable[[], float] = random.random,
     ):
@@ -48,7 +48,7 @@ class Worker:
         self.idle_s = idle_s
         self.max_attempts = max_attempts
         self.probe = probe
-        self.reach = reach
+        self.reach = reach or Reachability()
         self.backoff = backoff
         self.rng = rng
         self._stop = threading.Event()

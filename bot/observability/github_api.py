@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 import requests
 
 from bot.observability.logs import register_secret
-from bot.observability.reachability import GITHUB as REACH
-from bot.observability.reachability import GitHubUnreachable
+from bot.observability.reachability import GitHubUnreachable, host_key, of_host
 
 
 @dataclass
@@ -84,24 +83,25 @@ def _token_of(headers) -> str | None:
 
 class _Counted:
     """Mixed into PyGithub's connection classes: every response (or failure) is recorded, and GitHub's
-    reachability learns from it; while GitHub does not answer, a request is not sent at all (REACH)."""
+    reachability of its host learns from it; while that host does not answer, a request is not sent at all."""
 
     def getresponse(self):
         register_secret(_token_of(getattr(self, "headers", None)), transient=True)
-        ticket = REACH.ticket()
+        reach = of_host(host_key(self.host, self.port, self.protocol))  # this host's: another's outage is not ours
+        ticket = reach.ticket()
         if ticket is None:
             raise GitHubUnreachable(
                 f"GitHub did not answer the last requests; {self.verb} not sent "
-                f"(the next try in {REACH.next_trial_in():.0f}s)"
+                f"(the next try in {reach.next_trial_in():.0f}s)"
             )
         try:
             response = super().getresponse()
         except Exception as exc:
             STATS.record(self.verb, None, None)
-            REACH.report(ticket, answered=not isinstance(exc, requests.RequestException))
+            reach.report(ticket, answered=not isinstance(exc, requests.RequestException))
             raise
         STATS.record(self.verb, response.status, response.headers)  # requests' case-insensitive dict
-        REACH.report(ticket, answered=response.status < 500)
+        reach.report(ticket, answered=response.status < 500)
         return response
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.adapters.store.models import BisectionRow, JobRow, StepRow
 from bot.observability.github_api import GitHubApiCollector
 from bot.observability.reachability import ReachabilityCollector
+from bot.observability.reachability import of as reachability_of
 
 PREFIX = "revert_bisect_"
 DELIVERY_OUTCOMES = (
@@ -150,7 +151,7 @@ class StoreCollector:
 class Metrics:
     """One app's registry: the delivery counter, the store's series, the GitHub API series."""
 
-    def __init__(self, engine: Engine | None = None):
+    def __init__(self, engine: Engine | None = None, github_url: str = "https://api.github.com"):
         self.engine = engine
         self.registry = CollectorRegistry()
         self.deliveries = Counter(
@@ -163,7 +164,7 @@ class Metrics:
         if engine is not None:
             self.registry.register(StoreCollector(engine))
         self.registry.register(GitHubApiCollector())
-        self.registry.register(ReachabilityCollector())
+        self.registry.register(ReachabilityCollector(reachability_of(github_url)))
 
     def delivery(self, event: str, outcome: str) -> None:
         self.deliveries.labels(event, outcome).inc()

@@ -8,7 +8,8 @@ unreachable, GitHub is taken as *down*: requests then fail at once, without touc
 exponential backoff with jitter). The worker's probe (GET /rate_limit, which GitHub does not count against the
 rate limit) or any trial request that is answered brings GitHub back *up*.
 
-Process-wide, like the rate limit: `GITHUB` is the one instance; tests build their own with a fake clock.
+One per GitHub host this process talks to (`of(url)`: github.com's API, a GitHub Enterprise server, a sandbox on
+loopback), so a host that stops answering never parks the work of another; tests build their own with a fake clock.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import requests
 
@@ -156,7 +158,31 @@ class Reachability:
             )
 
 
-GITHUB = Reachability()
+_HOSTS: dict[str, Reachability] = {}
+_HOSTS_LOCK = threading.Lock()
+
+
+def host_key(host: str, port: int | None, scheme: str = "https") -> str:
+    return f"{host.lower()}:{port or (443 if scheme == 'https' else 80)}"
+
+
+def of(url: str) -> Reachability:
+    """The reachability of the host serving `url` (its API base, e.g. https://api.github.com)."""
+    parts = urlsplit(url)
+    return of_host(host_key(parts.hostname or "", parts.port, parts.scheme or "https"))
+
+
+def of_host(key: str) -> Reachability:
+    with _HOSTS_LOCK:
+        if key not in _HOSTS:
+            _HOSTS[key] = Reachability()
+        return _HOSTS[key]
+
+
+def reset_all() -> None:
+    """Forget every host's state (tests: each starts with every host answering)."""
+    with _HOSTS_LOCK:
+        _HOSTS.clear()
 
 
 def probe(api_url: str, timeout: float = 5.0) -> bool:
@@ -170,9 +196,9 @@ def probe(api_url: str, timeout: float = 5.0) -> bool:
 
 
 class ReachabilityCollector:
-    """GITHUB as Prometheus series."""
+    """The configured GitHub's reachability as Prometheus series."""
 
-    def __init__(self, reach: Reachability = GITHUB):
+    def __init__(self, reach: Reachability):
         self.reach = reach
 
     def describe(self):

@@ -38,7 +38,7 @@ def register_settings_secrets(settings: BotSettings) -> None:
 def observe(app: FastAPI, engine: Engine, settings: BotSettings) -> Observability:
     register_settings_secrets(settings)
     ensure_logging()
-    obs = Observability(engine, Metrics(engine), policy_status(settings.policies))
+    obs = Observability(engine, Metrics(engine, settings.github_url), policy_status(settings.policies))
     app.state.observability = obs
     app.state.metrics = obs.metrics
     app.include_router(router)

@@ -10,16 +10,18 @@ from starlette.testclient import TestClient
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Deliveries, Incoming, Jobs
 from bot.app import create_app
-from bot.observability.reachability import GITHUB
+from bot.observability.reachability import of
 from bot.settings import BotSettings
 from tests.support import ROOT
 
 
 @pytest.fixture
 def github_reach():
-    GITHUB.reset()
-    yield GITHUB
-    GITHUB.reset()
+    """The reachability of the GitHub the app is configured for (BotSettings' default, github.com's API)."""
+    reach = of("https://api.github.com")
+    reach.reset()
+    yield reach
+    reach.reset()
 
 
 def scrape(client) -> dict:
