@@ -1,13 +1,10 @@
 """The Actions engine: workflows discovered and bound, runs queued, admitted (concurrency groups, runner
-slots), executed on threads (runner.py), concluded and announced (outbox.py); signed download links."""
+slots), executed on threads (runner.py), concluded and announced (outbox.py)."""
 
 from __future__ import annotations
 
 import atexit
-import hashlib
-import hmac
 import queue
-import secrets
 import signal
 import threading
 import time
@@ -22,7 +19,6 @@ from . import workflow as wfspec
 from .model import (
     HOSTED_LABEL,
     HOSTED_RUNNER_NAME,
-    LINK_TTL,
     RUNNER_NAME,
     WORKFLOW_DIR,
     Hook,
@@ -67,7 +63,6 @@ class Actions(RunnerMixin, OutboxMixin):
         self._groups: dict[tuple[str, str], int] = {}  # (repo key, concurrency group) -> run id holding it
         self._cond = threading.Condition(self.lock)
         self._git_lock = threading.Lock()
-        self._key = secrets.token_bytes(32)
         self._outbox: queue.Queue = queue.Queue()
         self._sender: threading.Thread | None = None
         atexit.register(_shutdown_at_exit, weakref.ref(self))
@@ -384,28 +379,6 @@ class Actions(RunnerMixin, OutboxMixin):
             if run.group is not None and self._groups.get((run.repo, run.group)) == run.id:
                 del self._groups[(run.repo, run.group)]
             self._cond.notify_all()
-
-    # -- signed download links --
-
-    def sign_link(self, kind: str, ident: int, ttl: int = LINK_TTL) -> str:
-        expires = int(time.time()) + ttl
-        sig = hmac.new(self._key, f"{kind}:{ident}:{expires}".encode(), hashlib.sha256).hexdigest()
-        return f"expires={expires}&sig={sig}"
-
-    def link_ok(self, kind: str, ident: int, expires: str | None, sig: str | None) -> bool:
-        if not expires or not sig or not expires.isdigit() or int(expires) < time.time():
-            return False
-        good = hmac.new(self._key, f"{kind}:{ident}:{expires}".encode(), hashlib.sha256).hexdigest()
-        return hmac.compare_digest(good, sig)
-
-    def blob(self, kind: str, ident: int) -> tuple[bytes, str] | None:
-        with self.lock:
-            if kind == "logs":
-                run = self.runs.get(self.jobs.get(ident, -1))
-                return (("\n".join(run.log) + "\n").encode(), "text/plain; charset=utf-8") if run else None
-            run = self.runs.get(self.artifacts.get(ident, -1))
-            art = next((a for a in run.artifacts if a.id == ident), None) if run else None
-            return (art.data, "application/zip") if art else None
 
 
 def _shutdown_at_exit(ref: weakref.ref) -> None:

@@ -16,7 +16,6 @@ JOB_BOT = "github-actions[bot]"
 HOSTED_RUNNER_NAME = "GitHub Actions 1"
 HOSTED_LABEL = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$", re.I)  # GitHub-hosted runner images
 JOB_STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
-LINK_TTL = 600  # seconds a signed download URL stays valid
 
 
 def _now() -> str:
