@@ -70,6 +70,8 @@ def _make_python(venv: Path) -> None:
     for entry in here.iterdir():
         if not _ours(entry.name):
             (libraries / entry.name).symlink_to(entry)
+    # the tools installed with them (uv: the `uv` package looks for its binary beside its site directory)
+    (libraries / "bin").symlink_to(Path(sysconfig.get_paths()["scripts"]))
     (purelib / "runner-machine.pth").write_text(f"{libraries}\n")
 
 
