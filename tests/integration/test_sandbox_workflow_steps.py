@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.service.backends import step_inputs
+from runners.envs import EnvSpec
 from runners.spec import StepSpec
 from runners.step import RUNNER_PYTHON, Request
 from sandbox import SandboxState, gitstore
@@ -238,13 +239,18 @@ TEST = (
 def test_the_real_step_workflow_runs_its_install_step_spec_mapping_and_out_path(state, tmp_path):
     """runners/github/revert-bisect-step.yml as a repository installs it, dispatched with the inputs the bot
     sends (bot.service.backends.step_inputs), on the runner machine its header asks for."""
-    workflow = {".github/workflows/revert-bisect-step.yml": STEP_WORKFLOW.read_text(), "bug.txt": "bad\n"}
+    workflow = {
+        ".github/workflows/revert-bisect-step.yml": STEP_WORKFLOW.read_text(),
+        "bug.txt": "bad\n",
+        "pyproject.toml": '[project]\nname = "widget"\nversion = "1"\ndependencies = ["packaging"]\n',
+    }
     make_repo(state, tmp_path, "o/widget", workflow)
     step_runner_machine(state)
     sha = gitstore.resolve(state.repo("o/widget").path, "refs/heads/main")
     base, stop = run_in_thread(state)
     try:
-        spec = StepSpec(7, sha, (RUNNER_PYTHON, "-c", TEST), 60, r"metric=(?P<value>[0-9.]+)")
+        # a commit's own environment (runners.envs: uv on the machine, the machine's libraries under it)
+        spec = StepSpec(7, sha, (RUNNER_PYTHON, "-c", TEST), 60, r"metric=(?P<value>[0-9.]+)", env_spec=EnvSpec())
         request = Request(f"{base}/o/widget.git", spec, 1, "t", "m", 0.5)
         run = run_of(state, "o/widget", "revert-bisect-step.yml", step_inputs(request, ["self-hosted"], 5, "c-1"), 300)
     finally:
@@ -268,6 +274,7 @@ def test_the_real_step_workflow_runs_its_install_step_spec_mapping_and_out_path(
     files = zipfile.ZipFile(io.BytesIO(artifact.data))
     result = json.loads(files.read("result.json"))
     assert (result["verdict"], result["exit_code"], result["metric"]["value"]) == ("bad", 1, 0.9)
+    assert result["env_key"], result  # the commit's environment was built with the machine's uv
     assert "input_spec=None" in result["log_tail"]  # no INPUT_* reaches the step's test
 
 
