@@ -669,8 +669,10 @@ def pools() -> dict[str, list[Change]]:
                 "ci",
                 "[CI] Upload server logs when the nightly fails",
                 "Debugging failures needs the logs.",
-                append(
+                replace(  # a step of the job: after the KL step (the file ends with the job's timeout-minutes)
                     NIGHTLY,
+                    "        run: python -m pytest -q test/nightly -k kl\n",
+                    "        run: python -m pytest -q test/nightly -k kl\n"
                     "      - if: failure()\n        uses: actions/upload-artifact@v4\n"
                     "        with:\n          name: server-logs\n          path: '*.log'\n",
                 ),

@@ -114,6 +114,23 @@ def test_history_is_a_realistic_squash_merge_log(scenarios):
         assert "mini_sglang/scheduler.py" in touched
 
 
+def test_every_workflow_file_of_every_commit_is_a_valid_workflow(scenarios):
+    """GitHub runs no job of a workflow file that is not valid YAML with jobs (the run fails: "Invalid workflow
+    file"), so a scenario whose CI changes break one would leave the nightly without its test."""
+    import yaml
+
+    for sc in scenarios:
+        for sha in sc.shas:
+            for path in git(sc.repo, "ls-tree", "--name-only", sha, ".github/workflows/").split():
+                doc = yaml.safe_load(git(sc.repo, "show", f"{sha}:{path}"))
+                jobs = doc.get("jobs") if isinstance(doc, dict) else None
+                assert isinstance(jobs, dict) and jobs, (sha[:12], path)
+                for job_id, job in jobs.items():
+                    steps = job.get("steps", [])
+                    where = (sha[:12], path, job_id)
+                    assert isinstance(steps, list) and all(isinstance(st, dict) for st in steps), where
+
+
 def test_exactly_one_commit_introduces_the_regression(scenarios):
     for sc in scenarios:
         sources = blobs(sc.repo, [f"{sha}:mini_sglang/scheduler.py" for sha in sc.shas])
