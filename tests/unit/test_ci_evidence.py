@@ -89,3 +89,17 @@ def _runner_runs(n: int, culprit: int, flake_rate: float | None, ci: list[int]) 
         if decision.outcome is not None:
             return runs
         runs += [Run(p.sha, p.kind, test.run(p.sha), p.round) for p in decision.probes]
+
+
+def test_ci_readings_without_a_metric_are_cis_verdicts_never_an_untestable_endpoint():
+    """A metric test: CI's passing run at GOOD printed no reading (only failures print `avg_kl_div=... >`)."""
+    from bot.domain.bisect.verdict import MetricRule
+
+    graph, good, bad = linear_graph(20)
+    problem = Problem(graph, good, bad, Settings(flake_rate=None, metric=MetricRule(threshold=0.002)))
+    ci = [Run(good, Kind.CI, RawResult(0, None)), Run(bad, Kind.CI, RawResult(1, 0.0065))]
+    decision = decide(problem, State(), ci, (), 4)
+    assert decision.outcome is None
+    assert sorted(p.sha for p in decision.probes if p.kind is Kind.CALIBRATE) == sorted([good, bad])
+    ci_skip = [Run(good, Kind.CI, RawResult(125, None)), Run(bad, Kind.CI, RawResult(1, 0.0065))]
+    assert decide(problem, State(), ci_skip, (), 4).outcome is None  # CI's word never makes an endpoint untestable

@@ -31,7 +31,7 @@ class Evidence:
                 r.raw.metric for r, v in calib if r.sha == problem.bad and v.is_evidence and r.raw.metric is not None
             ]
             boundary = rule.boundary(good, bad)
-        return cls(tuple((r, classify(r.raw, rule, boundary)) for r in runs), boundary)
+        return cls(tuple((r, _verdict(r, rule, boundary)) for r in runs), boundary)
 
     def of_sha(self, sha: str, ci: bool = True) -> list[Verdict]:
         """The verdicts at `sha`; without `ci`, only the bisect runner's own."""
@@ -51,9 +51,11 @@ class Evidence:
         return any(r.kind is not Kind.CI for r, _ in self.verdicts)
 
     def untestable(self, settings: Settings) -> set[str]:
-        skipped = {r.sha for r, v in self.verdicts if v is Verdict.SKIP}
+        """Commits the bisect runner cannot test (exit 125, or infra too often); CI's readings never say so."""
+        ours = [(r, v) for r, v in self.verdicts if r.kind is not Kind.CI]
+        skipped = {r.sha for r, v in ours if v is Verdict.SKIP}
         infra: dict[str, int] = {}
-        for r, v in self.verdicts:
+        for r, v in ours:
             if v is Verdict.INFRA:
                 infra[r.sha] = infra.get(r.sha, 0) + 1
         return skipped | {sha for sha, count in infra.items() if count >= settings.max_infra_per_commit}
@@ -65,6 +67,14 @@ class Evidence:
     def surprised(self, problem: Problem) -> bool:
         """An endpoint said the unexpected: GOOD failed or BAD passed."""
         return Verdict.BAD in self.of_sha(problem.good) or Verdict.GOOD in self.of_sha(problem.bad)
+
+
+def _verdict(run: Run, rule, boundary: float | None) -> Verdict:
+    """A run's verdict. CI's reading is CI's own pass or failure when it printed no metric (a passing run often
+    prints none): never a skip."""
+    if run.kind is Kind.CI and run.raw.metric is None:
+        return classify(run.raw, None, None)
+    return classify(run.raw, rule, boundary)
 
 
 def fewest_errors(tallies: dict[int, Tally]) -> tuple[int, int]:
