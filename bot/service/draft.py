@@ -83,7 +83,7 @@ def draft(
                 _values([r.metric for _, r in ours], [r.exit_code for _, r in ours]),
                 record.number if record else pr_number(subject),
                 ci=_summary([v for v, _ in ci]),
-                ci_values=_values([r.metric for _, r in ci], [r.exit_code for _, r in ci]),
+                ci_values=", ".join(f"{r.metric:.4g}" for _, r in ci if r.metric is not None),  # CI's passes print none
             )
         )
     parents = repo.parents(culprit)
