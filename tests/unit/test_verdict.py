@@ -50,11 +50,15 @@ def test_missing_metric():
     assert classify(RawResult(1, None), rule, None) is Verdict.BAD  # crashed before reporting
 
 
-def test_boundary_is_midpoint_of_the_gap_when_endpoints_separate():
+def test_boundary_is_the_geometric_middle_of_the_gap_when_endpoints_separate():
     rule = MetricRule(threshold=0.002)
-    assert rule.boundary([0.0003, 0.0004], [0.0065, 0.0070]) == pytest.approx((0.0004 + 0.0065) / 2)
-    # a reading between the threshold and the boundary is classed with the GOOD endpoint it resembles
-    assert classify(RawResult(0, 0.0025), rule, rule.boundary([0.0003, 0.0004], [0.0065, 0.0070])) is Verdict.GOOD
+    cut = rule.boundary([0.0003, 0.0004], [0.0065, 0.0070])
+    assert cut == pytest.approx((0.0004 * 0.0065) ** 0.5)  # the same factor (about 4) from both sides
+    # a broken commit reading low in the real incident's range (0.004-0.01) is still bad; the plain midpoint of the
+    # gap (0.00345) would be nearer to it, and one of GOOD 0.0004 and BAD 0.0078 (0.0041) would pass it for good
+    assert classify(RawResult(1, 0.004), rule, cut) is Verdict.BAD
+    assert classify(RawResult(1, 0.004), rule, rule.boundary([0.0004], [0.0078, 0.0080])) is Verdict.BAD
+    assert classify(RawResult(0, 0.0008), rule, cut) is Verdict.GOOD  # the top of the healthy range
 
 
 def test_boundary_falls_back_to_threshold_then_means():
@@ -65,9 +69,10 @@ def test_boundary_falls_back_to_threshold_then_means():
 
 def test_lower_is_worse():
     rule = MetricRule(threshold=0.9, higher_is_worse=False)
-    assert rule.boundary([0.95, 0.97], [0.5, 0.6]) == pytest.approx(0.775)
-    assert classify(RawResult(0, 0.7), rule, 0.775) is Verdict.BAD
-    assert classify(RawResult(0, 0.8), rule, 0.775) is Verdict.GOOD
+    cut = rule.boundary([0.95, 0.97], [0.5, 0.6])
+    assert cut == pytest.approx(math.sqrt(0.95 * 0.6))  # between GOOD's lowest and BAD's highest
+    assert classify(RawResult(0, 0.7), rule, cut) is Verdict.BAD
+    assert classify(RawResult(0, 0.8), rule, cut) is Verdict.GOOD
 
 
 def test_one_reading_per_endpoint_cuts_at_their_geometric_mean():

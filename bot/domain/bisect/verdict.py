@@ -58,21 +58,23 @@ class MetricRule:
     def boundary(self, good: list[float], bad: list[float]) -> float | None:
         """The value separating the calibrated GOOD and BAD readings, or None if BAD is not worse.
 
-        When the endpoint readings separate, the midpoint of the gap is used rather than the CI
+        When the endpoint readings separate, the middle of the gap is used rather than the CI
         threshold, so a commit is classed with the endpoint it resembles; otherwise the CI
-        threshold, otherwise the midpoint of the means. With one positive reading per endpoint
-        (a trusted deterministic test calibrates once) the gap holds no spread at all, so the cut
-        is their geometric mean: metrics such as a KL divergence vary by factors, and the cut is
-        then the same factor from both readings (the plain midpoint of 0.0003 and 0.0065 is 11
-        times GOOD's reading but half BAD's, so half a BAD reading would pass for good).
+        threshold, otherwise the midpoint of the means. For positive readings the middle is the
+        geometric one, between GOOD's and BAD's readings nearest each other: metrics such as a KL
+        divergence vary by factors, and the cut is then the same factor from both sides (the plain
+        midpoint of 0.0004 and 0.0078 is 0.0041, 10 times GOOD's reading but about half BAD's, so
+        a broken commit reading 0.004 -- inside the real incident's range -- would pass for good;
+        the geometric one is 0.0018).
         """
         if not good or not bad:
             return self.threshold
         sign = 1.0 if self.higher_is_worse else -1.0
         g, b = self._oriented(good), self._oriented(bad)
         if max(g) < min(b):
-            if len(good) == len(bad) == 1 and good[0] > 0 and bad[0] > 0:
-                return math.sqrt(good[0] * bad[0])
+            near_good, near_bad = (max(good), min(bad)) if self.higher_is_worse else (min(good), max(bad))
+            if near_good > 0 and near_bad > 0:
+                return math.sqrt(near_good * near_bad)
             return sign * (max(g) + min(b)) / 2
         if self.threshold is not None:
             return self.threshold
