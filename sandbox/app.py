@@ -13,8 +13,8 @@ from fastapi.exceptions import RequestValidationError
 
 from .api import actions, apps, checks, git_http, issues, pulls, repos
 from .api.errors import ApiError, respond
-from .ratelimit import rate_and_etag
 from .lost_answers import install as lose_answers
+from .ratelimit import rate_and_etag
 from .render import DOCS
 from .state import SandboxState
 
