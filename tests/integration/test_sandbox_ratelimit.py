@@ -80,3 +80,23 @@ def test_a_run_polled_while_it_does_not_change_answers_304(world, tmp_path):
     done = state.actions.wait(run_id, 30)
     assert done.conclusion == "cancelled"
     assert actions.state(run_id).conclusion == "cancelled"  # a changed run: read again
+
+
+def test_a_status_comment_edited_again_and_again_lists_the_thread_once(world):
+    from bot.adapters.github.forge import GitHubForge
+
+    state, slug = world["state"], world["seeded"].repo
+    forge = GitHubForge(world["gh"], slug)
+    thread = world["scenario"].culprit_pr
+    lists = lambda: state.rates.calls[("GET", f"/repos/{slug}/issues/{thread}/comments")]  # noqa: E731
+    first, created = forge.comment_once(thread, "status-1", "round 1")
+    assert created and lists() == 1
+    for n in range(2, 7):
+        assert forge.comment_once(thread, "status-1", f"round {n}") == (first, False)
+    assert forge.comment_once(thread, "status-1", "round 6") == (first, False)  # unchanged: no request at all
+    assert lists() == 1 and state.rates.calls[("PATCH", f"/repos/{slug}/issues/comments/{first}")] == 5
+    bodies = [c.body for c in world["gh"].get_repo(slug).get_issue(thread).get_comments() if "status-1" in c.body]
+    assert len(bodies) == 1 and bodies[0].endswith("round 6")
+    state.comments.pop(first)  # a maintainer deleted it: found missing, posted again
+    again, created = forge.comment_once(thread, "status-1", "round 7")
+    assert created and again != first

@@ -89,6 +89,7 @@ class GitHubForge:
         self.repo: Repository = gh.get_repo(repo_slug)
         self.writes = writes_of(gh)  # how a POST is retried: looked up first (bot.adapters.github.writes)
         self.downloads = Downloads(self.repo.requester)  # logs and artifacts: GitHub's redirect, then another host
+        self._comments: dict[tuple[int, str], tuple[int, str]] = {}  # (thread, key) -> (comment id, text shown)
 
     # -- reads --
 
@@ -246,9 +247,31 @@ class GitHubForge:
         return skipped
 
     def comment_once(self, number: int, key: str, body: str) -> tuple[int, bool]:
-        """Post `body` on issue/PR `number` unless a comment with the same key exists; then update it."""
+        """Post `body` on issue/PR `number` unless a comment with the same key exists; then update it.
+
+        The comment's id is kept once known: a status comment edited every few minutes costs one PATCH, and
+        nothing when its text did not change, not a listing of every comment of the thread each time."""
         tag = marker(key)
         text = f"{tag}\n{body}"
+        known = self._comments.get((number, key))
+        if known is not None:
+            comment_id, shown = known
+            if shown == text:
+                return comment_id, False
+            try:
+                url = f"{self.repo.url}/issues/comments/{comment_id}"
+                self.repo.requester.requestJsonAndCheck("PATCH", url, input={"body": text})
+                self._comments[(number, key)] = (comment_id, text)
+                return comment_id, False
+            except GithubException as exc:
+                if exc.status != 404:
+                    raise
+                del self._comments[(number, key)]  # deleted on GitHub: looked up (and made) again below
+        comment_id, created = self._comment_once(number, tag, text)
+        self._comments[(number, key)] = (comment_id, text)
+        return comment_id, created
+
+    def _comment_once(self, number: int, tag: str, text: str) -> tuple[int, bool]:
         issue = self.repo.get_issue(number)
 
         def find():
