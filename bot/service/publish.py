@@ -11,7 +11,7 @@ from pathlib import Path
 from bot.adapters.git.already import RevertFound
 from bot.adapters.git.repo import GitRepo
 from bot.adapters.git.revert import Revert, create_revert
-from bot.adapters.github.forge import WorkflowPushRefused, push_branch
+from bot.adapters.github.push import WorkflowPushRefused, push_branch
 from bot.domain.bisect.model import Problem
 from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction

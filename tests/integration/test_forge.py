@@ -4,7 +4,8 @@ import subprocess
 
 import pytest
 
-from bot.adapters.github.forge import GitHubForge, connect, push_branch
+from bot.adapters.github.forge import GitHubForge, connect
+from bot.adapters.github.push import push_branch
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from scenarios.mamba_track_boundary import build
 

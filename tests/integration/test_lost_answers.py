@@ -14,7 +14,8 @@ import pytest
 
 from bot.adapters.dispatch.actions import GitHubActionsBackend, Limits
 from bot.adapters.github.actions import GitHubActions
-from bot.adapters.github.forge import GitHubForge, connect, push_branch
+from bot.adapters.github.forge import GitHubForge, connect
+from bot.adapters.github.push import push_branch
 from runners.spec import StepSpec
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from sandbox.lost_answers import ADMIN, lost_answers

@@ -14,7 +14,8 @@ import pytest
 
 from bot.adapters.git.revert import Revert
 from bot.adapters.github.app_auth import AppCredentials
-from bot.adapters.github.forge import GitHubForge, WorkflowPushRefused, connect, push_branch, workflow_refusal
+from bot.adapters.github.forge import GitHubForge, connect
+from bot.adapters.github.push import WorkflowPushRefused, push_branch, workflow_refusal
 from bot.adapters.policy_files import load
 from bot.service.pr_body import PullRequestDraft
 from bot.service.publish import publish

@@ -7,25 +7,20 @@ marker in its body, a branch by its name. A retry after a crash never makes a se
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 from github import Auth, Github, GithubException, GithubRetry
 from github.Repository import Repository
 
-from bot.adapters.git.repo import git_auth
-from bot.adapters.github.actions import GitHubActions, artifact_files
-from bot.adapters.github.downloads import DownloadError, Downloads
+from bot.adapters.github.actions import GitHubActions
+from bot.adapters.github.downloads import Downloads
+from bot.adapters.github.runs import CiRuns
 from bot.adapters.github.writes import TRANSPORT_METHODS, for_client, register, writes_of
 from bot.domain.errors import RevertBisectError
-from bot.domain.scope import RunInfo, run_info
-from bot.domain.signals import JobInfo
 from bot.ports import CulpritFacts, PullRef, Skipped
 
 MARKER = "<!-- revert-bisect:{key} -->"
-NEXT_PAGE = re.compile(r'<([^>]+)>;\s*rel="next"')  # a `Link` header's next page
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
 
 
@@ -80,7 +75,7 @@ def marker(key: str) -> str:
     return MARKER.format(key=re.sub(r"[^A-Za-z0-9_.:/-]", "-", key))
 
 
-class GitHubForge:
+class GitHubForge(CiRuns):
     """bot.ports.Forge on PyGithub. `gh` and `repo` are this adapter's own: callers use the methods (tests may
     read the sandbox through `repo`)."""
 
@@ -150,40 +145,6 @@ class GitHubForge:
                 if ours is None or self.repo.get_pull(number).head.ref != ours:
                     return number
         return None
-
-    def run_history(self, workflow_id: int, branch: str, limit: int = 50) -> list[RunInfo]:
-        """Completed runs of a workflow on a branch, newest first."""
-        out = []
-        for run in self.repo.get_workflow(workflow_id).get_runs(branch=branch):
-            out.append(
-                RunInfo(
-                    run.id,
-                    run.name or "",
-                    run.path or "",
-                    run.head_branch or "",
-                    run.head_sha,
-                    run.event,
-                    run.conclusion,
-                )
-            )
-            if len(out) >= limit:
-                break
-        return out
-
-    def run_log(self, run_id: int) -> str:
-        """Every job's log of a run, concatenated, each decoded as UTF-8 (GitHub serves `text/plain` without a
-        charset, after a byte-order mark). GitHub redirects each to a signed URL on another host: the redirect is
-        asked through the requester, the URL fetched without credentials (bot.adapters.github.downloads)."""
-        texts = []
-        for job in self.repo.get_workflow_run(run_id).jobs():
-            data = self.downloads.fetch(f"{job.url}/logs", f"the log of job {job.name!r} of run {run_id}")
-            texts.append(data.decode("utf-8-sig", "replace"))
-        return "\n".join(texts)
-
-    def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
-        """The files of a run's artifact called `name` ({} when the run has none); DownloadError when it cannot be
-        downloaded."""
-        return artifact_files(self.repo, run_id, name, self.downloads)
 
     # -- writes, each looked up first, and looked up again before a retry --
 
@@ -345,114 +306,3 @@ class GitHubForge:
             if number and number != culprit_pr and source.get("state", "open") == "open" and f"#{culprit_pr}" in body:
                 return number
         return None
-
-    # -- a watched workflow's runs, attempts and jobs, for a red run's scope (bot.ingress.jobs.nightly) --
-
-    def workflow_runs(self, workflow: int | str, branch: str, events: list[str], limit: int) -> list[RunInfo]:
-        """Completed runs of a workflow (its id, or its file's name or path) on `branch` for each of `events`,
-        newest first, at most `limit`: GET .../actions/workflows/{id}/runs?branch=&event=&status=completed."""
-        ident = workflow.rsplit("/", 1)[-1] if isinstance(workflow, str) else workflow
-        found: dict[int, RunInfo] = {}
-        for event in dict.fromkeys(events):
-            for n, run in enumerate(
-                self.repo.get_workflow(ident).get_runs(branch=branch, event=event, status="completed")
-            ):
-                if n >= limit:
-                    break
-                found[run.id] = run_info(run.raw_data)
-        return sorted(found.values(), key=lambda r: r.id, reverse=True)[:limit]
-
-    def run(self, run_id: int) -> RunInfo:
-        """A run as it is now: its newest attempt's number, status and conclusion (GET .../actions/runs/{id})."""
-        _, data = self.repo.requester.requestJsonAndCheck("GET", f"{self.repo.url}/actions/runs/{run_id}")
-        return run_info(data)
-
-    def run_attempt(self, run_id: int, attempt: int) -> RunInfo:
-        """One attempt of a run (GET .../actions/runs/{id}/attempts/{n})."""
-        _, data = self.repo.requester.requestJsonAndCheck(
-            "GET", f"{self.repo.url}/actions/runs/{run_id}/attempts/{attempt}"
-        )
-        return run_info(data)
-
-    def run_jobs(self, run_id: int, attempt: int | None = None) -> list[JobInfo]:
-        """The jobs of a run's newest attempt (GET .../runs/{id}/jobs, GitHub's default `filter=latest`), or of one
-        attempt (GET .../runs/{id}/attempts/{n}/jobs); every page."""
-        url: str | None = f"{self.repo.url}/actions/runs/{run_id}" + (
-            f"/attempts/{attempt}/jobs" if attempt else "/jobs"
-        )
-        params: dict | None = {"per_page": 100}
-        out = []
-        while url:
-            headers, data = self.repo.requester.requestJsonAndCheck("GET", url, parameters=params)
-            for job in (data or {}).get("jobs") or []:
-                out.append(
-                    JobInfo(
-                        job["id"],
-                        job.get("name") or "",
-                        job.get("status") or "",
-                        job.get("conclusion"),
-                        int(job.get("run_attempt") or attempt or 1),
-                    )
-                )
-            found = NEXT_PAGE.search(headers.get("link") or "")
-            url, params = (found.group(1), None) if found else (None, None)
-        return out
-
-    def job_log(self, job_id: int) -> str | None:
-        """One job's log as GitHub wrote it, decoded as UTF-8 (GET .../actions/jobs/{id}/logs: a redirect to another
-        host, bot.adapters.github.downloads); None when GitHub no longer has it (404, 410: past its retention),
-        DownloadError when it cannot be downloaded."""
-        try:
-            data = self.downloads.fetch(f"{self.repo.url}/actions/jobs/{job_id}/logs", f"the log of job {job_id}")
-        except DownloadError as exc:
-            if isinstance(exc.__cause__, GithubException) and exc.__cause__.status in (404, 410):
-                return None
-            raise
-        return data.decode("utf-8-sig", "replace")
-
-
-# GitHub's refusal of a push that creates or changes a workflow file, for an App without the `workflows` permission
-# ("a GitHub App ... without `workflows` permission") and a token without the `workflow` scope ("a Personal Access
-# Token" / "an OAuth App" ... "without `workflow` scope").
-WORKFLOW_REFUSAL = re.compile(r"refusing to allow an? (?P<who>[^\n]*?) to create or update workflow `(?P<path>[^`]+)`")
-WORKFLOWS_DIR = ".github/workflows/"
-
-
-class WorkflowPushRefused(ForgeError):
-    """GitHub refused the push: it creates or changes a file under .github/workflows/ and the credentials lack the
-    `workflows` permission (a GitHub App) or the `workflow` scope (a token)."""
-
-    def __init__(self, branch: str, reason: str, path: str):
-        self.branch, self.reason, self.path = branch, reason, path
-        self.summary = (
-            f"GitHub refused the push of {branch}: the revert changes {path}, a workflow file, and the bot's "
-            "credentials lack the `workflows` permission (GitHub App) or the `workflow` scope (token)"
-        )
-        super().__init__(self.summary)
-
-    def workflow_files(self, files: list[str]) -> list[str]:
-        return sorted({f for f in files if f.startswith(WORKFLOWS_DIR)} | {self.path})
-
-
-def workflow_refusal(stderr: str) -> tuple[str, str] | None:
-    """GitHub's reason and the workflow file it names, from `git push`'s stderr: in the ref's `[remote rejected]
-    (...)` as GitHub writes it, or on a `remote:` line."""
-    found = WORKFLOW_REFUSAL.search(stderr)
-    if found is None:
-        return None
-    return stderr[found.start() :].splitlines()[0].strip().removesuffix(")"), found["path"]
-
-
-def push_branch(repo_dir: Path, remote_url: str, branch: str, sha: str, token: str) -> None:
-    """Push `sha` to `branch` with the token in an HTTP header for this one command: never in .git/config."""
-    result = subprocess.run(
-        ["git", *git_auth(token), "-C", str(repo_dir), "push", "--quiet", remote_url, f"{sha}:refs/heads/{branch}"],
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        stderr = result.stderr.replace(token, "***")
-        if refused := workflow_refusal(stderr):
-            raise WorkflowPushRefused(branch, *refused)
-        message = stderr.strip().splitlines()
-        raise ForgeError(f"push of {branch} to {remote_url} failed: {message[-1] if message else 'no message'}")
