@@ -5,9 +5,9 @@ fills nothing: it checks, and raises `SchemaGap` naming each required field a bo
 answers 500 with that message, which the contract tests report), so a missing field is caught instead of
 papered over with a neutral value taken from the same description the contract check reads.
 
-`KNOWN_GAPS` lists, by (schema, field), the few fields renderers outside the Actions engine still leave to
-this module (sandbox/render/core.py and issues.py): only those are filled, with a neutral value of the
-declared type, until their renderer writes them. Emptying it is the goal; nothing may be added to it.
+`KNOWN_GAPS` would list, by (schema, field), fields a renderer leaves to this module to fill with a neutral
+value of the declared type; it is empty (every renderer writes every required field), and nothing may be added
+to it.
 """
 
 from __future__ import annotations
@@ -20,13 +20,8 @@ from typing import Any
 SPEC_PATH = Path(__file__).with_name("openapi") / "api.github.com.subset.json"
 EPOCH_ISO = "2026-01-01T00:00:00Z"
 
-# (top-level schema, dotted path of the field inside it): still filled here, pending their renderers
-KNOWN_GAPS = {
-    ("repository", "license"),  # sandbox/render/core.py Renderer.repo: GitHub sends null for no licence
-    ("full-repository", "license"),  # the same
-    ("issue-search-result-item", "score"),  # sandbox/render/issues.py: GitHub's search relevance, a number
-    ("nullable-collaborator", "role_name"),  # sandbox/render/core.py: the collaborator's role name
-}
+# (top-level schema, dotted path of the field inside it) a renderer may leave to this module: none left
+KNOWN_GAPS: set[tuple[str, str]] = set()
 
 
 class SchemaGap(AssertionError):

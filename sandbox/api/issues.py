@@ -239,9 +239,7 @@ def search_issues(request: Request, state: State):
     items, headers = page(request, found)
     out = []
     for r, issue in items:
-        body = rr.issue(r, issue, "issue-search-result-item")
-        body["score"] = 1.0
-        out.append(body)
+        out.append(rr.issue(r, issue, "issue-search-result-item"))
     return respond(
         200, {"total_count": len(found), "incomplete_results": False, "search_type": "lexical", "items": out}, headers
     )

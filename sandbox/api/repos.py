@@ -160,13 +160,12 @@ def collaborator_permission(request: Request, access: Access, state: State, user
         raise not_found()
     role = r.permissions.get(username, "none")
     permission = {"maintain": "write", "triage": "read"}.get(role, role)
-    user = rr.user(username, "nullable-collaborator")
-    user["permissions"] = {
+    permissions = {
         "admin": role == "admin",
         "maintain": role in ("admin", "maintain"),
         "push": role in ("admin", "maintain", "write"),
         "triage": role in ("admin", "maintain", "write", "triage"),
         "pull": role != "none",
     }
-    user["role_name"] = role
+    user = rr.user(username, "nullable-collaborator", permissions=permissions, role_name=role)
     return {"permission": permission, "role_name": role, "user": user}

@@ -29,7 +29,8 @@ class RepoRenderer:
 
     # -- users --
 
-    def user(self, login: str | None, schema: str = "simple-user") -> dict | None:
+    def user(self, login: str | None, schema: str = "simple-user", **extra) -> dict | None:
+        """A user as `schema` describes one; `extra`: the fields that schema adds (a collaborator's role_name)."""
         if login is None:
             return None
         user = self.state.users.get(login) or User(login, 0)
@@ -59,6 +60,7 @@ class RepoRenderer:
             body["name"] = user.name
         if user.email:
             body["email"] = user.email
+        body.update(extra)
         return conform(body, schema, self.base)
 
     # -- repositories --
@@ -92,6 +94,7 @@ class RepoRenderer:
             "svn_url": h,
             "mirror_url": None,
             "homepage": None,
+            "license": None,  # GitHub's answer for a repository without a detected licence
             "language": "Python",
             "permissions": {
                 "admin": level >= 4,

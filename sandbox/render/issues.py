@@ -73,6 +73,8 @@ class Renderer(RepoRenderer):
                 "patch_url": f"{self.html(repo)}/pull/{n}.patch",
                 "merged_at": issue.pull.merged_at,
             }
+        if schema == "issue-search-result-item":
+            body["score"] = 1.0  # GitHub's search relevance; the sandbox ranks by date alone
         return conform(body, schema, self.base)
 
     def pull_shas(self, repo: Repo, issue: Issue) -> tuple[str | None, str | None]:
