@@ -56,9 +56,6 @@ class Forge(Protocol):
     def role(self, user: str) -> str | None:
         """admin | maintain | write | triage | read (or a custom role's name); None for a stranger."""
 
-    def run_history(self, workflow_id: int, branch: str, limit: int = 50) -> list[RunInfo]:
-        """Completed runs of a workflow on a branch, newest first."""
-
     def run_log(self, run_id: int) -> str:
         """Every job's log of a run, concatenated, as GitHub wrote it."""
 

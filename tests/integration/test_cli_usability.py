@@ -18,6 +18,7 @@ from bot.adapters.dispatch.local_pool import worktree_root
 from bot.cli.main import app
 from bot.service.report import summary
 from runners import locks
+from tests.support.cli import bisect_args
 
 
 def flat(text: str) -> str:
@@ -29,21 +30,6 @@ def worktrees(repo) -> list[str]:
         ["git", "-C", str(repo.path), "worktree", "list", "--porcelain"], capture_output=True, text=True, check=True
     ).stdout
     return [line.removeprefix("worktree ") for line in listed.splitlines() if line.startswith("worktree ")]
-
-
-def bisect_args(repo, *extra, command=None):
-    return [
-        "bisect",
-        "--repo",
-        str(repo.path),
-        "--good",
-        repo.good,
-        "--bad",
-        repo.bad,
-        *extra,
-        "--",
-        *(command or repo.command()),
-    ]
 
 
 def test_version(cli):

@@ -84,3 +84,14 @@ def test_a_refusal_is_raised_at_once_and_attempts_are_bounded():
     with pytest.raises(requests.ConnectionError):
         writes(down, attempts=3).make("commenting", down, lambda: None)
     assert down.sent == 3 and down.slept == [1.0, 2.0]
+
+
+def test_a_write_not_sent_because_github_is_down_is_given_up_at_once_for_the_job_to_park():
+    """GitHubUnreachable (the breaker's: nothing went over the network) is not waited on in a worker thread: the job
+    that made the write is parked and resumed when GitHub answers again (bot.ingress.worker)."""
+    from bot.observability.reachability import GitHubUnreachable
+
+    down = Script(GitHubUnreachable("GitHub did not answer the last requests; POST not sent"))
+    with pytest.raises(GitHubUnreachable):
+        writes(down).make("commenting", down, lambda: None)
+    assert down.sent == 1 and down.slept == []

@@ -21,25 +21,6 @@ class CiRuns:
     repo: Repository
     downloads: Downloads
 
-    def run_history(self, workflow_id: int, branch: str, limit: int = 50) -> list[RunInfo]:
-        """Completed runs of a workflow on a branch, newest first."""
-        out = []
-        for run in self.repo.get_workflow(workflow_id).get_runs(branch=branch):
-            out.append(
-                RunInfo(
-                    run.id,
-                    run.name or "",
-                    run.path or "",
-                    run.head_branch or "",
-                    run.head_sha,
-                    run.event,
-                    run.conclusion,
-                )
-            )
-            if len(out) >= limit:
-                break
-        return out
-
     def run_log(self, run_id: int) -> str:
         """Every job's log of a run, concatenated, each decoded as UTF-8 (GitHub serves `text/plain` without a
         charset, after a byte-order mark). GitHub redirects each to a signed URL on another host: the redirect is

@@ -21,6 +21,8 @@ import requests
 from github import Github, GithubException, RateLimitExceededException
 from urllib3.util.retry import Retry
 
+from bot.observability.reachability import GitHubUnreachable
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -67,6 +69,8 @@ class Writes:
 
     def wait_after(self, exc: Exception, attempt: int) -> float | None:
         """How long to wait before retrying after `exc`, or None when it must not be retried (a refusal)."""
+        if isinstance(exc, GitHubUnreachable):  # not sent at all: the job is parked until GitHub answers again
+            return None
         backoff = self.pause * 2 ** (attempt - 1)
         if isinstance(exc, requests.Timeout):  # the request may still be in flight: let it land before looking
             return max(backoff, 2 * self.timeout)
