@@ -95,9 +95,11 @@ class GitHubActions:
             raise ArtifactUnreadable(str(exc)) from exc
 
     def cancel(self, run_id: int) -> bool:
-        """False when the run had already completed (GitHub answers 409)."""
+        """False when the run had already completed (GitHub answers 409). A run polled before is cancelled through
+        the object already held (no GET first), and forgotten: nobody polls it again."""
+        known = self._runs.pop(run_id, None)
         try:
-            return self.repo.get_workflow_run(run_id).cancel()
+            return (known[0] if known else self.repo.get_workflow_run(run_id)).cancel()
         except GithubException as exc:
             if exc.status == 409:
                 return False
