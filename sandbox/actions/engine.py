@@ -21,7 +21,9 @@ from .model import (
     HOSTED_RUNNER_NAME,
     RUNNER_NAME,
     WORKFLOW_DIR,
+    Attempt,
     Hook,
+    Job,
     Run,
     Workflow,
     _now,
@@ -29,6 +31,12 @@ from .model import (
 )
 from .outbox import OutboxMixin
 from .runner import RunnerMixin
+
+MAX_RERUNS = 50  # "A workflow run can be re-run a maximum of 50 times" (GitHub docs, Re-running workflows and jobs)
+
+
+class RerunError(Exception):
+    """A re-run GitHub refuses (403)."""
 
 
 class Actions(RunnerMixin, OutboxMixin):
@@ -38,7 +46,8 @@ class Actions(RunnerMixin, OutboxMixin):
     stays queued), `hosted_runners` (jobs on a GitHub-hosted image label such as `ubuntu-latest` run
     here too, as GitHub always has such runners), `minute_s` (seconds per `timeout-minutes` minute),
     `variables` (repository variables, the `vars` context), `secrets` (the `secrets` context; masked in
-    logs), `runner_env` (the runner machine's environment), `concurrency` (runs in progress at once)."""
+    logs), `runner_env` (the runner machine's environment), `concurrency` (jobs in progress at once),
+    `rerun_webhooks` (deliver `workflow_run` events of re-run attempts; off: REALITY.md says they may not come)."""
 
     def __init__(self, state: SandboxStore, concurrency: int = 2) -> None:
         self.state = state
@@ -59,6 +68,7 @@ class Actions(RunnerMixin, OutboxMixin):
         self.secrets: dict[str, str] = {}  # repository secrets (the `secrets` context), masked in logs
         self.runner_env: dict[str, str] = {}  # the runner machine's environment (a self-hosted runner's .env)
         self.concurrency = concurrency
+        self.rerun_webhooks = False  # True: a re-run attempt's workflow_run events are delivered too
         self._busy = 0  # runs holding a runner slot
         self._groups: dict[tuple[str, str], int] = {}  # (repo key, concurrency group) -> run id holding it
         self._cond = threading.Condition(self.lock)
@@ -141,8 +151,10 @@ class Actions(RunnerMixin, OutboxMixin):
         inputs: dict | None = None,
         actor: str | None = None,
         branch_of_sha: str | None = None,
+        head_repository: str | None = None,
     ) -> Run:
-        """Queue a run. InputError (GitHub's 422s) for dispatch inputs the workflow does not accept."""
+        """Queue a run. InputError (GitHub's 422s) for dispatch inputs the workflow does not accept.
+        `head_repository`: the fork a pull request's run comes from (its full name; default this repository)."""
         wf = workflow if isinstance(workflow, Workflow) else self.workflow(repo, workflow)
         if wf is None:
             raise KeyError(f"no workflow {workflow!r} in {repo.full_name}")
@@ -164,14 +176,73 @@ class Actions(RunnerMixin, OutboxMixin):
                 actor or repo.owner,
                 wf.name,
                 inputs,
+                head_repository=head_repository,
             )
-            run.job_id = self.state.new_id()
             error = self._plan(run, wf, repo)
             self.runs[run.id] = run
-            self.jobs[run.job_id] = run.id
         self._notify(run, "requested")
-        threading.Thread(target=self._execute, args=(run, wf, error), name=f"actions-run-{run.id}", daemon=True).start()
+        jobs = [j for j in run.jobs if j.attempt == run.attempt]
+        threading.Thread(
+            target=self._execute, args=(run, wf, error, jobs), name=f"actions-run-{run.id}", daemon=True
+        ).start()
         return run
+
+    def rerun(self, run: Run, *, failed_only: bool, actor: str) -> Run:
+        """A new attempt of a completed run (POST .../rerun, .../rerun-failed-jobs): every job, or the failed,
+        timed-out and cancelled ones and the jobs that need them; the others keep their executions. RerunError
+        (GitHub answers 403) while the run is not completed, after 50 re-runs, or with no failed job to re-run."""
+        wf = self.workflow_of(run)
+        repo = self.state.repo(run.repo)
+        with self.lock:
+            if run.status != "completed":
+                raise RerunError("This workflow run is not completed yet; it cannot be re-run.")
+            if run.attempt > MAX_RERUNS:
+                raise RerunError(f"This workflow run has been re-run {MAX_RERUNS} times, the most allowed.")
+            latest = run.latest_jobs()
+            if failed_only:
+                keys = {j.key for j in latest if j.conclusion in ("failure", "timed_out", "cancelled")}
+                grew = True
+                while grew:  # and whatever needs them, however deep
+                    more = {j.key for j in latest if set(j.needs) & keys} - keys
+                    keys |= more
+                    grew = bool(more)
+                if not keys:
+                    raise RerunError("This workflow run has no failed jobs to re-run.")
+            else:
+                keys = {j.key for j in latest}
+            run.attempts.append(
+                Attempt(
+                    run.attempt,
+                    run.status,
+                    run.conclusion,
+                    run.run_started_at,
+                    run.updated_at,
+                    run.triggering_actor or run.actor,
+                )
+            )
+            run.attempt += 1
+            run.status, run.conclusion, run.cancel_requested = "queued", None, False
+            run.updated_at = run.run_started_at = _now()
+            run.triggering_actor = actor
+            run.done.clear()
+            run.context = self._context(run, wf, repo)
+            again = [self._execution(run, j.key, j.name, j.spec, j.matrix, j.needs) for j in latest if j.key in keys]
+            for job, old in zip(again, [j for j in latest if j.key in keys]):
+                job.labels, job.timeout, job.timeout_text = list(old.labels), old.timeout, old.timeout_text
+            if run.group is not None:
+                self._join_group(run, run.group, False)
+        self._notify(run, "requested")
+        threading.Thread(
+            target=self._execute, args=(run, wf, None, again), name=f"actions-rerun-{run.id}", daemon=True
+        ).start()
+        return run
+
+    def _execution(self, run: Run, key: str, name: str, spec: dict, matrix: dict, needs: tuple[str, ...]) -> Job:
+        """A new execution of a job in the run's newest attempt (under the lock)."""
+        job = Job(self.state.new_id(), run.id, key, name, run.attempt, spec, dict(matrix), needs)
+        run.jobs.append(job)
+        self.jobs[job.id] = run.id
+        return job
 
     def _resolve(self, repo: Repo, ref: str) -> tuple[str, str | None]:
         """(sha, branch or None) of a branch name, `refs/heads/...` or a sha; LookupError for none."""
@@ -191,7 +262,7 @@ class Actions(RunnerMixin, OutboxMixin):
             "github": {
                 "run_id": str(run.id),
                 "run_number": str(run.run_number),
-                "run_attempt": "1",
+                "run_attempt": str(run.attempt),
                 "event_name": run.event,
                 "event": {"inputs": dict(run.inputs)},
                 "sha": run.head_sha,
@@ -201,14 +272,14 @@ class Actions(RunnerMixin, OutboxMixin):
                 "ref": f"refs/heads/{run.head_branch}" if run.head_branch else "",
                 "ref_name": run.head_branch or "",
                 "actor": run.actor,
-                "triggering_actor": run.actor,
+                "triggering_actor": run.triggering_actor or run.actor,
                 "server_url": (self.base_url or "").rstrip("/"),
                 "api_url": (self.base_url or "").rstrip("/"),
                 "token": None,  # the job's token, minted when the job starts
             },
             "runner": {
                 "name": RUNNER_NAME,
-                "temp": str(self._temp(run)),
+                "temp": "",  # the job's (_one_job)
                 "os": "Linux",
                 "arch": "X64",
                 "environment": "self-hosted",
@@ -220,31 +291,45 @@ class Actions(RunnerMixin, OutboxMixin):
             "job": {"status": "success"},
         }
 
-    def _temp(self, run: Run) -> Path:
-        return self.state.root / "_actions" / f"run-{run.id}-temp"
+    def _temp(self, job: Job) -> Path:
+        return self.state.root / "_actions" / f"job-{job.id}-temp"
 
     def _plan(self, run: Run, wf: Workflow, repo: Repo) -> str | None:
-        """Evaluate the run's title, labels, timeout and concurrency group (under the lock); join its
-        group. The error that fails the run before it queues (a bad expression), or None."""
+        """Evaluate the run's title and concurrency group and its jobs (matrix entries, names, labels, timeouts),
+        under the lock; join its group. The error that fails the run before it queues (a bad expression: GitHub
+        fails such a run with no jobs), or None."""
         spec, run.context = wf.spec, self._context(run, wf, repo)
-        run.timeout = wf.timeout
-        if spec is None:
-            return None
+        if spec is None or wf.argv:  # a command bound to the workflow: one job runs it
+            job = self._execution(run, _job_key(wf), _job_name(wf), spec.job if spec else {}, {}, ())
+            job.timeout = wf.timeout
         try:
-            if spec.run_name:
+            if spec is not None and spec.run_name:
                 run.display_title = wfspec.as_string(wfspec.evaluate(spec.run_name, run.context)).strip() or wf.name
-            run.labels = wfspec.labels(wfspec.evaluate(spec.job.get("runs-on"), run.context))
-            if wf.timeout is None:
-                minutes = wfspec.timeout_minutes(wfspec.evaluate(spec.job.get("timeout-minutes"), run.context))
-                run.timeout, run.timeout_text = minutes * self.minute_s, f"{wfspec.as_string(minutes)} minutes"
-            group, cancel_in_progress = wfspec.concurrency(spec.concurrency, run.context)
+            if spec is not None and not wf.argv:
+                for key, decl in spec.jobs.items():
+                    for matrix in wfspec.matrix_entries(decl, run.context):
+                        name = wfspec.job_name(key, decl, matrix, run.context)
+                        self._execution(run, key, name, decl, matrix, wfspec.needs(decl))
+            for job in run.jobs if spec is not None else ():
+                ctx = {**run.context, "matrix": job.matrix}
+                job.labels = wfspec.labels(wfspec.evaluate(job.spec.get("runs-on"), ctx))
+                if job.timeout is None:
+                    minutes = wfspec.timeout_minutes(wfspec.evaluate(job.spec.get("timeout-minutes"), ctx))
+                    job.timeout, job.timeout_text = minutes * self.minute_s, f"{wfspec.as_string(minutes)} minutes"
+            group, cancel_in_progress = wfspec.concurrency(spec.concurrency, run.context) if spec else (None, False)
         except wfspec.Unsupported as exc:
-            return f"The workflow is not valid. {wf.path}: the sandbox does not evaluate {exc}, so it refuses the run"
+            return self._invalid(run, f"{wf.path}: the sandbox does not evaluate {exc}, so it refuses the run")
         except wfspec.ExpressionError as exc:
-            return f"The workflow is not valid. {wf.path}: {exc}"
+            return self._invalid(run, f"{wf.path}: {exc}")
         if group:
             self._join_group(run, group.lower(), cancel_in_progress)
         return None
+
+    def _invalid(self, run: Run, why: str) -> str:
+        for job in run.jobs:
+            self.jobs.pop(job.id, None)
+        run.jobs.clear()
+        return f"The workflow is not valid. {why}"
 
     def _join_group(self, run: Run, group: str, cancel_in_progress: bool) -> None:
         """GitHub's concurrency: a run queuing in a group cancels the group's pending run (and, with
@@ -289,9 +374,9 @@ class Actions(RunnerMixin, OutboxMixin):
             if run.status == "completed":
                 return False
             run.cancel_requested = True
-            pid = run.pid
+            pids = [j.pid for j in run.jobs if j.pid]
             self._cond.notify_all()
-        if pid:
+        for pid in pids:
             kill_group(pid, signal.SIGTERM)
         return True
 
@@ -304,39 +389,76 @@ class Actions(RunnerMixin, OutboxMixin):
             for run in list(self.runs.values()):
                 run.done.wait(max(0.0, deadline - time.monotonic()))
 
-    def _line(self, run: Run, text: str) -> None:
+    def _line(self, job: Job, text: str) -> None:
         """One log line as GitHub's runner writes it: the UTC time (7 fractional digits), a space, the text,
         with every secret and the job's token masked as ***."""
         with self.lock:
-            for secret in run.masks:
+            for secret in job.masks:
                 if secret:
                     text = text.replace(secret, "***")
-            run.log.append(f"{_stamp()} {text}")
+            job.log.append(f"{_stamp()} {text}")
 
-    # -- a run's life: pending (group) -> queued (runner) -> in_progress -> completed --
+    # -- a run's life: pending (group) -> queued -> in_progress -> completed; each job: queued (runner) ->
+    # in_progress -> completed, one after another in the file's order once the jobs it needs completed --
 
-    def _execute(self, run: Run, wf: Workflow, error: str | None) -> None:
+    def _execute(self, run: Run, wf: Workflow, error: str | None, jobs: list[Job]) -> None:
         if error:
-            self._line(run, f"##[error]{error}")
+            with self.lock:
+                run.annotations.append(f"{_stamp()} ##[error]{error}")
             self._finish(run, "failure")
             return
-        admitted = False
-        try:
-            admitted = self._admit(run)
-            conclusion = self._job(run, wf) if admitted else "cancelled"
-        finally:
-            self._release(run, admitted)
-        self._finish(run, conclusion)
-
-    def _admit(self, run: Run) -> bool:
-        """Wait for the run's concurrency group, then for a runner with its labels and a free slot
-        (a job no runner has the labels for waits, queued, until cancelled). False: cancelled first."""
         if not self._wait_for(run, self._take_group):
-            return False
+            for job in jobs:
+                self._skip(run, job, "cancelled")
+            self._release_group(run)
+            self._finish(run, "cancelled")
+            return
+        try:
+            for job in jobs:
+                self._one_job(run, wf, job)
+        finally:
+            self._release_group(run)
+        self._finish(run, self._conclusion(run))
+
+    def _one_job(self, run: Run, wf: Workflow, job: Job) -> None:
+        """A job: skipped by its `if:` (default success() of the jobs it needs), else queued for a runner with
+        its labels and run there."""
+        results = {j.key: j.conclusion for j in run.latest_jobs() if j.key in job.needs}
+        job.context = {
+            **run.context,
+            "github": {**run.context["github"], "job": job.key},
+            "runner": {**run.context["runner"], "temp": str(self._temp(job))},
+            "matrix": dict(job.matrix),
+            "strategy": {"job-index": 0, "job-total": 1, "fail-fast": True},
+            "needs": {key: {"result": result, "outputs": {}} for key, result in results.items()},
+            "job": {"status": _needs_status(results.values(), run.cancel_requested)},
+        }
+        try:
+            runs = run.cancel_requested is False and wfspec.condition(job.spec.get("if"), job.context)
+        except wfspec.ExpressionError as exc:
+            self._line(job, f"##[error]{exc}")
+            runs = False
+        if not runs:
+            self._skip(run, job, "cancelled" if run.cancel_requested else "skipped")
+            return
         with self.lock:
-            run.job_queued = True
-        self._notify(run, "queued", "workflow_job")
-        return self._wait_for(run, self._take_runner)
+            job.queued = True
+        self._notify(run, "queued", "workflow_job", job)
+        admitted = self._wait_for(run, lambda r: self._take_runner(job))
+        try:
+            conclusion = self._job(run, job, wf) if admitted else "cancelled"
+        finally:
+            if admitted:
+                with self._cond:
+                    self._busy -= 1
+                    self._cond.notify_all()
+        self._job_done(run, job, conclusion)
+
+    def _skip(self, run: Run, job: Job, conclusion: str) -> None:
+        """A job that never runs: completed, `skipped` (its `if:`) or `cancelled`, no runner, no steps."""
+        with self.lock:
+            job.status, job.conclusion = "completed", conclusion
+            job.started_at = job.completed_at = _now()
 
     def _wait_for(self, run: Run, take) -> bool:
         with self._cond:
@@ -355,12 +477,12 @@ class Actions(RunnerMixin, OutboxMixin):
             run.status, run.updated_at = "queued", _now()
         return True
 
-    def _take_runner(self, run: Run) -> bool:
-        runner = self.runner_for(run.labels)
+    def _take_runner(self, job: Job) -> bool:
+        runner = self.runner_for(job.labels)
         if runner is None or self._busy >= self.concurrency:
             return False
         self._busy += 1
-        run.runner_name = runner
+        job.runner_name = runner
         return True
 
     def runner_for(self, labels: list[str]) -> str | None:
@@ -372,13 +494,46 @@ class Actions(RunnerMixin, OutboxMixin):
             return HOSTED_RUNNER_NAME
         return None
 
-    def _release(self, run: Run, admitted: bool) -> None:
+    def _release_group(self, run: Run) -> None:
         with self._cond:
-            if admitted:
-                self._busy -= 1
             if run.group is not None and self._groups.get((run.repo, run.group)) == run.id:
                 del self._groups[(run.repo, run.group)]
             self._cond.notify_all()
+
+    def _conclusion(self, run: Run) -> str:
+        """The run's: cancelled, failure (a job failed), timed_out, success, or skipped when no job ran."""
+        if run.cancel_requested:
+            return "cancelled"
+        found = {j.conclusion for j in run.latest_jobs()}
+        for conclusion in ("failure", "timed_out", "cancelled", "success"):
+            if conclusion in found:
+                return conclusion
+        return "skipped" if found else "failure"
+
+
+def _needs_status(results, cancelled: bool) -> str:
+    """`job.status` for a job's `if:` (what success(), failure(), cancelled() read): the jobs it needs."""
+    results = set(results)
+    if cancelled or "cancelled" in results:
+        return "cancelled"
+    if results & {"failure", "timed_out"}:
+        return "failure"
+    return "skipped" if "skipped" in results else "success"
+
+
+def _job_key(wf: Workflow) -> str:
+    spec = wf.spec
+    if spec is not None and spec.job_id is not None:
+        return str(spec.job_id)
+    return wf.path.rsplit("/", 1)[-1].split(".")[0]
+
+
+def _job_name(wf: Workflow) -> str:
+    """A bound workflow's one job: the first job's `name:`, else its id in the file, else the file's stem."""
+    spec = wf.spec
+    if spec is not None and spec.job_id is not None:
+        return str(spec.job.get("name") or spec.job_id)
+    return _job_key(wf)
 
 
 def _shutdown_at_exit(ref: weakref.ref) -> None:

@@ -13,7 +13,8 @@ docs.github.com/en/actions/reference/workflows-and-actions/expressions, and "Con
 - functions (names case-insensitive): contains(), startsWith(), endsWith(), format(), join(), toJSON(),
   fromJSON(), and the status functions success(), failure(), always(), cancelled().
 
-Anything else -- another context (matrix, needs, strategy, jobs), another function (hashFiles), the
+`matrix`, `needs` and `strategy` are the job's (a matrix entry; `needs.<job>.result`; outputs are not emulated:
+`{}`). Anything else -- another context (jobs), another function (hashFiles), the
 `*` filter, a syntax error -- raises `Unsupported` naming it, so the run fails loudly instead of reading
 an empty string. GitHub's own evaluation errors (fromJSON of text that is not JSON) raise
 `ExpressionError`.
@@ -30,7 +31,8 @@ from .values import compare as _compare
 
 __all__ = ["ExpressionError", "Unsupported", "as_string", "condition", "evaluate", "expression", "number", "truthy"]
 
-CONTEXTS = ("github", "inputs", "env", "vars", "secrets", "runner", "steps", "job")
+CONTEXTS = ("github", "inputs", "env", "vars", "secrets", "runner", "steps", "job", "matrix", "needs", "strategy")
+JOB_CONTEXTS = ("matrix", "needs", "strategy")
 STATUS = ("success", "failure", "always", "cancelled")
 FUNCTIONS = {
     "contains": (2, 2),
@@ -202,6 +204,8 @@ def run(tree: tuple, ctx: dict) -> Any:
     if kind == "lit":
         return tree[1]
     if kind == "ctx":
+        if tree[1] in JOB_CONTEXTS and tree[1] not in ctx:  # e.g. `run-name`, planned before any job
+            raise Unsupported(f"the context `{tree[1]}` here (a job's context, where there is no job)")
         return index(ctx, tree[1])
     if kind == "index":
         return index(run(tree[1], ctx), run(tree[2], ctx))

@@ -1,4 +1,4 @@
-"""The Actions records: workflows, runs (each with its one job), artifacts and webhook subscriptions."""
+"""The Actions records: workflows, runs, their attempts and jobs, artifacts and webhook subscriptions."""
 
 from __future__ import annotations
 
@@ -55,6 +55,53 @@ class Artifact:
 
 
 @dataclass
+class Job:
+    """One execution of one of a run's jobs (a matrix entry is a job of its own): a re-run attempt makes new
+    executions of the jobs it re-runs and keeps the others' (GitHub's "Re-running workflows and jobs")."""
+
+    id: int
+    run_id: int
+    key: str  # the job's id in the file
+    name: str  # as GitHub shows it: `name:` (evaluated), a matrix entry's values appended in parentheses
+    attempt: int  # the run_attempt it ran in
+    spec: dict = field(default_factory=dict, repr=False)  # the job's mapping in the file
+    matrix: dict = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    status: str = "queued"
+    conclusion: str | None = None
+    created_at: str = field(default_factory=_now)
+    started_at: str | None = None
+    completed_at: str | None = None
+    log: list[str] = field(default_factory=list)
+    step_records: list[dict] = field(default_factory=list)  # the steps as they ran: name, status, conclusion
+    labels: list[str] = field(default_factory=lambda: ["self-hosted"])  # the evaluated runs-on
+    timeout: float | None = None  # seconds
+    timeout_text: str = ""
+    runner_name: str | None = None
+    pid: int | None = None
+    queued: bool = False  # the job left `pending` (workflow_job `queued` sent)
+    token: str | None = None  # its GITHUB_TOKEN, revoked when it completes
+    masks: list[str] = field(default_factory=list, repr=False)  # values the log shows as *** (secrets, token)
+    context: dict = field(default_factory=dict, repr=False)  # the expression context (matrix, needs)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.log)
+
+
+@dataclass
+class Attempt:
+    """An earlier attempt of a run, as GET .../runs/{id}/attempts/{n} shows it."""
+
+    number: int
+    status: str
+    conclusion: str | None
+    run_started_at: str | None
+    updated_at: str
+    triggering_actor: str
+
+
+@dataclass
 class Run:
     id: int
     repo: str  # state.repos key
@@ -71,24 +118,30 @@ class Run:
     created_at: str = field(default_factory=_now)
     updated_at: str = field(default_factory=_now)
     run_started_at: str | None = None
-    job_id: int = 0
-    job_started_at: str | None = None
-    job_completed_at: str | None = None
-    log: list[str] = field(default_factory=list)
+    attempt: int = 1  # run_attempt: 1, then one more per re-run
+    triggering_actor: str | None = None  # who started the newest attempt (the actor, unless re-run by another)
+    head_repository: str | None = None  # a fork's full name (a pull request from it); None: this repository
+    jobs: list[Job] = field(default_factory=list)  # every execution of every job, all attempts
+    attempts: list[Attempt] = field(default_factory=list)  # the earlier attempts
     artifacts: list[Artifact] = field(default_factory=list)
-    pid: int | None = None
+    annotations: list[str] = field(default_factory=list)  # errors of the run itself (an invalid workflow)
     cancel_requested: bool = False
-    job_token: str | None = None
-    labels: list[str] = field(default_factory=lambda: ["self-hosted"])  # the job's evaluated runs-on
-    timeout: float | None = None  # seconds
-    timeout_text: str = ""
     group: str | None = None  # concurrency group (lower case)
-    runner_name: str | None = None
-    job_queued: bool = False  # the job left `pending` (workflow_job `queued` sent)
-    context: dict = field(default_factory=dict, repr=False)  # the expression context
-    step_records: list[dict] = field(default_factory=list)  # the steps as they ran: name, status, conclusion
-    masks: list[str] = field(default_factory=list, repr=False)  # values the log shows as *** (secrets, token)
+    context: dict = field(default_factory=dict, repr=False)  # the run's expression context
     done: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def latest_jobs(self, attempt: int | None = None) -> list[Job]:
+        """The newest execution of each job up to `attempt` (default: the newest), in the file's order."""
+        newest: dict[str, Job] = {}
+        for job in self.jobs:
+            if job.attempt <= (attempt or self.attempt):
+                newest[job.name] = job
+        return list(newest.values())
+
+    @property
+    def log(self) -> list[str]:
+        """The run's own errors, then every line the newest attempt's jobs wrote, job after job."""
+        return [*self.annotations, *(line for job in self.latest_jobs() for line in job.log)]
 
 
 @dataclass

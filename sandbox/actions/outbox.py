@@ -12,7 +12,7 @@ import time
 import uuid
 
 from ..render import Renderer
-from .model import Hook, Run, _now
+from .model import Hook, Job, Run, _now
 from .render import render_job, render_run, render_workflow
 
 
@@ -28,12 +28,16 @@ class OutboxMixin:
             self.hooks.append(hook)
         return hook
 
-    def _notify(self, run: Run, action: str, event: str = "workflow_run") -> None:
+    def _notify(self, run: Run, action: str, event: str = "workflow_run", job: Job | None = None) -> None:
+        """Deliver a `workflow_run` event of the run (none for a re-run attempt unless `rerun_webhooks`: REALITY.md,
+        a re-run's completion may never come as a webhook) or a `workflow_job` event of one job."""
+        if event == "workflow_run" and run.attempt > 1 and not self.rerun_webhooks:
+            return
         with self.lock:
             hooks = [h for h in self.hooks if event in h.events and h.repo in (None, run.repo)]
         if not hooks:
             return
-        payload = self.event_payload(run, action) if event == "workflow_run" else self.job_payload(run, action)
+        payload = self.event_payload(run, action) if job is None else self.job_payload(run, job, action)
         for hook in hooks:
             self._outbox.put((hook, event, payload))
         with self.lock:
@@ -53,13 +57,13 @@ class OutboxMixin:
             "sender": rr.user(run.actor),
         }
 
-    def job_payload(self, run: Run, action: str) -> dict:
+    def job_payload(self, run: Run, job: Job, action: str) -> dict:
         """A `workflow_job` event (queued, in_progress, completed)."""
         repo = self.state.repo(run.repo)
         rr = Renderer(self.state, self.base_url or "http://127.0.0.1")
         return {
             "action": action,
-            "workflow_job": render_job(rr, self.workflow_of(run), repo, run),
+            "workflow_job": render_job(rr, self.workflow_of(run), repo, run, job),
             "repository": _hook_repository(rr, repo),
             "sender": rr.user(run.actor),
         }

@@ -1,4 +1,4 @@
-"""The Actions JSON bodies: workflows, runs, jobs, artifacts (conformed to the OpenAPI schemas)."""
+"""The Actions JSON bodies: workflows, runs and their attempts, jobs, artifacts (conformed to the OpenAPI schemas)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .. import gitstore
 from ..models import Repo
 from ..render import Renderer, node_id
 from ..schema import conform
-from .model import JOB_STATUSES, Artifact, Run, Workflow
+from .model import JOB_STATUSES, Artifact, Job, Run, Workflow
 
 
 def render_workflow(rr: Renderer, repo: Repo, wf: Workflow) -> dict:
@@ -45,10 +45,16 @@ def _head_commit(repo: Repo, sha: str) -> dict | None:
     }
 
 
-def render_run(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> dict:
+def render_run(rr: Renderer, wf: Workflow, repo: Repo, run: Run, attempt: int | None = None) -> dict:
+    """A run as GET .../runs/{id} shows it (its newest attempt), or one earlier attempt (.../attempts/{n})."""
     a, h = rr.api(repo), rr.html(repo)
     u = f"{a}/actions/runs/{run.id}"
     minimal = rr.repo(repo, schema="minimal-repository")
+    fork = rr.state.repo(run.head_repository) if run.head_repository else None
+    head_repo = rr.repo(fork, schema="minimal-repository") if fork is not None else minimal
+    past = next((p for p in run.attempts if p.number == attempt), None)
+    number = past.number if past else run.attempt
+    status, conclusion = (past.status, past.conclusion) if past else (run.status, run.conclusion)
     body = {
         "id": run.id,
         "node_id": node_id("WFR", run.id),
@@ -58,10 +64,10 @@ def render_run(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> dict:
         "head_sha": run.head_sha,
         "path": wf.path,
         "run_number": run.run_number,
-        "run_attempt": 1,
+        "run_attempt": number,
         "event": run.event,
-        "status": run.status,
-        "conclusion": run.conclusion,
+        "status": status,
+        "conclusion": conclusion,
         "workflow_id": wf.id,
         "check_suite_id": run.id,
         "check_suite_node_id": node_id("CS", run.id),
@@ -73,92 +79,88 @@ def render_run(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> dict:
         "artifacts_url": f"{u}/artifacts",
         "cancel_url": f"{u}/cancel",
         "rerun_url": f"{u}/rerun",
-        "previous_attempt_url": None,
+        "previous_attempt_url": f"{u}/attempts/{number - 1}" if number > 1 else None,
         "workflow_url": f"{a}/actions/workflows/{wf.id}",
         "pull_requests": [],
         "referenced_workflows": [],
         "created_at": run.created_at,
-        "updated_at": run.updated_at,
-        "run_started_at": run.run_started_at or run.created_at,
+        "updated_at": past.updated_at if past else run.updated_at,
+        "run_started_at": (past.run_started_at if past else run.run_started_at) or run.created_at,
         "actor": rr.user(run.actor),
-        "triggering_actor": rr.user(run.actor),
+        "triggering_actor": rr.user(past.triggering_actor if past else run.triggering_actor or run.actor),
         "head_commit": _head_commit(repo, run.head_sha),
         "repository": minimal,
-        "head_repository": minimal,
-        "head_repository_id": repo.id,
+        "head_repository": head_repo,
+        "head_repository_id": fork.id if fork is not None else repo.id,
     }
     return conform(body, "workflow-run", rr.base)
 
 
-def render_job(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> dict:
+def render_job(rr: Renderer, wf: Workflow, repo: Repo, run: Run, job: Job) -> dict:
     a = rr.api(repo)
-    done = run.status == "completed"
-    status = run.status if run.status in JOB_STATUSES else "queued"
-    step_status = "completed" if done else ("in_progress" if run.status == "in_progress" else "queued")
-    started = {
-        "name": "Set up job",
-        "status": "completed" if run.job_started_at else "queued",
-        "conclusion": "success" if run.job_started_at else None,
-        "started_at": run.job_started_at,
-        "completed_at": run.job_started_at,
-    }
-    if wf.argv or not run.step_records:  # a bound command: one step for it
-        middle = [
-            {
-                "name": "Run " + (shlex.join(wf.argv) if wf.argv else wf.path),
-                "status": step_status,
-                "conclusion": run.conclusion,
-                "started_at": run.job_started_at,
-                "completed_at": run.job_completed_at,
-            }
-        ]
-    else:  # the file's steps as they ran (a skipped step concludes `skipped`, as on GitHub)
-        middle = [
-            {k: r.get(k) for k in ("name", "status", "conclusion", "started_at", "completed_at")}
-            for r in list(run.step_records)
-        ]
-    ended = {
-        "name": "Complete job",
-        "status": "completed" if done else "queued",
-        "conclusion": "success" if done else None,
-        "started_at": run.job_completed_at,
-        "completed_at": run.job_completed_at,
-    }
-    steps = [{**s, "number": n} for n, s in enumerate([started, *middle, ended], start=1)]
+    done = job.status == "completed"
+    status = job.status if job.status in JOB_STATUSES else "queued"
+    ran = job.runner_name is not None
+    if not ran and done:  # skipped, or cancelled before a runner took it: no steps
+        steps: list[dict] = []
+    else:
+        step_status = "completed" if done else ("in_progress" if job.status == "in_progress" else "queued")
+        started = {
+            "name": "Set up job",
+            "status": "completed" if job.started_at else "queued",
+            "conclusion": "success" if job.started_at else None,
+            "started_at": job.started_at,
+            "completed_at": job.started_at,
+        }
+        if wf.argv or not job.step_records:  # a bound command: one step for it
+            middle = [
+                {
+                    "name": "Run " + (shlex.join(wf.argv) if wf.argv else wf.path),
+                    "status": step_status,
+                    "conclusion": job.conclusion,
+                    "started_at": job.started_at,
+                    "completed_at": job.completed_at,
+                }
+            ]
+        else:  # the file's steps as they ran (a skipped step concludes `skipped`, as on GitHub)
+            middle = [
+                {k: r.get(k) for k in ("name", "status", "conclusion", "started_at", "completed_at")}
+                for r in list(job.step_records)
+            ]
+        ended = {
+            "name": "Complete job",
+            "status": "completed" if done else "queued",
+            "conclusion": "success" if done else None,
+            "started_at": job.completed_at,
+            "completed_at": job.completed_at,
+        }
+        steps = [{**s, "number": n} for n, s in enumerate([started, *middle, ended], start=1)]
     body = {
-        "id": run.job_id,
-        "node_id": node_id("J", run.job_id),
+        "id": job.id,
+        "node_id": node_id("J", job.id),
         "run_id": run.id,
         "run_url": f"{a}/actions/runs/{run.id}",
-        "run_attempt": 1,
+        "run_attempt": job.attempt,
         "head_sha": run.head_sha,
         "head_branch": run.head_branch,
         "workflow_name": wf.name,
-        "name": _job_name(wf),
-        "url": f"{a}/actions/jobs/{run.job_id}",
-        "html_url": f"{rr.html(repo)}/actions/runs/{run.id}/job/{run.job_id}",
-        "check_run_url": f"{a}/check-runs/{run.job_id}",
+        "name": job.name,
+        "url": f"{a}/actions/jobs/{job.id}",
+        "html_url": f"{rr.html(repo)}/actions/runs/{run.id}/job/{job.id}",
+        "check_run_url": f"{a}/check-runs/{job.id}",
         "status": status,
-        "conclusion": run.conclusion,
-        "created_at": run.created_at,
-        "started_at": run.job_started_at or run.created_at,
-        "completed_at": run.job_completed_at,
+        "conclusion": job.conclusion,
+        "created_at": job.created_at,
+        "started_at": job.started_at or job.created_at,
+        "completed_at": job.completed_at,
         "steps": steps,
-        "labels": list(run.labels),
-        "runner_id": 1 if run.runner_name else None,
-        "runner_name": run.runner_name,
-        "runner_group_id": 1 if run.runner_name else None,
-        "runner_group_name": "Default" if run.runner_name else None,
+        "labels": list(job.labels),
+        "runner_id": 1 if ran else None,
+        "runner_name": job.runner_name,
+        "runner_group_id": 1 if ran else None,
+        "runner_group_name": "Default" if ran else None,
     }
     return conform(body, "job", rr.base)
-
-
-def _job_name(wf: Workflow) -> str:
-    """The job's `name:`, else its id in the file, else the file's stem."""
-    spec = wf.spec
-    if spec is not None and spec.job_id is not None:
-        return str(spec.job.get("name") or spec.job_id)
-    return wf.path.rsplit("/", 1)[-1].split(".")[0]
 
 
 def render_artifact(rr: Renderer, repo: Repo, run: Run, art: Artifact) -> dict:

@@ -32,7 +32,7 @@ from .files import artifact_files, key_values, remove
 from .workflow import CHECKOUT, UPLOAD_ARTIFACT
 
 if TYPE_CHECKING:
-    from .model import Run
+    from .model import Job
 
 STEP_KEYS = {"id", "name", "if", "run", "uses", "with", "env", "shell", "working-directory", "continue-on-error"}
 STEP_KEYS |= {"timeout-minutes"}
@@ -90,7 +90,7 @@ class JobSteps:
 
     def __init__(
         self,
-        run: Run,
+        record: Job,
         job: dict,
         workflow_env: dict,
         ctx: dict,
@@ -106,7 +106,7 @@ class JobSteps:
         repo_path: Path,
         minute_s: float = 60.0,
     ) -> None:
-        self.run, self.job, self.workflow_env = run, job, workflow_env
+        self.record, self.job, self.workflow_env = record, job, workflow_env
         self.ctx, self.base_env, self.workspace, self.temp = ctx, base_env, workspace, temp
         self.line, self.spawn, self.attach, self.cancelled, self.remaining = line, spawn, attach, cancelled, remaining
         self.repo_path, self.minute_s = repo_path, minute_s
@@ -139,7 +139,7 @@ class JobSteps:
                 self.status = "cancelled"
             self.ctx["job"] = {"status": self.status, "container": {}, "services": {}}
             shown = {"name": step_name(step), "status": "in_progress", "conclusion": None, "started_at": _now()}
-            self.run.step_records.append(shown)
+            self.record.step_records.append(shown)
             try:
                 self.ctx["env"] = self._env_context(step)
                 if not ex.condition(step.get("if"), self.ctx):
@@ -266,9 +266,9 @@ class JobSteps:
             return "cancelled"
         if code is None:
             self.timed_out = True
-            limit = self.run.timeout_text or f"{self.run.timeout}s"
+            limit = self.record.timeout_text or f"{self.record.timeout}s"
             self.line(
-                f"##[error]The job running on runner {self.run.runner_name} has exceeded the maximum "
+                f"##[error]The job running on runner {self.record.runner_name} has exceeded the maximum "
                 f"execution time of {limit}."
             )
             return "failure"

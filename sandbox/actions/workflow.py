@@ -1,6 +1,6 @@
-"""A workflow file as the sandbox's Actions emulation reads it: triggers, dispatch inputs, the first job
-(runs-on, timeout-minutes, concurrency, env, defaults, steps). Pure: no I/O, no state. Its `${{ }}`
-expressions are evaluated by expressions.py (what the sandbox does not evaluate is refused, loudly).
+"""A workflow file as the sandbox's Actions emulation reads it: triggers, dispatch inputs, its jobs
+(runs-on, timeout-minutes, concurrency, env, defaults, steps, needs, if, strategy.matrix). Pure: no I/O, no
+state. Its `${{ }}` expressions are evaluated by expressions.py (what the sandbox does not evaluate is refused, loudly).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class WorkflowSpec:
     inputs: dict[str, Input] = field(default_factory=dict)  # of workflow_dispatch
     job_id: str | None = None  # the first job
     job: dict = field(default_factory=dict)
+    jobs: dict[str, dict] = field(default_factory=dict)  # every job, in the file's order
     concurrency: Any = None  # the workflow's, else the first job's
     uploads: list[dict] = field(default_factory=list)  # the first job's actions/upload-artifact steps
     steps: list[dict] = field(default_factory=list)  # the first job's steps, as written
@@ -74,6 +75,7 @@ def parse(text: str) -> WorkflowSpec | None:
         inputs=_inputs(dispatch),
         job_id=None if job_id is None else str(job_id),
         job=job,
+        jobs={str(k): (v if isinstance(v, dict) else {}) for k, v in jobs.items()},
         concurrency=doc.get("concurrency", job.get("concurrency")),
         uploads=[s for s in steps if isinstance(s, dict) and str(s.get("uses", "")).startswith(UPLOAD_ARTIFACT)],
         steps=[s if isinstance(s, dict) else {"run": None, "invalid": s} for s in steps],
@@ -175,3 +177,42 @@ def step_runs(if_: Any, conclusion: str) -> bool:
     cancelled; a timeout reads as a failure), as expressions.condition decides."""
     status = {"timed_out": "failure"}.get(conclusion, conclusion)
     return condition(if_, {"job": {"status": status}})
+
+
+# -- jobs: needs, matrix, names --
+
+
+def needs(job: dict) -> tuple[str, ...]:
+    """A job's `needs:` (a job id or a list of them)."""
+    raw = job.get("needs")
+    if raw is None:
+        return ()
+    return (str(raw),) if not isinstance(raw, list) else tuple(str(x) for x in raw)
+
+
+def matrix_entries(job: dict, ctx: dict) -> list[dict]:
+    """The combinations of a job's `strategy.matrix` (each key a list; the product, in the file's order), or one
+    empty entry without a matrix. `include`/`exclude` and a matrix from an expression are refused (Unsupported)."""
+    strategy = job.get("strategy")
+    matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+    if matrix is None:
+        return [{}]
+    if not isinstance(matrix, dict) or any(k in matrix for k in ("include", "exclude")):
+        raise Unsupported("strategy.matrix with include/exclude or from an expression")
+    entries: list[dict] = [{}]
+    for key, values in matrix.items():
+        values = evaluate(values, ctx)
+        if not isinstance(values, list) or not values:
+            raise ExpressionError(f"Matrix vector '{key}' does not contain any values")
+        entries = [{**e, str(key): v} for e in entries for v in values]
+    return entries
+
+
+def job_name(key: str, job: dict, matrix: dict, ctx: dict) -> str:
+    """GitHub's name for a job: its `name:` evaluated (with the `matrix` context), else its id; a matrix entry's
+    values are appended in parentheses when the name does not use the matrix itself."""
+    raw = job.get("name")
+    name = as_string(evaluate(raw, {**ctx, "matrix": matrix})).strip() if raw is not None else key
+    if matrix and not (isinstance(raw, str) and "matrix." in raw):
+        name += " (" + ", ".join(as_string(v) for v in matrix.values()) + ")"
+    return name or key

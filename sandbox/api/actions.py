@@ -1,4 +1,5 @@
-"""The GitHub Actions operations: workflows, dispatches, runs, jobs, logs, artifacts, cancellation. The
+"""The GitHub Actions operations: workflows, dispatches, runs and their attempts, jobs, logs, artifacts, re-runs,
+cancellation. The
 downloads answer 302 to a signed URL on the blob host (api/downloads.py, state/blobs.py), as GitHub's do."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
 from ..actions import workflow as wfspec
-from ..actions.engine import Actions
-from ..actions.model import Run, Workflow
+from ..actions.engine import Actions, RerunError
+from ..actions.model import Job, Run, Workflow
 from ..actions.render import render_artifact, render_job, render_run, render_workflow
 from ..models import Repo
 from . import downloads
@@ -141,11 +142,71 @@ def get_run(request: Request, access: Access, actions: Engine, run_id: int):
     return render_run(rr, actions.workflow_of(run), r, run)
 
 
+def _jobs_page(request: Request, rr, actions: Actions, r: Repo, run: Run, jobs: list[Job]) -> JSONResponse:
+    items, headers = page(request, jobs)
+    wf = actions.workflow_of(run)
+    return JSONResponse(
+        {"total_count": len(jobs), "jobs": [render_job(rr, wf, r, run, j) for j in items]}, headers=headers
+    )
+
+
 @router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/jobs")
-def list_jobs(request: Request, access: Access, actions: Engine, run_id: int):
+def list_jobs(request: Request, access: Access, actions: Engine, run_id: int, filter: str = "latest"):
+    """actions/list-jobs-for-workflow-run: `filter=latest` (the default) the newest execution of each job, `all`
+    every execution of every attempt."""
     r, rr, _ = access
     run = run_of(actions, r, run_id)
-    return {"total_count": 1, "jobs": [render_job(rr, actions.workflow_of(run), r, run)]}
+    if filter not in ("latest", "all"):
+        raise invalid([{"resource": "Job", "field": "filter", "code": "invalid"}])
+    jobs = run.latest_jobs() if filter == "latest" else list(run.jobs)
+    return _jobs_page(request, rr, actions, r, run, jobs)
+
+
+def _attempt(run: Run, attempt_number: int) -> int:
+    if not 1 <= attempt_number <= run.attempt:
+        raise not_found()
+    return attempt_number
+
+
+@router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}")
+def get_attempt(request: Request, access: Access, actions: Engine, run_id: int, attempt_number: int):
+    """actions/get-workflow-run-attempt."""
+    r, rr, _ = access
+    run = run_of(actions, r, run_id)
+    return render_run(rr, actions.workflow_of(run), r, run, _attempt(run, attempt_number))
+
+
+@router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs")
+def list_attempt_jobs(request: Request, access: Access, actions: Engine, run_id: int, attempt_number: int):
+    """actions/list-jobs-for-workflow-run-attempt: the jobs as they stood in that attempt (those it re-ran, and
+    the newest earlier execution of those it kept)."""
+    r, rr, _ = access
+    run = run_of(actions, r, run_id)
+    return _jobs_page(request, rr, actions, r, run, run.latest_jobs(_attempt(run, attempt_number)))
+
+
+async def _rerun(request: Request, access, actions: Actions, run_id: int, failed_only: bool) -> JSONResponse:
+    r, _, login = access
+    run = run_of(actions, r, run_id)
+    need_write(r, login)
+    await body_of(request)  # enable_debug_logging: accepted, no debug logs here
+    try:
+        actions.rerun(run, failed_only=failed_only, actor=login)
+    except RerunError as exc:
+        raise ApiError(403, str(exc)) from None
+    return JSONResponse({}, status_code=201)
+
+
+@router.post("/repos/{owner}/{repo}/actions/runs/{run_id}/rerun")
+async def rerun(request: Request, access: Access, actions: Engine, run_id: int):
+    """actions/re-run-workflow: a new attempt of every job."""
+    return await _rerun(request, access, actions, run_id, failed_only=False)
+
+
+@router.post("/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs")
+async def rerun_failed_jobs(request: Request, access: Access, actions: Engine, run_id: int):
+    """actions/re-run-workflow-failed-jobs: a new attempt of the failed jobs and the jobs that need them."""
+    return await _rerun(request, access, actions, run_id, failed_only=True)
 
 
 @router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/logs")
@@ -162,7 +223,8 @@ def job_logs(request: Request, state: State, access: Access, actions: Engine, jo
     run_id = actions.jobs.get(job_id)
     if run_id is None:
         raise not_found()
-    return found(downloads.job_log_url(state.blobs, run_of(actions, r, run_id)))
+    job = next(j for j in run_of(actions, r, run_id).jobs if j.id == job_id)
+    return found(downloads.job_log_url(state.blobs, job))
 
 
 @router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts")

@@ -14,7 +14,7 @@ import io
 import re
 import zipfile
 
-from ..actions.model import Artifact, Run, Workflow
+from ..actions.model import Artifact, Job, Run, Workflow
 from ..actions.render import render_job
 from ..models import Repo
 from ..render import Renderer
@@ -30,8 +30,8 @@ def file_name(name: str) -> str:
     return name.replace("/", "").replace(":", "")[:NAME_MAX].strip()
 
 
-def job_log_text(run: Run) -> str:
-    return "\n".join(run.log) + "\n" if run.log else ""
+def job_log_text(job: Job) -> str:
+    return "\n".join(job.log) + "\n" if job.log else ""
 
 
 def step_logs(lines: list[str], steps: list[dict]) -> list[list[str]]:
@@ -54,21 +54,22 @@ def step_logs(lines: list[str], steps: list[dict]) -> list[list[str]]:
 
 
 def run_logs_zip(rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> bytes:
-    job = render_job(rr, wf, repo, run)
-    folder = file_name(job["name"])
-    steps = sorted(job.get("steps") or [], key=lambda s: s["number"])
+    """The newest attempt's logs: for each job `<n>_<job name>.txt`, and a folder of its steps' logs."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(f"0_{folder}.txt", BOM + job_log_text(run))
-        for step, lines in zip(steps, step_logs(list(run.log), steps)):
-            text = "\n".join(lines) + "\n" if lines else ""
-            archive.writestr(f"{folder}/{step['number']}_{file_name(step['name'])}.txt", BOM + text)
+        for n, job in enumerate(run.latest_jobs()):
+            folder = file_name(job.name)
+            steps = sorted(render_job(rr, wf, repo, run, job).get("steps") or [], key=lambda s: s["number"])
+            archive.writestr(f"{n}_{folder}.txt", BOM + job_log_text(job))
+            for step, lines in zip(steps, step_logs(list(job.log), steps)):
+                text = "\n".join(lines) + "\n" if lines else ""
+                archive.writestr(f"{folder}/{step['number']}_{file_name(step['name'])}.txt", BOM + text)
     return buffer.getvalue()
 
 
-def job_log_url(blobs: BlobHost, run: Run) -> str:
-    data = (BOM + job_log_text(run)).encode()
-    return blobs.sign(blobs.put(f"job-logs/{run.job_id}/job-{run.job_id}.txt", data, "text/plain"))
+def job_log_url(blobs: BlobHost, job: Job) -> str:
+    data = (BOM + job_log_text(job)).encode()
+    return blobs.sign(blobs.put(f"job-logs/{job.id}/job-{job.id}.txt", data, "text/plain"))
 
 
 def run_logs_url(blobs: BlobHost, rr: Renderer, wf: Workflow, repo: Repo, run: Run) -> str:

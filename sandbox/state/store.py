@@ -150,9 +150,11 @@ class SandboxState:
         inputs: dict | None = None,
         actor: str | None = None,
         branch_of_sha: str | None = None,
+        head_repository: str | None = None,
     ) -> int:
         """Start a workflow run (on a background runner slot); its id. `branch_of_sha` labels a run
-        at a sha with the branch it stood for (an earlier nightly of that branch)."""
+        at a sha with the branch it stood for (an earlier nightly of that branch); `head_repository` names the
+        fork a pull request's run comes from."""
         return self.actions.start(
             self._need(full_name),
             workflow,
@@ -161,6 +163,7 @@ class SandboxState:
             inputs=inputs,
             actor=actor,
             branch_of_sha=branch_of_sha,
+            head_repository=head_repository,
         ).id
 
     def add_hook(

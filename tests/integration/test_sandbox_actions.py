@@ -692,7 +692,7 @@ def test_concurrency_group_pending_and_cancelled_by_a_newer_one(sandbox):
     assert wait_run(sandbox, third).conclusion == "success"
     assert wait_run(sandbox, other).conclusion == "success"
     runs = {x: state.actions.run(x) for x in (first, third)}
-    assert runs[third].run_started_at >= runs[first].job_completed_at
+    assert runs[third].run_started_at >= runs[first].jobs[0].completed_at
 
 
 def test_concurrency_cancel_in_progress(sandbox):
@@ -873,7 +873,7 @@ def test_the_real_step_workflow(sandbox, monkeypatch):
     run = wf.create_dispatch("main", inputs, throw=True, return_run_details=True)
     done = wait_run(sandbox, run.id)
     assert done.conclusion == "success", log_of(sandbox, run.id)
-    assert done.timeout == 5.0 and done.group == "revert-bisect-step-s-7-corr-42"
+    assert done.jobs[0].timeout == 5.0 and done.group == "revert-bisect-step-s-7-corr-42"
     got = gh(sandbox).get_repo(full).get_workflow_run(run.id)
     assert "[corr-42]" in got.display_title and got.display_title.startswith("revert-bisect step s-7 of bisection b-1")
     assert [a.name for a in got.get_artifacts()] == ["revert-bisect-step-s-7"]

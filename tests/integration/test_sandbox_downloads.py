@@ -50,7 +50,7 @@ def downloads(sb) -> dict[str, str]:
     return {
         "artifact": f"artifacts/{run.artifacts[0].id}/zip",
         "run logs": f"runs/{run.id}/logs",
-        "job log": f"jobs/{run.job_id}/logs",
+        "job log": f"jobs/{run.jobs[0].id}/logs",
     }
 
 
@@ -93,7 +93,7 @@ def test_an_unknown_or_tampered_signature_is_403(sandbox):
     for bad in (location.replace("sig=", "sig=0"), location.split("&sig=")[0], location.replace("se=", "se=1")):
         answer = requests.get(bad, timeout=10)
         assert answer.status_code == 403 and error_code(answer) == "AuthenticationFailed", bad
-    other = location.replace(f"/{sandbox['run'].job_id}/", "/1/")  # a signature for another blob
+    other = location.replace(f"/{sandbox['run'].jobs[0].id}/", "/1/")  # a signature for another blob
     assert requests.get(other, timeout=10).status_code == 403
 
 

@@ -58,7 +58,7 @@ def test_workflow_run_completed_has_the_published_examples_shape(finished):
 
 def test_workflow_job_completed_has_the_published_examples_shape(finished):
     state, run = finished
-    payload = state.actions.job_payload(run, "completed")
+    payload = state.actions.job_payload(run, run.jobs[0], "completed")
     published = example("workflow_job.completed.failure.with-organization.json")
     assert shape_mismatches(payload, published, optional=("organization",)) == []
     steps = payload["workflow_job"]["steps"]

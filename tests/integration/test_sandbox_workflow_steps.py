@@ -149,7 +149,7 @@ def test_a_workflows_own_steps_run_as_githubs_runner_runs_them(state, tmp_path):
         "input=unset token=unset mapped=***",
         "workspace has v1",  # actions/checkout put the commit in the workspace
     ]
-    assert run.job_token not in text
+    assert run.jobs[0].token not in text
     # working-directory, the steps context (outputs, outcome), GITHUB_ENV carried to later steps
     assert "pwd=data 42 success carried" in lines
     assert "python says top-ada" in lines
@@ -165,7 +165,7 @@ def test_a_workflows_own_steps_run_as_githubs_runner_runs_them(state, tmp_path):
     assert zipfile.ZipFile(io.BytesIO(artifact.data)).read("who.txt") == b"ada\n"
     # the job's steps in the REST API: each step of the file, a skipped one concluding `skipped`
     wf = state.actions.workflow_of(run)
-    job = render_job(Renderer(state, "http://sandbox.invalid"), wf, state.repo("o/steps"), run)
+    job = render_job(Renderer(state, "http://sandbox.invalid"), wf, state.repo("o/steps"), run, run.jobs[0])
     assert [(s["name"], s["conclusion"]) for s in job["steps"]] == [
         ("Set up job", "success"),
         ("Run actions/checkout@v4", "success"),

@@ -117,8 +117,9 @@ def test_expressions():
     # what the sandbox does not evaluate is refused, naming it -- never read as an empty string
     for text, named in (
         ("${{ hashFiles('**/x.lock') }}", "hashFiles()"),
-        ("${{ matrix.gpu }}", "matrix"),
+        ("${{ matrix.gpu }}", "matrix"),  # a job's context, and `c` is no job's
         ("${{ needs.build.outputs.x }}", "needs"),
+        ("${{ jobs.build.result }}", "jobs"),
         ("${{ github.event.commits.*.id }}", "filter"),
         ("${{ }}", "empty expression"),
         ("${{ inputs.who = 'x' }}", "="),
