@@ -16,9 +16,8 @@ from runners.proc import kill_group
 from .. import gitstore
 from ..models import Repo, SandboxStore
 from . import workflow as wfspec
+from .jobs import JobsMixin
 from .model import (
-    HOSTED_LABEL,
-    HOSTED_RUNNER_NAME,
     RUNNER_NAME,
     WORKFLOW_DIR,
     Attempt,
@@ -39,7 +38,7 @@ class RerunError(Exception):
     """A re-run GitHub refuses (403)."""
 
 
-class Actions(RunnerMixin, OutboxMixin):
+class Actions(JobsMixin, RunnerMixin, OutboxMixin):
     """Workflows, runs, jobs, artifacts and webhook deliveries of every repository in `state`.
 
     Settable: `runner_labels` (the self-hosted runner's labels; a job whose `runs-on` is not a subset
@@ -397,128 +396,6 @@ class Actions(RunnerMixin, OutboxMixin):
                 if secret:
                     text = text.replace(secret, "***")
             job.log.append(f"{_stamp()} {text}")
-
-    # -- a run's life: pending (group) -> queued -> in_progress -> completed; each job: queued (runner) ->
-    # in_progress -> completed, one after another in the file's order once the jobs it needs completed --
-
-    def _execute(self, run: Run, wf: Workflow, error: str | None, jobs: list[Job]) -> None:
-        if error:
-            with self.lock:
-                run.annotations.append(f"{_stamp()} ##[error]{error}")
-            self._finish(run, "failure")
-            return
-        if not self._wait_for(run, self._take_group):
-            for job in jobs:
-                self._skip(run, job, "cancelled")
-            self._release_group(run)
-            self._finish(run, "cancelled")
-            return
-        try:
-            for job in jobs:
-                self._one_job(run, wf, job)
-        finally:
-            self._release_group(run)
-        self._finish(run, self._conclusion(run))
-
-    def _one_job(self, run: Run, wf: Workflow, job: Job) -> None:
-        """A job: skipped by its `if:` (default success() of the jobs it needs), else queued for a runner with
-        its labels and run there."""
-        results = {j.key: j.conclusion for j in run.latest_jobs() if j.key in job.needs}
-        job.context = {
-            **run.context,
-            "github": {**run.context["github"], "job": job.key},
-            "runner": {**run.context["runner"], "temp": str(self._temp(job))},
-            "matrix": dict(job.matrix),
-            "strategy": {"job-index": 0, "job-total": 1, "fail-fast": True},
-            "needs": {key: {"result": result, "outputs": {}} for key, result in results.items()},
-            "job": {"status": _needs_status(results.values(), run.cancel_requested)},
-        }
-        try:
-            runs = run.cancel_requested is False and wfspec.condition(job.spec.get("if"), job.context)
-        except wfspec.ExpressionError as exc:
-            self._line(job, f"##[error]{exc}")
-            runs = False
-        if not runs:
-            self._skip(run, job, "cancelled" if run.cancel_requested else "skipped")
-            return
-        with self.lock:
-            job.queued = True
-        self._notify(run, "queued", "workflow_job", job)
-        admitted = self._wait_for(run, lambda r: self._take_runner(job))
-        try:
-            conclusion = self._job(run, job, wf) if admitted else "cancelled"
-        finally:
-            if admitted:
-                with self._cond:
-                    self._busy -= 1
-                    self._cond.notify_all()
-        self._job_done(run, job, conclusion)
-
-    def _skip(self, run: Run, job: Job, conclusion: str) -> None:
-        """A job that never runs: completed, `skipped` (its `if:`) or `cancelled`, no runner, no steps."""
-        with self.lock:
-            job.status, job.conclusion = "completed", conclusion
-            job.started_at = job.completed_at = _now()
-
-    def _wait_for(self, run: Run, take) -> bool:
-        with self._cond:
-            while not run.cancel_requested:
-                if take(run):
-                    return True
-                self._cond.wait(0.5)  # also re-reads runner_labels, which tests may change
-        return False
-
-    def _take_group(self, run: Run) -> bool:
-        if run.group is None:
-            return True
-        if self._groups.setdefault((run.repo, run.group), run.id) != run.id:
-            return False
-        if run.status == "pending":
-            run.status, run.updated_at = "queued", _now()
-        return True
-
-    def _take_runner(self, job: Job) -> bool:
-        runner = self.runner_for(job.labels)
-        if runner is None or self._busy >= self.concurrency:
-            return False
-        self._busy += 1
-        job.runner_name = runner
-        return True
-
-    def runner_for(self, labels: list[str]) -> str | None:
-        """The name of a runner that has every label (case-insensitive), or None."""
-        wanted = {label.lower() for label in labels}
-        if wanted <= {label.lower() for label in self.runner_labels}:
-            return RUNNER_NAME
-        if self.hosted_runners and len(wanted) == 1 and HOSTED_LABEL.match(labels[0]):
-            return HOSTED_RUNNER_NAME
-        return None
-
-    def _release_group(self, run: Run) -> None:
-        with self._cond:
-            if run.group is not None and self._groups.get((run.repo, run.group)) == run.id:
-                del self._groups[(run.repo, run.group)]
-            self._cond.notify_all()
-
-    def _conclusion(self, run: Run) -> str:
-        """The run's: cancelled, failure (a job failed), timed_out, success, or skipped when no job ran."""
-        if run.cancel_requested:
-            return "cancelled"
-        found = {j.conclusion for j in run.latest_jobs()}
-        for conclusion in ("failure", "timed_out", "cancelled", "success"):
-            if conclusion in found:
-                return conclusion
-        return "skipped" if found else "failure"
-
-
-def _needs_status(results, cancelled: bool) -> str:
-    """`job.status` for a job's `if:` (what success(), failure(), cancelled() read): the jobs it needs."""
-    results = set(results)
-    if cancelled or "cancelled" in results:
-        return "cancelled"
-    if results & {"failure", "timed_out"}:
-        return "failure"
-    return "skipped" if "skipped" in results else "success"
 
 
 def _job_key(wf: Workflow) -> str:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 STEP_KEYS = {"id", "name", "if", "run", "uses", "with", "env", "shell", "working-directory", "continue-on-error"}
 STEP_KEYS |= {"timeout-minutes"}
 JOB_KEYS = {"name", "runs-on", "timeout-minutes", "steps", "env", "defaults", "concurrency", "permissions", "if"}
-JOB_KEYS |= {"outputs", "continue-on-error", "environment"}
+JOB_KEYS |= {"outputs", "continue-on-error", "environment", "needs", "strategy"}
 CANCEL_TIMEOUT_MINUTES = 5  # jobs.<id>.cancel-timeout-minutes' default
 UPLOAD_INPUTS = ("name", "path", "if-no-files-found", "retention-days", "compression-level", "overwrite")
 UPLOAD_INPUTS += ("include-hidden-files",)

@@ -2,9 +2,8 @@
 whole, its jobs' logs in GitHub's format with run_suite's report, and GOOD read from the KL test's own history.
 
 The sandbox runs the workflow as a bound command printing what SGLang's run_suite prints (tests/support/suite_logs.py)
-for the commit it runs at: the KL file passes, fails or is not run, and an unrelated file fails in every run. What
-the sandbox cannot do yet (attempts, forks' runs, several jobs) is tested against a fake in
-tests/unit/test_nightly_job.py; docs/github-contract.md, "Scheduled runs and re-runs", lists it."""
+for the commit it runs at: the KL file passes, fails or is not run, and an unrelated file fails in every run.
+Several jobs, re-run attempts and forks' runs through the sandbox: tests/integration/test_nightly_attempts.py."""
 
 from __future__ import annotations
 
