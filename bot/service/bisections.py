@@ -46,9 +46,18 @@ log = logging.getLogger("revert_bisect.bisections")
 
 def ci_readings(scoped: Scoped, bad_url: str) -> tuple[CiReading, ...]:
     """What CI said of the test from GOOD to BAD, oldest first: GOOD's pass, the runs between with a signal, BAD's
-    failure (a run without a signal -- the job skipped, the test not run, the log expired -- says nothing)."""
+    failure (a run without a signal -- the job skipped, the test not run, the log expired -- says nothing). For a
+    test with a metric, a failure CI printed no reading for says nothing either: the test died before measuring
+    (a commit that does not build, a crash), which is not the regression; the bisection's own runs tell those."""
     signals = (scoped.good_signal, *reversed(scoped.history))
-    told = [s for s in signals if s is not None and s.outcome is not Outcome.NONE]
+    measured = scoped.test.test.metric is not None
+    told = [
+        s
+        for s in signals
+        if s is not None
+        and s.outcome is not Outcome.NONE
+        and not (measured and s.outcome is Outcome.FAILED and s.metric is None)
+    ]
     readings = [CiReading(s.sha, s.outcome is Outcome.PASSED, s.metric, s.url) for s in told]
     return (*readings, CiReading(scoped.bad, False, scoped.test.metric, bad_url))
 
