@@ -9,6 +9,9 @@ from fastapi import FastAPI
 
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Deliveries, Jobs
+from bot.adapters.store.flakes import Flakes
+from bot.adapters.store.holds import Holds
+from bot.adapters.store.queries import Bisections, Queue
 from bot.ingress.webhooks.router import router as webhooks
 from bot.ingress.worker import Handler, Worker
 from bot.observability import observe
@@ -48,7 +51,8 @@ def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = N
     app.state.settings = settings
     app.state.deliveries = Deliveries(engine)
     app.include_router(webhooks)
-    install_dashboard(app, engine)  # the dashboard (/, /bisections/{id}) and /api/bisections
+    # the dashboard (/, /bisections/{id}) and /api/bisections, over the store's reads
+    install_dashboard(app, Bisections(engine), Queue(engine), Holds(engine), Flakes(engine))
     observe(app, engine, settings)  # /readyz, /metrics (app.state.metrics), JSON logs with secrets redacted
 
     @app.get("/healthz")

@@ -8,6 +8,7 @@ from bot.adapters.github.app_auth import AppCredentials
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.policy_files import load_dir
 from bot.adapters.store.flakes import Flakes
+from bot.adapters.store.holds import Holds
 from bot.adapters.store.store import Store
 from bot.ingress.jobs.command import CommandJob
 from bot.ingress.jobs.nightly import NightlyJob
@@ -49,8 +50,13 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
             forges[repo] = GitHubForge(client_for(repo), repo)
         return forges[repo]
 
-    bisections = Bisections(
-        Store(engine), workspace, policies, clone_url=lambda repo: f"{git_base}/{repo}.git", token=token_for
+    bisections = Bisections(  # the service gets the store's ports (bot.ports.store), here the SQLAlchemy store
+        Store(engine),
+        Holds(engine),
+        workspace,
+        policies,
+        clone_url=lambda repo: f"{git_base}/{repo}.git",
+        token=token_for,
     )
     return {
         "command": CommandJob(policies, forge_for, bisections),

@@ -21,3 +21,7 @@ class CommandError(RevertBisectError):
 
 class NotFound(RevertBisectError):
     pass
+
+
+class ForgeError(RevertBisectError):
+    """The forge (GitHub) or the clone fetched from it refused or failed a request."""

@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable, Mapping
 
 from bot.adapters.github.failures import classify
-from bot.adapters.store.deliveries import ClaimedJob, Jobs
 from bot.domain.patience import JOB_BACKOFF, Backoff, GiveUp, Later, NotYet, Park, after_failure
 from bot.observability import bind
 from bot.observability.reachability import Reachability
+from bot.ports.store import ClaimedJob, JobQueue
 
 log = logging.getLogger("revert_bisect.worker")
 
@@ -34,7 +34,7 @@ MAX_ATTEMPTS = 5
 class Worker:
     def __init__(
         self,
-        jobs: Jobs,
+        jobs: JobQueue,
         handlers: Mapping[str, Handler],
         idle_s: float = 0.5,
         max_attempts: int = MAX_ATTEMPTS,

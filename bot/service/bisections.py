@@ -18,11 +18,8 @@ from pathlib import Path
 from bot.adapters.git.already import RevertFound, find_revert
 from bot.adapters.git.repo import GitRepo, sync_clone
 from bot.adapters.git.revert import reverter_for
-from bot.adapters.github.forge import ForgeError
-from bot.adapters.store.holds import Holds
-from bot.adapters.store.store import Store
 from bot.domain.bisect.model import Status
-from bot.domain.errors import RepoError, RevertBisectError
+from bot.domain.errors import ForgeError, RepoError, RevertBisectError
 from bot.domain.guards import Culprit, Repository, revert_refusal, start_refusal
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.policy import Policy, RevertAction
@@ -30,8 +27,9 @@ from bot.domain.requests import CiReading, StartRequest
 from bot.domain.scope import Scoped
 from bot.domain.signals import Outcome
 from bot.domain.subjects import pr_number
-from bot.observability import bind
+from bot.observability.logs import bind
 from bot.ports import Forge, Git
+from bot.ports.store import BisectionStore, HoldLog
 from bot.service import setup
 from bot.service.backends import backend_for
 from bot.service.config import bisect_config
@@ -92,14 +90,15 @@ class Bisections:
 
     def __init__(
         self,
-        store: Store,
+        store: BisectionStore,
+        holds: HoldLog,
         workspace: Path,
         policies: Mapping[str, Policy],
         clone_url: Callable[[str], str],
         token: Callable[[str], str],
     ):
         self.store = store
-        self.holds = Holds(store.engine)
+        self.holds = holds
         self.workspace = workspace
         self.policies = policies
         self.clone_url = clone_url

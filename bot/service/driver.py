@@ -14,13 +14,13 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
-from bot.adapters.store.models import BisectionRow, StepRow, utcnow
-from bot.adapters.store.store import NewStep, StepReport, Store
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, Status
 from bot.domain.bisect.verdict import RawResult, Verdict, classify
 from bot.domain.outcome import AB, BisectionOutcome
+from bot.ports.store import BisectionRecord, BisectionStore, NewStep, StepRecord, StepReport
 from bot.service.config import BisectConfig
 from runners.spec import Backend, RevertOf, StepResult, StepSpec, new_ref
 
@@ -51,7 +51,7 @@ class Snapshot:
 Observer = Callable[[Snapshot], None]
 
 
-def state_of(row: BisectionRow) -> State:
+def state_of(row: BisectionRecord) -> State:
     return State(
         Phase(row.phase),
         tuple(row.merges or ()),
@@ -66,11 +66,11 @@ def state_of(row: BisectionRow) -> State:
 Reverter = Callable[[str, str], "tuple[str | None, str | None]"]  # (culprit, onto) -> (revert sha, or why not)
 
 
-def run_of(step: StepRow) -> Run:
+def run_of(step: StepRecord) -> Run:
     return Run(step.sha, Kind(step.kind), RawResult(step.exit_code, step.metric, step.infra_reason), step.round)
 
 
-def finished_runs(row: BisectionRow) -> list[Run]:
+def finished_runs(row: BisectionRecord) -> list[Run]:
     """Runs the engine learns from: done and lost steps (cancelled ones said nothing)."""
     return [run_of(s) for s in row.steps if s.state in ("done", "lost")]
 
@@ -78,7 +78,7 @@ def finished_runs(row: BisectionRow) -> list[Run]:
 class Driver:
     def __init__(
         self,
-        store: Store,
+        store: BisectionStore,
         bisection_id: int,
         problem: Problem,
         config: BisectConfig,
@@ -201,7 +201,7 @@ class Driver:
             out = decision.outcome
             fields.update(
                 status=out.status.value,
-                finished_at=utcnow(),
+                finished_at=datetime.now(UTC),
                 outcome=BisectionOutcome(
                     message=out.message,
                     culprit=out.culprit,
@@ -252,7 +252,7 @@ class Driver:
             ref=ref,
         )
 
-    def _adopt(self, row: BisectionRow, state: State) -> dict[int, Probe]:
+    def _adopt(self, row: BisectionRecord, state: State) -> dict[int, Probe]:
         """Steps left running by a process that is gone and whose runs outlive it (Actions runs): wait for them
         instead of losing GPU time; the others become `lost`."""
         adopted = {}

@@ -4,9 +4,9 @@ trust page lists."""
 
 from __future__ import annotations
 
-from bot.adapters.store.holds import Hold, Holds
 from bot.domain.policy import Policy
 from bot.ports import Forge
+from bot.ports.store import Hold, HoldLog
 
 HELD_COMMENT = (
     "This issue carries `{label}` (`revert.kill_switch_label`), so revert-bisect held back {what}.{link} "
@@ -14,7 +14,7 @@ HELD_COMMENT = (
 )
 
 
-def hold(forge: Forge, holds: Holds, policy: Policy, issue: int, held: Hold) -> None:
+def hold(forge: Forge, holds: HoldLog, policy: Policy, issue: int, held: Hold) -> None:
     """Idempotent: a retried job edits the same comment and records nothing twice."""
     link = f" See {held.link}." if held.link else ""
     forge.comment_once(

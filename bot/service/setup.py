@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.adapters.git.repo import GitRepo
-from bot.adapters.store.models import BisectionRow
-from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
 from bot.domain.bisect.model import Kind, Phase, Problem
 from bot.domain.errors import CommandError, RepoError
 from bot.domain.requests import CiReading
+from bot.ports.store import BisectionRecord, BisectionStore, NewBisection, NewStep, StepReport
 from bot.service.config import BisectConfig
 from runners.step import RUNNER_PYTHON
 
@@ -24,7 +23,7 @@ class Loaded:
     repo: GitRepo
     problem: Problem
     config: BisectConfig
-    row: BisectionRow
+    row: BisectionRecord
 
 
 def check_command(repo: GitRepo, command: tuple[str, ...]) -> None:
@@ -48,7 +47,7 @@ def check_command(repo: GitRepo, command: tuple[str, ...]) -> None:
 
 
 def create(
-    store: Store,
+    store: BisectionStore,
     repo: GitRepo,
     good_rev: str,
     bad_rev: str,
@@ -96,7 +95,7 @@ def create(
     )
 
 
-def record_ci(store: Store, bisection_id: int, readings: Sequence[CiReading]) -> None:
+def record_ci(store: BisectionStore, bisection_id: int, readings: Sequence[CiReading]) -> None:
     """CI's readings, stored as steps already done (kind ci, backend ci): the engine learns from them as from
     any run, and no backend ever dispatches them."""
     ids = store.add_steps(bisection_id, [NewStep(c.sha, Kind.CI.value, 0, backend="ci") for c in readings])
@@ -105,7 +104,7 @@ def record_ci(store: Store, bisection_id: int, readings: Sequence[CiReading]) ->
         store.finish_step(step_id, StepReport(0 if c.passed else 1, c.metric, None, verdict, c.url, 0.0, ""))
 
 
-def load(store: Store, bisection_id: int) -> Loaded:
+def load(store: BisectionStore, bisection_id: int) -> Loaded:
     row = store.get(bisection_id)
     repo = GitRepo(row.repo)
     config = BisectConfig.from_json(row.settings)

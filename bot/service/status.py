@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bot.adapters.store.models import BisectionRow
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
 from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.ports.store import BisectionRecord
 from bot.service.driver import Snapshot
 from bot.service.wording import said
 
 
 def render_status(
-    test: str, problem: Problem, snap: Snapshot | None, row: BisectionRow | None, link: str | None = None
+    test: str, problem: Problem, snap: Snapshot | None, row: BisectionRecord | None, link: str | None = None
 ) -> str:
     head = f"**revert-bisect** {code(test)}: {len(problem.graph)} commits in `{problem.good[:12]}..{problem.bad[:12]}`"
     if row is not None and row.status:

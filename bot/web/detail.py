@@ -11,12 +11,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
-from bot.adapters.store.models import BisectionRow
 from bot.domain.bisect.explain import AB_KIND_VALUES, Masses, explain
 from bot.domain.bisect.model import Settings
 from bot.domain.bisect.verdict import MetricRule
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
+from bot.ports.store import BisectionRecord
 from bot.web.models import (
     ABView,
     BisectionDetail,
@@ -33,7 +33,7 @@ from bot.web.models import (
 from bot.web.views import step_view, summary, text_or_none, version
 
 
-def _config(row: BisectionRow) -> dict:
+def _config(row: BisectionRecord) -> dict:
     return row.settings if isinstance(row.settings, dict) else {}
 
 
@@ -51,7 +51,7 @@ def _settings(config: dict) -> Settings:
     return Settings(metric=_rule(config), flake_rate=float(declared) if isinstance(declared, (int, float)) else None)
 
 
-def _posterior(row: BisectionRow, order: list[str], masses: Masses) -> PosteriorView:
+def _posterior(row: BisectionRecord, order: list[str], masses: Masses) -> PosteriorView:
     base = dict(guess=row.guess, guess_probability=row.guess_probability, flake_rate=row.flake_rate)
     scope = (
         "the tested commits only, in the order above: the store does not keep the range's size, so untested "
@@ -110,7 +110,7 @@ ORDER_NOTE = (
 )
 
 
-def detail(row: BisectionRow, now: datetime) -> BisectionDetail:
+def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
     stored = outcome_of(row)
     outcome = stored or BisectionOutcome()
     config = _config(row)

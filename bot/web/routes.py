@@ -13,16 +13,13 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel
-from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from bot.adapters.git.repo import GitRepo
-from bot.adapters.store.flakes import Flakes
-from bot.adapters.store.holds import Holds
-from bot.adapters.store.queries import PHASES, Bisections, Queue
 from bot.domain import trust
 from bot.domain.bisect.model import Status
 from bot.domain.errors import RepoError
+from bot.ports.store import PHASES, DashboardReads, FlakeCounts, HoldLog, ParkedJobs
 from bot.settings import default_workspace  # the same default the bot clones into
 from bot.web import auth
 from bot.web.chart import render_svg
@@ -58,7 +55,7 @@ ERRORS = {
 
 
 def page_of(
-    store: Bisections,
+    store: DashboardReads,
     now: datetime,
     repository: str | None,
     state: str | None,
@@ -74,7 +71,7 @@ def page_of(
     return items[:per_page], len(items) > per_page
 
 
-def version_of(store: Bisections, bisection_id: int, now: datetime, settle_s: float) -> tuple[str, bool] | None:
+def version_of(store: DashboardReads, bisection_id: int, now: datetime, settle_s: float) -> tuple[str, bool] | None:
     """(version_text, settled: finished and unwritten for settle_s): what the live update polls every second."""
     p = store.progress(bisection_id)
     if p is None:
@@ -150,7 +147,7 @@ def trust_report(request: Request) -> trust.TrustReport:
     return trust.build(rows, relanded_in_clones(workspace, trust.revert_bases(rows), request.app.state.trust_relanded))
 
 
-def _store(request: Request) -> Bisections:
+def _store(request: Request) -> DashboardReads:
     return request.app.state.dashboard
 
 
@@ -327,15 +324,16 @@ def api_trust(request: Request) -> TrustReportView:
     return trust_view(trust_report(request), request.app.state.holds.recent(), request.app.state.flakes.per_test())
 
 
-def install(app: FastAPI, engine: Engine) -> None:
-    """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API on the app.
+def install(app: FastAPI, dashboard: DashboardReads, queue: ParkedJobs, holds: HoldLog, flakes: FlakeCounts) -> None:
+    """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API on the app, reading the store
+    through its ports (bot.ports.store; the app factory passes bot.adapters.store's).
 
     The JSON API is /api/bisections and /api/trust.
     """
-    app.state.dashboard = Bisections(engine)
-    app.state.queue = Queue(engine)  # jobs parked while GitHub does not answer, shown above the list
-    app.state.holds = Holds(engine)
-    app.state.flakes = Flakes(engine)
+    app.state.dashboard = dashboard
+    app.state.queue = queue  # jobs parked while GitHub does not answer, shown above the list
+    app.state.holds = holds
+    app.state.flakes = flakes
     app.state.trust_relanded = {}  # relanded_in_clones' answers, kept until a branch moves
     app.include_router(login)
     app.include_router(pages)

@@ -7,9 +7,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from bot.adapters.store.flakes import FlakeCount
-from bot.adapters.store.models import HoldRow
 from bot.domain.trust import REASON_LABELS, TrustReport, TrustRow
+from bot.ports.store import FlakeCount, HoldRecord
 
 
 class RefusalCount(BaseModel):
@@ -106,10 +105,10 @@ def trust_row_view(row: TrustRow) -> TrustRowView:
 
 
 def trust_view(
-    report: TrustReport, holds: Iterable[HoldRow] = (), flakes: Iterable[FlakeCount] = ()
+    report: TrustReport, holds: Iterable[HoldRecord] = (), flakes: Iterable[FlakeCount] = ()
 ) -> TrustReportView:
-    """A bot.domain.trust.TrustReport as the API gives it, with the kill switch's holds (bot.adapters.store.holds)
-    and the flakes seen per test (bot.adapters.store.flakes)."""
+    """A bot.domain.trust.TrustReport as the API gives it, with the kill switch's holds (bot.ports.store.HoldLog)
+    and the flakes seen per test (bot.ports.store.FlakeCounts)."""
     return TrustReportView(
         repositories=[trust_row_view(r) for r in report.rows],
         total=trust_row_view(report.total),

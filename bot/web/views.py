@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from bot.adapters.store.models import BisectionRow, StepRow
-from bot.adapters.store.queries import FINISHED_STEP_STATES
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.trust import repository_of
+from bot.ports.store import FINISHED_STEP_STATES, BisectionRecord, StepRecord
 from bot.web.models import BisectionSummary, StepView
 
 RUN_URL = re.compile(r"\((https?://[^()\s]+)\)")
@@ -56,7 +55,7 @@ def text_or_none(value) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def test_name(row: BisectionRow) -> str:
+def test_name(row: BisectionRecord) -> str:
     origin = row.origin or {}
     if text_or_none(origin.get("test")):
         return origin["test"]
@@ -64,11 +63,11 @@ def test_name(row: BisectionRow) -> str:
     return " ".join(str(c) for c in command) if command else "-"
 
 
-def state_of(row: BisectionRow) -> str:
+def state_of(row: BisectionRecord) -> str:
     return row.status or row.phase
 
 
-def _lookup(outcome: BisectionOutcome, row: BisectionRow, *keys: str):
+def _lookup(outcome: BisectionOutcome, row: BisectionRecord, *keys: str):
     """The first of `keys` the outcome has (a field, or a key older rows kept, like `pr_number`), else the origin's."""
     for source in (outcome.as_json(), row.origin or {}):
         for key in keys:
@@ -77,7 +76,7 @@ def _lookup(outcome: BisectionOutcome, row: BisectionRow, *keys: str):
     return None
 
 
-def summary(row: BisectionRow, now: datetime) -> BisectionSummary:
+def summary(row: BisectionRecord, now: datetime) -> BisectionSummary:
     outcome = outcome_of(row) or BisectionOutcome()
     url = text_or_none(_lookup(outcome, row, "revert_pr_url"))
     return BisectionSummary(
@@ -112,7 +111,7 @@ def matches(s: BisectionSummary, repository: str | None, state: str | None, test
     return True
 
 
-def version(row: BisectionRow) -> str:
+def version(row: BisectionRecord) -> str:
     return version_text(
         sum(s.state in FINISHED_STEP_STATES for s in row.steps), len(row.steps), row.phase, row.status, row.updated_at
     )
@@ -125,7 +124,7 @@ def version_text(finished: int, steps: int, phase: str, status: str | None, upda
     return f"{finished}/{steps}:{phase}:{status or ''}:{written}"
 
 
-def step_view(step: StepRow, verdict: str | None = None) -> StepView:
+def step_view(step: StepRecord, verdict: str | None = None) -> StepView:
     return StepView(
         id=step.id,
         sha=step.sha,

@@ -17,15 +17,10 @@ from bot.adapters.github.actions import GitHubActions
 from bot.adapters.github.downloads import Downloads
 from bot.adapters.github.runs import CiRuns
 from bot.adapters.github.writes import TRANSPORT_METHODS, for_client, register, writes_of
-from bot.domain.errors import RevertBisectError
 from bot.ports import CulpritFacts, PullRef, Skipped
 
 MARKER = "<!-- revert-bisect:{key} -->"
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
-
-
-class ForgeError(RevertBisectError):
-    pass
 
 
 def _message(exc: GithubException) -> str:

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from bot.adapters.git.repo import git_auth
-from bot.adapters.github.forge import ForgeError
+from bot.domain.errors import ForgeError
 
 # GitHub's refusal of a push that creates or changes a workflow file, for an App without the `workflows` permission
 # ("a GitHub App ... without `workflows` permission") and a token without the `workflow` scope ("a Personal Access

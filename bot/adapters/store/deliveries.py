@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, func, select, update
@@ -13,22 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from bot.adapters.store.models import DeliveryRow, JobRow, utcnow
-
-
-@dataclass(frozen=True)
-class Incoming:
-    delivery_id: str
-    event: str
-    action: str | None
-    repository: str | None
-    handler: str | None
-    payload: dict
-
-
-@dataclass(frozen=True)
-class Recorded:
-    duplicate: bool
-    job_id: int | None
+from bot.ports.store import ClaimedJob, Incoming, Recorded
 
 
 class Deliveries:
@@ -54,22 +38,6 @@ class Deliveries:
     def jobs(self) -> list[JobRow]:
         with self._session() as s:
             return list(s.scalars(select(JobRow).order_by(JobRow.id)))
-
-
-@dataclass(frozen=True)
-class ClaimedJob:
-    id: int
-    handler: str
-    delivery_id: str
-    event: str
-    payload: dict
-    attempts: int  # claims so far, this one included
-    waits: int = 0  # of those, the ones that ended waiting for GitHub (an outage, a rate limit): no attempt used
-
-    @property
-    def failed_attempts(self) -> int:
-        """The attempts this one makes, counted against the job's limit."""
-        return self.attempts - self.waits
 
 
 LEASE_S = 60.0

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from bot.adapters.store.models import FlakeRow
 from bot.domain.signals import Flake
-
-
-@dataclass(frozen=True)
-class FlakeCount:
-    """One test's flakes: how many runs, the newest one's link and how it went."""
-
-    repository: str
-    test: str
-    count: int
-    last_url: str | None
-    last_how: str
-    last_at: datetime
+from bot.ports.store import FlakeCount
 
 
 class Flakes:

@@ -1,26 +1,16 @@
-"""What the kill switch held back (bot.adapters.store.models.HoldRow): recorded once per key, listed newest first."""
+"""What the kill switch held back (bot.adapters.store.models.HoldRow): recorded once per key, listed newest first
+(bot.ports.store.HoldLog)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from bot.adapters.store.models import HoldRow
-
-
-@dataclass(frozen=True)
-class Hold:
-    key: str  # one record per held-back thing (a retried job finds it again)
-    repository: str
-    guard: str
-    what: str
-    link: str | None = None
-    issue: int | None = None
-    culprit: str | None = None
+from bot.ports.store import Hold
 
 
 class Holds:

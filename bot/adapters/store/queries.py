@@ -1,32 +1,17 @@
-"""The dashboard's reads of the store (the writers stay in bot.adapters.store.store). Rows and counts come back
-as stored: turning them into pages is bot.web.views' work."""
+"""The dashboard's reads of the store (bot.ports.store.DashboardReads and ParkedJobs; the writers stay in
+bot.adapters.store.store). Rows and counts come back as stored: turning them into pages is bot.web.views' work."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import Engine, case, func, select
 from sqlalchemy.orm import selectinload, sessionmaker
 
 from bot.adapters.store.models import BisectionRow, DeliveryRow, JobRow, StepRow
-from bot.domain.bisect.model import Phase
+from bot.ports.store import FINISHED_STEP_STATES, PHASES, ParkedJob, Progress
 
-FINISHED_STEP_STATES = ("done", "lost", "cancelled")
-PHASES = [p.value for p in Phase if p is not Phase.DONE]
 SCAN_CHUNK = 500
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What the live update polls every second: the row's state and its steps, counted."""
-
-    phase: str
-    status: str | None
-    updated_at: datetime | None
-    steps: int
-    finished: int
 
 
 class Bisections:
@@ -85,18 +70,6 @@ class Bisections:
             return list(
                 s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all()
             )
-
-
-@dataclass(frozen=True)
-class ParkedJob:
-    """A job waiting for GitHub to answer again (bot.domain.patience): what it was for, since when, and why."""
-
-    id: int
-    handler: str
-    event: str
-    repository: str | None
-    parked_at: datetime | None
-    reason: str | None
 
 
 class Queue:

@@ -1,52 +1,15 @@
-"""Reads and writes of bisections and steps; every method is one transaction."""
+"""Reads and writes of bisections and steps; every method is one transaction (bot.ports.store.BisectionStore)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import selectinload, sessionmaker
 
 from bot.adapters.store.models import BisectionRow, StepRow, utcnow
 from bot.domain.errors import NotFound
-
-
-@dataclass(frozen=True)
-class NewBisection:
-    repo: str
-    good_rev: str
-    bad_rev: str
-    good: str
-    bad: str
-    command: list[str]
-    settings: dict
-    head: str | None = None
-    origin: dict | None = None
-    origin_key: str | None = None
-    commits: list[list[str]] | None = None
-
-
-@dataclass(frozen=True)
-class NewStep:
-    sha: str
-    kind: str
-    round: int
-    runner_ref: str | None = None
-    backend: str | None = None  # 'local' or 'github_actions': the backend dispatching it
-
-
-@dataclass(frozen=True)
-class StepReport:
-    exit_code: int | None
-    metric: float | None
-    infra_reason: str | None
-    verdict: str
-    runner: str
-    duration_s: float
-    log_tail: str
-    env_key: str | None = None
-    env_reused: bool | None = None
+from bot.ports.store import NewBisection, NewStep, StepReport
 
 
 class Store:

@@ -6,11 +6,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.command_plan import Comment, Plan, plan
 from bot.domain.policy import Policy
 from bot.domain.requests import StartRequest
 from bot.ports import Forge
+from bot.ports.store import ClaimedJob
 
 log = logging.getLogger("revert_bisect.command")
 

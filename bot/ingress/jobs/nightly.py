@@ -21,28 +21,25 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Protocol
 
-from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.patience import NotYet
 from bot.domain.policy import Policy, Watch
 from bot.domain.scope import Results, RunInfo, Scoped, Unscoped, failures, ranged, run_info, watched
 from bot.domain.signals import Flake, latest_jobs
 from bot.ingress.jobs import run_reads
 from bot.ports import Forge
+from bot.ports.store import ClaimedJob, FlakeLog
 
 log = logging.getLogger("revert_bisect.nightly")
 
-# how often a run whose re-run is in flight is looked at again, and how long at most a red run waits for re-runs
+# how often a run whose re-run is in flight is looked at again (the grace period, within these bounds), and how long
+# at most a red run waits for re-runs
 RERUN_POLL_S = 300.0
+MIN_RERUN_POLL_S = 5.0
 MAX_WAIT_S = 24 * 3600.0
 
 
 class NightlyBisections(Protocol):
     def start_nightly(self, repo_slug: str, scoped: Scoped, forge: Forge) -> None: ...
-
-
-class FlakeLog(Protocol):
-    def record(self, flake: Flake) -> bool:
-        """False when this (repository, test, run) was recorded already."""
 
 
 class NoFlakeLog:
@@ -120,7 +117,7 @@ class NightlyJob:
                 )
                 return None
             raise NotYet(
-                min(RERUN_POLL_S, max(60.0, watch.rerun_grace_minutes * 60)),
+                min(RERUN_POLL_S, max(MIN_RERUN_POLL_S, watch.rerun_grace_minutes * 60)),
                 f"run {first.id}: attempt {now_run.run_attempt} is {now_run.status}",
             )
         if now_run.run_attempt > first.run_attempt:

@@ -12,10 +12,10 @@ from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
 from bot.adapters.dispatch.actions import RunEvent, wake_for
-from bot.adapters.store.deliveries import Deliveries, Incoming
 from bot.ingress.webhooks.routes import handler_for
 from bot.ingress.webhooks.signature import verify
 from bot.observability import bind, count_delivery
+from bot.ports.store import DeliveryLog, Incoming
 from bot.settings import BotSettings
 
 router = APIRouter()
@@ -26,12 +26,12 @@ def get_settings(request: Request) -> BotSettings:
     return request.app.state.settings
 
 
-def get_deliveries(request: Request) -> Deliveries:
+def get_deliveries(request: Request) -> DeliveryLog:
     return request.app.state.deliveries
 
 
 SettingsDep = Annotated[BotSettings, Depends(get_settings)]
-DeliveriesDep = Annotated[Deliveries, Depends(get_deliveries)]
+DeliveriesDep = Annotated[DeliveryLog, Depends(get_deliveries)]
 
 
 def _answer(status: int, message: str, **extra) -> JSONResponse:
@@ -73,7 +73,7 @@ async def github_webhook(request: Request, settings: SettingsDep, deliveries: De
         return await _receive(request, settings, deliveries)
 
 
-async def _receive(request: Request, settings: BotSettings, deliveries: Deliveries) -> JSONResponse:
+async def _receive(request: Request, settings: BotSettings, deliveries: DeliveryLog) -> JSONResponse:
     # Until the signature checks out, the event header is anyone's: counted as "unverified".
     body = await _read_body(request, settings.max_body_bytes)
     if body is None:

@@ -1,7 +1,9 @@
-"""What the service asks of the code host, and the plain values it gets back.
+"""What the service asks of the code host, the clone and the store, and the plain values it gets back.
 
-Only the methods `bot.service` calls are here, so a fake in a test (or another forge) implements a page, not
-PyGithub; no PyGithub object crosses this line. `bot.adapters.github.forge.GitHubForge` is the implementation.
+Only the methods `bot.service` (and the edges over it, `bot.ingress` and `bot.web`) call are here, so a fake in a
+test (or another forge, another database) implements a page, not PyGithub or SQLAlchemy; no PyGithub object and no
+ORM class crosses this line. This module: the forge (`bot.adapters.github.forge.GitHubForge`) and the clone
+(`bot.adapters.git.repo.GitRepo`); `bot.ports.store`: the store (`bot.adapters.store`).
 """
 
 from __future__ import annotations
