@@ -185,6 +185,7 @@ def test_bisect_verify_revert_onto_a_branch_that_reverted_it(synth, cli):
     )
 
 
+@pytest.mark.e2e  # a whole story: a real bisection of the miniature incident through the sandbox and the bot
 def test_the_bot_comments_on_the_merged_revert_pr_instead_of_opening_another(tmp_path):
     """A maintainer squash-merged a revert PR (`Revert "<subject>" (#N)`, no body) after the red nightly; a
     bisection of that nightly's range finds the culprit and proves its revert on the red head, then sees the

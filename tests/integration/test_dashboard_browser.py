@@ -334,6 +334,7 @@ def test_keyboard_skip_link_and_focus(served, page):
     assert page.evaluate("() => document.activeElement.id") == "main"
 
 
+@pytest.mark.e2e  # a whole story: the miniature incident bisected through the sandbox, watched in the browser
 def test_a_real_sandbox_bisection_in_the_browser(world, page, tmp_path):
     """The bot's own dashboard while it bisects the miniature incident through the sandbox: the page goes
     live, follows the bisection to its end without navigation, and then shows the whole range."""

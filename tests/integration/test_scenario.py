@@ -262,6 +262,7 @@ BROKEN = (0.004, 0.01)
 SEEDS = range(4)
 
 
+@pytest.mark.e2e  # the KL probe over every seed's four commits: the incident's regime, read as a whole
 def test_kl_reads_like_the_real_incident_over_the_scenarios_seeds(tmp_path):
     """Over seeds 0..3: GOOD, the culprit's parent, the culprit and HEAD, each through the scheduled test."""
     import torch  # noqa: F401  (the model extra: a missing torch must fail, not skip)

@@ -300,9 +300,9 @@ def test_a_webhook_about_another_run_wakes_nothing(tmp_path):
     assert _deliver(tmp_path, "workflow_run", json.dumps(payload).encode()) == 202
     waiter.join(1.0)
     assert waiter.is_alive() and fake.polls == 1
-    b.close()
-    b.wake()
+    b.close()  # nothing left to wait for: the waiting thread returns at once
     waiter.join(10)
+    assert not waiter.is_alive()
 
 
 def test_a_workflow_run_titled_with_the_correlation_wakes_a_step_whose_run_is_not_known_yet():

@@ -200,8 +200,9 @@ class GitHubActionsBackend:
                 self._cancel_runs(flight)
 
     def close(self) -> None:
-        """Runs still in flight are cancelled: nobody will read their results."""
+        """Runs still in flight are cancelled: nobody will read their results (a thread in wait() returns)."""
         self.cancel(list(self._flights))
+        self._wake.set()
 
     # -- polling --
 
