@@ -4,18 +4,52 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
+from bot.adapters.dispatch.actions import GitHubActionsBackend, Limits
+from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
 from bot.adapters.github.app_auth import AppCredentials
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.policy_files import load_dir
 from bot.adapters.store.flakes import Flakes
 from bot.adapters.store.holds import Holds
 from bot.adapters.store.store import Store
+from bot.domain.policy import Test
 from bot.ingress.jobs.command import CommandJob
 from bot.ingress.jobs.nightly import NightlyJob
 from bot.ingress.worker import Handler
 from bot.observability.github_api import install as install_github_api
+from bot.ports import Forge, Git
+from bot.service.backends import step_inputs
 from bot.service.bisections import Bisections
 from bot.settings import BotSettings, default_workspace
+from runners.spec import Backend, StepSpec
+from runners.step import Request
+
+
+def backend_for(
+    test: Test, workers: int, repo: Git, forge: Forge, clone_url: str, branch: str, bisection_id: int
+) -> Backend:
+    """Where a policy's test runs its steps (bot.ports.BackendFor): the local pool, or the step workflow on
+    self-hosted runners."""
+    runner = test.runner
+    if runner.backend == "local":
+        return LocalPool(repo, workers, worktree_root(repo.path))
+    metric = test.metric
+
+    def inputs_for(spec: StepSpec, correlation: str) -> dict[str, str]:
+        request = Request(
+            clone_url,
+            spec,
+            bisection_id,
+            test.id,
+            metric.name if metric else None,
+            metric.threshold if metric else None,
+        )
+        return step_inputs(request, runner.labels, runner.timeout_minutes, correlation)
+
+    limits = Limits(poll_s=runner.poll_seconds, queue_timeout_s=runner.queue_timeout_minutes * 60)
+    return GitHubActionsBackend(
+        forge.actions(runner.workflow), branch, inputs_for, runner.parallelism, runner.labels, limits
+    )
 
 
 def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
@@ -53,6 +87,7 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     bisections = Bisections(  # the service gets the store's ports (bot.ports.store), here the SQLAlchemy store
         Store(engine),
         Holds(engine),
+        backend_for,
         workspace,
         policies,
         clone_url=lambda repo: f"{git_base}/{repo}.git",

@@ -2,19 +2,26 @@
 
 Only the methods `bot.service` (and the edges over it, `bot.ingress` and `bot.web`) call are here, so a fake in a
 test (or another forge, another database) implements a page, not PyGithub or SQLAlchemy; no PyGithub object and no
-ORM class crosses this line. This module: the forge (`bot.adapters.github.forge.GitHubForge`) and the clone
-(`bot.adapters.git.repo.GitRepo`); `bot.ports.store`: the store (`bot.adapters.store`).
+ORM class crosses this line. This module: the forge (`bot.adapters.github.forge.GitHubForge`), the clone
+(`bot.adapters.git.repo.GitRepo`; what reverting and looking for a revert give back), the backend a test's steps run
+on (`bot.wiring.backend_for`); `bot.ports.store`: the store (`bot.adapters.store`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from bot.domain.policy import Test
 from bot.domain.scope import RunInfo
 from bot.domain.signals import JobInfo
+from bot.domain.subjects import pr_number
+from runners.spec import Backend
+
+FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,15 @@ class Forge(Protocol):
         dispatch backend, which declares what it calls."""
 
 
+class BackendFor(Protocol):
+    """Where a policy's test runs its steps (bot.wiring.backend_for: the local pool here, or the step workflow on
+    self-hosted runners), as the dispatch backend the driver submits to."""
+
+    def __call__(
+        self, test: Test, workers: int, repo: Git, forge: Forge, clone_url: str, branch: str, bisection_id: int
+    ) -> Backend: ...
+
+
 class Git(Protocol):
     """The clone's history, as the service reads it (bot.adapters.git.repo.GitRepo is the implementation)."""
 
@@ -127,3 +143,53 @@ class Git(Protocol):
     def parents(self, sha: str) -> list[str]: ...
 
     def branches_at(self, sha: str) -> list[str]: ...
+
+
+# -- what the clone's operations give back (bot.adapters.git.revert, bot.adapters.git.already) -----------------------
+
+
+@dataclass(frozen=True)
+class Revert:
+    culprit: str
+    onto: str
+    sha: str
+    branch: str
+    message: str
+    files: list[str]
+    diffstat: str
+    diff: str
+
+
+@dataclass(frozen=True)
+class RevertFound:
+    """The culprit is reverted on `ref` by commit `sha`; `sha` is None when no one commit does it but the culprit's
+    files are back as they were before it (reverting again would change nothing). `how`: what gave it away."""
+
+    culprit: str
+    sha: str | None
+    subject: str | None
+    ref: str
+    how: str  # "message" | "subject" | "patch" | "tree" | "empty"
+
+    @property
+    def pr(self) -> int | None:
+        """The revert's PR, from a squash merge's trailing `(#N)`."""
+        return pr_number(self.subject) if self.subject else None
+
+    def __str__(self) -> str:
+        ref = self.ref[:12] if FULL_SHA.fullmatch(self.ref) else self.ref
+        if self.how == "empty":
+            return (
+                f"reverting {self.culprit[:12]} on {ref} changes nothing: "
+                "its changes are already gone there; nothing to do"
+            )
+        if self.sha is None:
+            return (
+                f"{self.culprit[:12]} is already reverted on {ref}: "
+                "its changes are gone there (no one commit reverts it); nothing to do"
+            )
+        pr = f" (#{self.pr})" if self.pr else ""
+        return f"{self.culprit[:12]} is already reverted by {self.sha[:12]}{pr} on {ref}: nothing to do"
+
+    def as_json(self) -> dict:
+        return dict(sha=self.sha, pr=self.pr, subject=self.subject, ref=self.ref, how=self.how)

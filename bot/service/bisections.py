@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.adapters.git.already import RevertFound, find_revert
+from bot.adapters.git.already import find_revert
 from bot.adapters.git.repo import GitRepo, sync_clone
 from bot.adapters.git.revert import reverter_for
 from bot.domain.bisect.model import Status
@@ -28,10 +28,9 @@ from bot.domain.scope import Scoped
 from bot.domain.signals import Outcome
 from bot.domain.subjects import pr_number
 from bot.observability.logs import bind
-from bot.ports import Forge, Git
+from bot.ports import BackendFor, Forge, Git, RevertFound
 from bot.ports.store import BisectionStore, HoldLog
 from bot.service import setup
-from bot.service.backends import backend_for
 from bot.service.config import bisect_config
 from bot.service.driver import Driver, Snapshot
 from bot.service.holds import held_revert, held_start, hold
@@ -92,6 +91,7 @@ class Bisections:
         self,
         store: BisectionStore,
         holds: HoldLog,
+        backends: BackendFor,
         workspace: Path,
         policies: Mapping[str, Policy],
         clone_url: Callable[[str], str],
@@ -99,6 +99,7 @@ class Bisections:
     ):
         self.store = store
         self.holds = holds
+        self.backends = backends
         self.workspace = workspace
         self.policies = policies
         self.clone_url = clone_url
@@ -195,8 +196,8 @@ class Bisections:
                 say(render_status(work.test, loaded.problem, snap, None))
 
         if not loaded.row.status:
-            backend = backend_for(
-                test, loaded.config, repo, forge, self.clone_url(work.repo), policy.default_branch, loaded.id
+            backend = self.backends(
+                test, loaded.config.workers, repo, forge, self.clone_url(work.repo), policy.default_branch, loaded.id
             )
             Driver(
                 self.store,

@@ -6,13 +6,12 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.adapters.git.revert import Revert
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
-from bot.ports import Git
+from bot.ports import Git, Revert
 from bot.ports.store import BisectionRecord
 from bot.service.driver import finished_runs
 from bot.service.pr_body import (

@@ -8,14 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.adapters.git.already import RevertFound
-from bot.adapters.git.repo import GitRepo
-from bot.adapters.git.revert import Revert, create_revert
+from bot.adapters.git.revert import create_revert
 from bot.adapters.github.push import WorkflowPushRefused, push_branch
 from bot.domain.bisect.model import Problem
 from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction
-from bot.ports import CulpritFacts, Forge
+from bot.ports import CulpritFacts, Forge, Git, Revert, RevertFound
 from bot.service.draft import PrRecord
 from bot.service.draft import draft as draft_pr
 from bot.service.pr_body import FailingTest, PullRequestDraft
@@ -172,7 +170,7 @@ class Publisher:
     forge: Forge
     policy: Policy
     repo_slug: str
-    repo: GitRepo
+    repo: Git
     remote_url: str
     token: str
     bisection_id: int

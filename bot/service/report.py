@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bot.adapters.git.already import find_revert
-from bot.adapters.git.repo import GitRepo
 from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
 from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.ports import Git
 from bot.ports.store import BisectionRecord
 from bot.service.driver import finished_runs
 
@@ -26,7 +26,7 @@ EXIT_CODES = {
 }
 
 
-def to_json(row: BisectionRecord, problem: Problem, repo: GitRepo) -> dict:
+def to_json(row: BisectionRecord, problem: Problem, repo: Git) -> dict:
     outcome = outcome_of(row) or BisectionOutcome()
     evidence = Evidence.of(problem, finished_runs(row))
     ran = [s for s in row.steps if s.state in ("done", "lost")]
@@ -131,7 +131,7 @@ def summary(report: dict) -> str:
     return f"{_headline(report)}{' in ' if found else '; '}{spent}"
 
 
-def _revert_info(row: BisectionRecord, repo: GitRepo) -> dict | None:
+def _revert_info(row: BisectionRecord, repo: Git) -> dict | None:
     if not row.head:
         return None
     branch = None
@@ -152,7 +152,7 @@ def _revert_info(row: BisectionRecord, repo: GitRepo) -> dict | None:
     )
 
 
-def replay_log(row: BisectionRecord, problem: Problem, repo: GitRepo) -> str:
+def replay_log(row: BisectionRecord, problem: Problem, repo: Git) -> str:
     evidence = Evidence.of(problem, finished_runs(row))
     verdicts = defaultdict(list)
     for run, verdict in evidence.verdicts:

@@ -10,49 +10,13 @@ commit, or a conflict that hides the truth.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from bot.adapters.git.repo import GitRepo
-from bot.domain.subjects import pr_number, strip_pr_number
+from bot.domain.subjects import strip_pr_number
+from bot.ports import RevertFound
 
 QUOTED = re.compile(r'^(?P<verb>Revert|Reapply|Reland) "(?P<inner>.*)"(?: \(#\d+\))?$')
 THIS_REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
-FULL_SHA = re.compile(r"[0-9a-f]{40}")
-
-
-@dataclass(frozen=True)
-class RevertFound:
-    """The culprit is reverted on `ref` by commit `sha`; `sha` is None when no one commit does it but the culprit's
-    files are back as they were before it (reverting again would change nothing). `how`: what gave it away."""
-
-    culprit: str
-    sha: str | None
-    subject: str | None
-    ref: str
-    how: str  # "message" | "subject" | "patch" | "tree" | "empty"
-
-    @property
-    def pr(self) -> int | None:
-        """The revert's PR, from a squash merge's trailing `(#N)`."""
-        return pr_number(self.subject) if self.subject else None
-
-    def __str__(self) -> str:
-        ref = self.ref[:12] if FULL_SHA.fullmatch(self.ref) else self.ref
-        if self.how == "empty":
-            return (
-                f"reverting {self.culprit[:12]} on {ref} changes nothing: "
-                "its changes are already gone there; nothing to do"
-            )
-        if self.sha is None:
-            return (
-                f"{self.culprit[:12]} is already reverted on {ref}: "
-                "its changes are gone there (no one commit reverts it); nothing to do"
-            )
-        pr = f" (#{self.pr})" if self.pr else ""
-        return f"{self.culprit[:12]} is already reverted by {self.sha[:12]}{pr} on {ref}: nothing to do"
-
-    def as_json(self) -> dict:
-        return dict(sha=self.sha, pr=self.pr, subject=self.subject, ref=self.ref, how=self.how)
 
 
 def _quoted(subject: str, *verbs: str) -> str | None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
-from bot.adapters.git.already import RevertFound, find_revert
+from bot.adapters.git.already import find_revert
 from bot.adapters.git.repo import GitRepo
 from bot.domain.errors import RevertBisectError
+from bot.ports import Revert, RevertFound
 from runners import git as runner_git
 
 BRANCH_PART = re.compile(r"[^A-Za-z0-9._]+")
@@ -43,18 +43,6 @@ class AlreadyReverted(RevertBisectError):
         self.found = found
         self.by = found.sha
         super().__init__(str(found))
-
-
-@dataclass(frozen=True)
-class Revert:
-    culprit: str
-    onto: str
-    sha: str
-    branch: str
-    message: str
-    files: list[str]
-    diffstat: str
-    diff: str
 
 
 def revert_message(subject: str, culprit: str, reason: str | None) -> str:
