@@ -103,3 +103,19 @@ def test_ci_readings_without_a_metric_are_cis_verdicts_never_an_untestable_endpo
     assert sorted(p.sha for p in decision.probes if p.kind is Kind.CALIBRATE) == sorted([good, bad])
     ci_skip = [Run(good, Kind.CI, RawResult(125, None)), Run(bad, Kind.CI, RawResult(1, 0.0065))]
     assert decide(problem, State(), ci_skip, (), 4).outcome is None  # CI's word never makes an endpoint untestable
+
+
+def test_the_runs_that_back_a_culprit_ci_pinned_are_never_cancelled_as_settled():
+    """CI's readings settle the posterior at the culprit, so its own FAIL run (and its parent's PASS) look settled:
+    the engine must not cancel the very runs it asked for to back the answer (the demo once dispatched and
+    cancelled the culprit's run 1,600 times)."""
+    graph, good, bad = linear_graph(60)
+    problem = Problem(graph, good, bad, Settings(flake_rate=None))
+    runs = [Run(f"c{i}", Kind.CI, RawResult(0 if i < 33 else 1)) for i in (0, 32, 33, 40, 60)]
+    runs += [Run("c0", Kind.CALIBRATE, RawResult(0), 1), Run("c60", Kind.CALIBRATE, RawResult(1), 1)]
+    first = decide(problem, State(), runs, (), 4)
+    wanted = {p.sha for p in first.probes}
+    assert {"c32", "c33"} <= wanted
+    again = decide(problem, first.state, runs, first.probes, 0)
+    assert not {p.sha for p in again.obsolete} & {"c32", "c33"}
+    assert again.outcome is None and again.probes == ()  # it waits for them

@@ -152,12 +152,20 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     passes_at = lambda p: p == 0 or ran.get(p, Tally()).passes > 0  # noqa: E731
     confident = block.mass >= s.confidence
     backed = fails_at(block.last) and passes_at(block.parent) if block.last <= n else passes_at(n)
+    # The mass is settled but the culprit lacks the runner's FAIL or its parent the runner's PASS: those runs are
+    # wanted, however settled CI's readings make them look.
+    backing = (
+        [p for p, ok in ((block.last, fails_at(block.last)), (block.parent, passes_at(block.parent))) if not ok]
+        if confident and block.last <= n
+        else []
+    )
     # With a deterministic test, a run in flight whose outcome is already implied is pure waste.
     obsolete = tuple(
         pr
         for pr in in_flight
         if pr.kind is Kind.SEARCH
         and (pos := scope.position(pr.sha)) is not None
+        and pos not in backing
         and not USEFUL < post.cdf(pos) < 1 - USEFUL
     )
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr not in obsolete) if p is not None]
@@ -253,11 +261,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     )
     free -= len(recalibrate)
     if confident and block.last <= n:
-        # The mass is settled but the culprit lacks its FAIL or its parent its PASS: test those.
-        wanted = [
-            p for p, ok in ((block.last, fails_at(block.last)), (block.parent, passes_at(block.parent))) if not ok
-        ]
-        positions = [p for p in wanted if p not in busy][:free]
+        positions = [p for p in backing if p not in busy][:free]
     else:
         positions = choose_probes(post, free, busy, untestable_pos)
     if not positions and not recalibrate and len(in_flight) == len(obsolete):
