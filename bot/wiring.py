@@ -6,6 +6,7 @@ from sqlalchemy import Engine
 
 from bot.adapters.dispatch.actions import GitHubActionsBackend, Limits
 from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
+from bot.adapters.git.clones import GIT_CLONES
 from bot.adapters.github.app_auth import AppCredentials
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.policy_files import load_dir
@@ -88,6 +89,7 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
         Store(engine),
         Holds(engine),
         backend_for,
+        GIT_CLONES,
         workspace,
         policies,
         clone_url=lambda repo: f"{git_base}/{repo}.git",

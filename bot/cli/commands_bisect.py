@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from bot.adapters.git.clones import GIT_CLONES
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
 from bot.cli.consoles import err, out
@@ -131,7 +132,7 @@ def bisect(
     try:
         store = Store(connect(db))
         if resume is not None:
-            loaded = setup.load(store, resume)
+            loaded = setup.load(store, resume, GIT_CLONES.open)
             if loaded.row.status:
                 err.print(f"bisection #{resume} already finished: {loaded.row.status}")
                 raise typer.Exit(EXIT_CODES[Status(loaded.row.status)])

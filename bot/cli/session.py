@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
+from bot.adapters.git.clones import GIT_CLONES
 from bot.adapters.git.revert import reverter_for
 from bot.adapters.store.store import Store
 from bot.cli.progress import LiveProgress
@@ -51,7 +52,7 @@ def run_bisection(
         return INTERRUPTED, None  # the worktrees stay registered, for the resumed run
     pool.remove_worktrees()  # finished: nothing will resume it, so the user's clone keeps no worktrees of ours
     row = store.get(loaded.id)
-    report = to_json(row, problem, loaded.repo)
+    report = to_json(row, problem, loaded.repo, GIT_CLONES)
     message = said(outcome.message, outcome.reason, outcome.facts)
     report["message"] = message  # the JSON is read by CLI users: the remedy in flags, as on stderr
     if json_out:

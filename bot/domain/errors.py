@@ -25,3 +25,22 @@ class NotFound(RevertBisectError):
 
 class ForgeError(RevertBisectError):
     """The forge (GitHub) or the clone fetched from it refused or failed a request."""
+
+
+WORKFLOWS_DIR = ".github/workflows/"
+
+
+class WorkflowPushRefused(ForgeError):
+    """GitHub refused the push: it creates or changes a file under .github/workflows/ and the credentials lack the
+    `workflows` permission (a GitHub App) or the `workflow` scope (a token)."""
+
+    def __init__(self, branch: str, reason: str, path: str):
+        self.branch, self.reason, self.path = branch, reason, path
+        self.summary = (
+            f"GitHub refused the push of {branch}: the revert changes {path}, a workflow file, and the bot's "
+            "credentials lack the `workflows` permission (GitHub App) or the `workflow` scope (token)"
+        )
+        super().__init__(self.summary)
+
+    def workflow_files(self, files: list[str]) -> list[str]:
+        return sorted({f for f in files if f.startswith(WORKFLOWS_DIR)} | {self.path})

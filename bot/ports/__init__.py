@@ -3,13 +3,15 @@
 Only the methods `bot.service` (and the edges over it, `bot.ingress` and `bot.web`) call are here, so a fake in a
 test (or another forge, another database) implements a page, not PyGithub or SQLAlchemy; no PyGithub object and no
 ORM class crosses this line. This module: the forge (`bot.adapters.github.forge.GitHubForge`), the clone
-(`bot.adapters.git.repo.GitRepo`; what reverting and looking for a revert give back), the backend a test's steps run
-on (`bot.wiring.backend_for`); `bot.ports.store`: the store (`bot.adapters.store`).
+(`bot.adapters.git.repo.GitRepo`) and its operations (`bot.adapters.git.clones.GitClones`, with what reverting and
+looking for a revert give back), the backend a test's steps run on (`bot.wiring.backend_for`); `bot.ports.store`:
+the store (`bot.adapters.store`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -193,3 +195,29 @@ class RevertFound:
 
     def as_json(self) -> dict:
         return dict(sha=self.sha, pr=self.pr, subject=self.subject, ref=self.ref, how=self.how)
+
+
+# (culprit, onto) -> (the revert's sha, None) or (None, why not): what the driver proves a culprit's revert with
+Reverter = Callable[[str, str], "tuple[str | None, str | None]"]
+
+
+class Clones(Protocol):
+    """The clone's operations the service runs (bot.adapters.git.clones.GitClones): each takes a Git that its own
+    open() or sync() gave back."""
+
+    def open(self, path: str | Path) -> Git: ...
+
+    def sync(self, url: str, target: Path, token: str | None) -> None:
+        """A `--no-checkout` clone of url at target, or its branches fetched again (origin/*); RepoError names what
+        git said, with the token removed. open(target) reads it."""
+
+    def reverter(self, repo: Git) -> Reverter: ...
+
+    def create_revert(self, repo: Git, culprit: str, onto: str) -> Revert:
+        """The revert of `culprit` on top of `onto`, on a new branch (RevertConflict, AlreadyReverted: none)."""
+
+    def find_revert(self, repo: Git, culprit: str, onto: str, ref: str | None = None) -> RevertFound | None:
+        """The culprit's revert on `onto`, however it was reverted; None when it is not reverted there."""
+
+    def push(self, repo_dir: Path, remote_url: str, branch: str, sha: str, token: str) -> None:
+        """`sha` pushed to `branch` (bot.domain.errors.WorkflowPushRefused: GitHub refused a workflow file)."""

@@ -15,9 +15,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.adapters.git.already import find_revert
-from bot.adapters.git.repo import GitRepo, sync_clone
-from bot.adapters.git.revert import reverter_for
 from bot.domain.bisect.model import Status
 from bot.domain.errors import ForgeError, RepoError, RevertBisectError
 from bot.domain.guards import Culprit, Repository, revert_refusal, start_refusal
@@ -28,7 +25,7 @@ from bot.domain.scope import Scoped
 from bot.domain.signals import Outcome
 from bot.domain.subjects import pr_number
 from bot.observability.logs import bind
-from bot.ports import BackendFor, Forge, Git, RevertFound
+from bot.ports import BackendFor, Clones, Forge, Git, RevertFound
 from bot.ports.store import BisectionStore, HoldLog
 from bot.service import setup
 from bot.service.config import bisect_config
@@ -92,6 +89,7 @@ class Bisections:
         store: BisectionStore,
         holds: HoldLog,
         backends: BackendFor,
+        clones: Clones,
         workspace: Path,
         policies: Mapping[str, Policy],
         clone_url: Callable[[str], str],
@@ -100,6 +98,7 @@ class Bisections:
         self.store = store
         self.holds = holds
         self.backends = backends
+        self.clones = clones
         self.workspace = workspace
         self.policies = policies
         self.clone_url = clone_url
@@ -108,13 +107,13 @@ class Bisections:
 
     # -- the repository, synced from the forge --
 
-    def _sync(self, repo: str) -> GitRepo:
+    def _sync(self, repo: str) -> Git:
         target = self.workspace / repo.replace("/", "__")
         try:
-            sync_clone(self.clone_url(repo), target, self.token(repo))
+            self.clones.sync(self.clone_url(repo), target, self.token(repo))
         except RepoError as exc:
             raise ForgeError(str(exc)) from exc
-        return GitRepo(target)
+        return self.clones.open(target)
 
     # -- Bisections protocol --
 
@@ -167,7 +166,7 @@ class Bisections:
             ):
                 raise RevertBisectError(refusal)
             loaded = (
-                setup.load(self.store, existing.id)
+                setup.load(self.store, existing.id, self.clones.open)
                 if existing
                 else setup.create(self.store, repo, work.good, bad, config, work.origin(), work.key, work.ci)
             )
@@ -179,7 +178,7 @@ class Bisections:
         with bind(bisection_id=loaded.id):  # every log line of this bisection carries its id
             self._drive(forge, policy, test, repo, loaded, work)
 
-    def _drive(self, forge: Forge, policy: Policy, test, repo: GitRepo, loaded, work: StartRequest) -> None:
+    def _drive(self, forge: Forge, policy: Policy, test, repo: Git, loaded, work: StartRequest) -> None:
         key, shown = f"status-{loaded.id}", [None]
 
         def say(text: str) -> None:  # the status comment, edited only when its text changes (GitHub's rate limit)
@@ -206,7 +205,7 @@ class Bisections:
                 loaded.config,
                 backend,
                 observe,
-                reverter_for(repo),
+                self.clones.reverter(repo),
                 cancelled=lambda: self.store.cancel_requested(loaded.id),
             ).run()
         row = self.store.get(loaded.id)
@@ -242,13 +241,13 @@ class Bisections:
         """The culprit's revert on the branch, merged before the bisection or while it ran (so fetched again)."""
         with self._lock:
             repo = self._sync(work.repo)
-        return find_revert(repo, culprit, f"origin/{policy.default_branch}", policy.default_branch)
+        return self.clones.find_revert(repo, culprit, f"origin/{policy.default_branch}", policy.default_branch)
 
     def _publish(
         self,
         forge: Forge,
         policy: Policy,
-        repo: GitRepo,
+        repo: Git,
         loaded,
         row,
         work: StartRequest,
@@ -261,7 +260,15 @@ class Bisections:
         subject = repo.subjects([culprit])[culprit]
         facts = forge.culprit_facts(culprit, pr_number(subject))
         publisher = Publisher(
-            forge, policy, work.repo, repo, self.clone_url(work.repo), self.token(work.repo), row.id, work.test
+            forge,
+            policy,
+            work.repo,
+            repo,
+            self.clone_url(work.repo),
+            self.token(work.repo),
+            row.id,
+            work.test,
+            self.clones,
         )
         ab = row.outcome.get("ab") or {}
         evidence = (

@@ -5,18 +5,20 @@ told, each write looked up first."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.adapters.git.revert import create_revert
-from bot.adapters.github.push import WorkflowPushRefused, push_branch
 from bot.domain.bisect.model import Problem
+from bot.domain.errors import WorkflowPushRefused
 from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction
-from bot.ports import CulpritFacts, Forge, Git, Revert, RevertFound
+from bot.ports import Clones, CulpritFacts, Forge, Git, Revert, RevertFound
 from bot.service.draft import PrRecord
 from bot.service.draft import draft as draft_pr
 from bot.service.pr_body import FailingTest, PullRequestDraft
+
+Push = Callable[[Path, str, str, str, str], None]  # (clone, remote url, branch, sha, token): bot.ports.Clones.push
 
 CULPRIT_COMMENT = (
     "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) "
@@ -82,11 +84,12 @@ def publish(
     culprit_author: str | None,
     followup: int | None,
     already: RevertFound | None = None,
+    push: Push,
 ) -> Published:
     """Every write is looked up first: re-running this after a crash changes nothing twice. (Shadow mode never
     gets here: Bisections._publish stops before the first write.) `already`: the culprit is reverted on the
     branch (no `revert` or `draft` then); like an open revert PR, that revert's PR gets the evidence, else the
-    culprit PR does, and nothing is pushed or opened."""
+    culprit PR does, and nothing is pushed or opened. `push` pushes the revert's branch (bot.ports.Clones.push)."""
     branch = branch_name(culprit_pr, (already or revert).culprit)
     existing = already.pr if already else None
     if existing is None and culprit_pr:
@@ -122,7 +125,7 @@ def publish(
             )
         return Published(None, None, None, evidence_on=culprit_pr)
     try:
-        push_branch(repo_dir, remote_url, branch, revert.sha, token)
+        push(repo_dir, remote_url, branch, revert.sha, token)
     except WorkflowPushRefused as exc:  # said where the culprit's author and the maintainers look; the job goes on
         why = f"GitHub answered: {exc.reason}"
         if culprit_pr:
@@ -175,6 +178,7 @@ class Publisher:
     token: str
     bisection_id: int
     test_id: str
+    clones: Clones
 
     def confirm(self, found: RevertFound, proof: str, facts: CulpritFacts) -> Published:
         """The culprit is reverted on the branch already: that revert's PR gets the evidence, nothing is opened."""
@@ -193,6 +197,7 @@ class Publisher:
             culprit_author=facts.author,
             followup=None,
             already=found,
+            push=self.clones.push,
         )
 
     def refused(self, facts: CulpritFacts, evidence: str, refusal: Refusal) -> None:
@@ -223,7 +228,7 @@ class Publisher:
                 f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and proved that reverting it fixes the "
                 "test. This issue tracks the proper fix.",
             )
-        revert = create_revert(self.repo, culprit, row.head)
+        revert = self.clones.create_revert(self.repo, culprit, row.head)
         test = policy.test(self.test_id)
         prs = {culprit: PrRecord(culprit_pr, facts.title, facts.author)} if culprit_pr else {}
         pr = draft_pr(
@@ -253,5 +258,6 @@ class Publisher:
             culprit_pr=culprit_pr,
             culprit_author=facts.author,
             followup=followup,
+            push=self.clones.push,
         )
         return published, pr, followup

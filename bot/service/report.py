@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from bot.adapters.git.already import find_revert
 from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
 from bot.domain.outcome import BisectionOutcome, outcome_of
-from bot.ports import Git
+from bot.ports import Clones, Git
 from bot.ports.store import BisectionRecord
 from bot.service.driver import finished_runs
 
@@ -26,7 +25,7 @@ EXIT_CODES = {
 }
 
 
-def to_json(row: BisectionRecord, problem: Problem, repo: Git) -> dict:
+def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -> dict:
     outcome = outcome_of(row) or BisectionOutcome()
     evidence = Evidence.of(problem, finished_runs(row))
     ran = [s for s in row.steps if s.state in ("done", "lost")]
@@ -71,7 +70,7 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git) -> dict:
         runs_by_kind=dict(sorted(runs_by_kind.items())),
         runs=len(ran),
         steps=steps,
-        revert=_revert_info(row, repo),
+        revert=_revert_info(row, repo, clones),
         ab=outcome.ab.as_json() if outcome.ab else None,
     )
 
@@ -131,7 +130,7 @@ def summary(report: dict) -> str:
     return f"{_headline(report)}{' in ' if found else '; '}{spent}"
 
 
-def _revert_info(row: BisectionRecord, repo: Git) -> dict | None:
+def _revert_info(row: BisectionRecord, repo: Git, clones: Clones) -> dict | None:
     if not row.head:
         return None
     branch = None
@@ -140,7 +139,7 @@ def _revert_info(row: BisectionRecord, repo: Git) -> dict | None:
         branch = branches[0] if branches else None
     culprit = (outcome_of(row) or BisectionOutcome()).culprit
     # The driver kept only the reverter's words; the typed answer is asked of git again (ONTO is a sha: same answer).
-    found = find_revert(repo, culprit, row.head) if culprit and not row.revert and row.revert_error else None
+    found = clones.find_revert(repo, culprit, row.head) if culprit and not row.revert and row.revert_error else None
     status = "made" if row.revert else "already_reverted" if found else "not_made" if row.revert_error else None
     return dict(
         onto=row.head,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.adapters.git.repo import GitRepo
 from bot.domain.bisect.model import Kind, Phase, Problem
 from bot.domain.errors import CommandError, RepoError
 from bot.domain.requests import CiReading
+from bot.ports import Git
 from bot.ports.store import BisectionRecord, BisectionStore, NewBisection, NewStep, StepReport
 from bot.service.config import BisectConfig
 from runners.step import RUNNER_PYTHON
@@ -20,13 +20,13 @@ from runners.step import RUNNER_PYTHON
 @dataclass(frozen=True)
 class Loaded:
     id: int
-    repo: GitRepo
+    repo: Git
     problem: Problem
     config: BisectConfig
     row: BisectionRecord
 
 
-def check_command(repo: GitRepo, command: tuple[str, ...]) -> None:
+def check_command(repo: Git, command: tuple[str, ...]) -> None:
     if not command:
         raise CommandError("no test command: put it after `--`, e.g. `revert-bisect bisect ... -- ./run-test.sh`")
     exe = command[0]
@@ -48,7 +48,7 @@ def check_command(repo: GitRepo, command: tuple[str, ...]) -> None:
 
 def create(
     store: BisectionStore,
-    repo: GitRepo,
+    repo: Git,
     good_rev: str,
     bad_rev: str,
     config: BisectConfig,
@@ -104,9 +104,10 @@ def record_ci(store: BisectionStore, bisection_id: int, readings: Sequence[CiRea
         store.finish_step(step_id, StepReport(0 if c.passed else 1, c.metric, None, verdict, c.url, 0.0, ""))
 
 
-def load(store: BisectionStore, bisection_id: int) -> Loaded:
+def load(store: BisectionStore, bisection_id: int, open_repo: Callable[[str], Git]) -> Loaded:
+    """A stored bisection, its clone opened with `open_repo` (bot.ports.Clones.open)."""
     row = store.get(bisection_id)
-    repo = GitRepo(row.repo)
+    repo = open_repo(row.repo)
     config = BisectConfig.from_json(row.settings)
     graph = repo.range_graph(row.good, row.bad)
     return Loaded(bisection_id, repo, Problem(graph, row.good, row.bad, config.settings(), row.head), config, row)

@@ -266,6 +266,7 @@ def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_pa
 
     from bot.adapters.git.already import RevertFound
     from bot.adapters.github.forge import GitHubForge, connect
+    from bot.adapters.github.push import push_branch
     from bot.adapters.policy_files import load
     from bot.service.publish import Published, publish
     from sandbox import SandboxState, run_in_thread, seed_from_scenario
@@ -297,6 +298,7 @@ def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_pa
                 culprit_author=None,
                 followup=None,
                 already=found,
+                push=push_branch,
             )
             assert result == Published(None, None, None, existing_revert=None, evidence_on=scenario.culprit_pr)
         comments = [c.body for c in forge.repo.get_issue(scenario.culprit_pr).get_comments()]

@@ -147,6 +147,7 @@ def test_an_open_revert_of_the_culprit_gets_the_evidence_not_a_second_pr(sandbox
             culprit_pr=scenario.culprit_pr,
             culprit_author=None,
             followup=None,
+            push=push_branch,
         )
         assert result.existing_revert == human.number and result.pr_number == human.number
     assert {p.number for p in forge.repo.get_pulls(state="open")} == before

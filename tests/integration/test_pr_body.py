@@ -45,7 +45,7 @@ def test_revert_pr_body_structure(synth, cli, tmp_path):
     )
     assert r.code == 0, r.stderr
     store = Store(connect(db))
-    loaded = setup.load(store, r.json["id"])
+    loaded = setup.load(store, r.json["id"], GitRepo)
     git_repo = GitRepo(repo.path)
     revert = create_revert(git_repo, r.json["culprit"], repo.bad)  # the branch made by the run, found again
     assert revert.sha == r.json["revert"]["sha"]

@@ -103,6 +103,7 @@ def publish_it(world, clone, token, revert, draft, policy, *, bisection_id: int,
         culprit_pr=scenario.culprit_pr,
         culprit_author=author,
         followup=scenario.followup["number"],
+        push=push_branch,
     )
 
 

@@ -8,29 +8,12 @@ import subprocess
 from pathlib import Path
 
 from bot.adapters.git.repo import git_auth
-from bot.domain.errors import ForgeError
+from bot.domain.errors import ForgeError, WorkflowPushRefused
 
 # GitHub's refusal of a push that creates or changes a workflow file, for an App without the `workflows` permission
 # ("a GitHub App ... without `workflows` permission") and a token without the `workflow` scope ("a Personal Access
 # Token" / "an OAuth App" ... "without `workflow` scope").
 WORKFLOW_REFUSAL = re.compile(r"refusing to allow an? (?P<who>[^\n]*?) to create or update workflow `(?P<path>[^`]+)`")
-WORKFLOWS_DIR = ".github/workflows/"
-
-
-class WorkflowPushRefused(ForgeError):
-    """GitHub refused the push: it creates or changes a file under .github/workflows/ and the credentials lack the
-    `workflows` permission (a GitHub App) or the `workflow` scope (a token)."""
-
-    def __init__(self, branch: str, reason: str, path: str):
-        self.branch, self.reason, self.path = branch, reason, path
-        self.summary = (
-            f"GitHub refused the push of {branch}: the revert changes {path}, a workflow file, and the bot's "
-            "credentials lack the `workflows` permission (GitHub App) or the `workflow` scope (token)"
-        )
-        super().__init__(self.summary)
-
-    def workflow_files(self, files: list[str]) -> list[str]:
-        return sorted({f for f in files if f.startswith(WORKFLOWS_DIR)} | {self.path})
 
 
 def workflow_refusal(stderr: str) -> tuple[str, str] | None:
