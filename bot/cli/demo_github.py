@@ -1,7 +1,8 @@
 """`revert-bisect demo`: the miniature incident told through GitHub -- the sandbox and the bot on loopback.
 
 The sandbox (a local GitHub, in this process) is seeded with the scenario; its emulated self-hosted
-runner runs the nightly KL test, green at the last good commit and red at HEAD. The bot (`revert-bisect
+runner runs the nightly as SGLang's runs (bot/cli/demo_ci.py): scheduled runs every few commits, none green as a
+whole, failed jobs re-run once; tonight's, at HEAD, fails the KL test. The bot (`revert-bisect
 serve`, a separate process) hears only the signed `workflow_run` webhook, and through PyGithub and
 git over HTTP bisects, reverts, proves the revert and opens the PR.
 """
@@ -26,12 +27,13 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.syntax import Syntax
 
+from bot.cli import demo_ci
 from bot.cli.demo_watch import Ended, StoryWatch
 from runners.probes.server import free_port
 from runners.proc import stop_group
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 
-NIGHTLY = ".github/workflows/nightly-test.yml"
+NIGHTLY = demo_ci.NIGHTLY
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
 DEMO_TIMEOUT_S = 900.0  # the whole story, scenario build to revert PR; measured here: about 35 s
 
@@ -96,19 +98,22 @@ def run(
     try:
         deadline = t0 + timeout_s
         _wait_up(bot_url + "/healthz", bot)
+        err.print("the nightly's scheduled runs so far (the bot was installed today: it heard none of them) ...")
+        earlier = demo_ci.history(state, seeded, base, scenario["shas"], commits, deadline)
+        demo_ci.show(err, earlier, {p["sha"]: p["number"] for p in scenario["prs"]})
         state.add_hook(bot_url + "/webhooks/github", secret)
-        green = state.start_run(
-            seeded.repo, NIGHTLY, scenario["good"], event="schedule", branch_of_sha=scenario["default_branch"]
-        )
-        err.print(
-            f"last night's run at {scenario['good'][:12]}: {state.actions.wait(green, _left(deadline)).conclusion}"
-        )
         red = state.start_run(seeded.repo, NIGHTLY, scenario["default_branch"], event="schedule")
         red_run = state.actions.wait(red, _left(deadline))
         err.print(
-            f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/] "
-            "-> the workflow_run webhook goes to the bot"
+            f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/], the KL test "
+            f"{demo_ci.accuracy_word(red_run)} -> the workflow_run webhook goes to the bot"
         )
+        if demo_ci.retry_failed(base, seeded.repo, seeded.tokens[seeded.maintainer], red):
+            rerun = state.actions.wait(red, _left(deadline))
+            err.print(
+                f"the retry automation re-ran its failed jobs (attempt {rerun.attempt}): {rerun.conclusion}, the KL "
+                f"test {demo_ci.accuracy_word(rerun)}; a re-run sends no webhook: the bot reads the run itself"
+            )
         watch = StoryWatch(db, lambda: bot.poll() is None, clock=time.monotonic)
         pr, ended = None, None
         with Live(console=err, refresh_per_second=4, transient=True) as live:

@@ -111,10 +111,8 @@ def seed_from_scenario(
                     state=follow.get("state", "open"),
                     created_at=follow.get("created_at"),
                 )
-        # the emulated self-hosted runner runs the scenario's scheduled test for the nightly workflow
-        if data.get("test_command") and state.actions.workflow(repo, NIGHTLY_WORKFLOW) is not None:
-            state.bind_workflow(slug, NIGHTLY_WORKFLOW, data["test_command"])
-        # ... and the step workflow runs its own steps, on a runner machine set up as its header asks
+        # the nightly workflow and the step workflow run their own steps, on a runner machine set up as the step
+        # workflow's header asks (python3 with the libraries a GPU box has installed)
         if state.actions.workflow(repo, STEP_WORKFLOW) is not None:
             step_runner_machine(state)
     return Seeded(slug, maintainer, tokens, data)

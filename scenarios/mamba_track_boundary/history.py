@@ -103,6 +103,8 @@ def initial_tree(flake_rate: float, version: str) -> Tree:
     tree["mini_sglang/config.py"] = config
     tree["mini_sglang/version.py"] = f'__version__ = "{version}"\n'
     tree.update(STATIC_FILES)
+    for path in sorted((TEMPLATE / "test").rglob("*.py")):  # the nightly's suite runner and its tests
+        tree[path.relative_to(TEMPLATE).as_posix()] = path.read_text()
     tree["pyproject.toml"] = PYPROJECT.format(version=version)
     tree[".github/workflows/revert-bisect-step.yml"] = STEP_WORKFLOW.read_text()  # installed as its README says
     return tree
@@ -230,26 +232,49 @@ jobs:
       - run: python -m pytest -q test
     timeout-minutes: 20
 """,
+    # Like SGLang's PR Test Base on `schedule`: suite partitions on self-hosted runners, run_suite's report in each
+    # job's log; the accuracy stage alone runs the KL test; a job for pull requests only, skipped on schedule.
     ".github/workflows/nightly-test.yml": """\
 name: Nightly Test
+run-name: ${{ github.event_name == 'schedule' && 'Scheduled Full Run' || 'Nightly Test' }}
 
 on:
   schedule:
-    - cron: "0 2 * * *"
+    - cron: "0 11,23 * * *"
   workflow_dispatch:
+  pull_request:
 
 jobs:
-  accuracy:
-    runs-on: ubuntu-latest
+  stage-a-test-cpu:
+    name: stage-a-test-cpu / stage-a-test-cpu (${{ matrix.partition }})
+    strategy:
+      matrix:
+        partition: [0, 1]
+    runs-on: [self-hosted, linux]
     steps:
       - uses: actions/checkout@v3
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.11"
-      - run: pip install torch --index-url https://download.pytorch.org/whl/cpu
+      - name: Run test
+        run: |
+          python3 test/run_suite.py --suite stage-a-test-cpu \\
+            --auto-partition-id ${{ matrix.partition }} --auto-partition-size 2
+    timeout-minutes: 20
+
+  stage-b-test-accuracy:
+    name: stage-b-test-accuracy / stage-b-test-accuracy (0)
+    runs-on: [self-hosted, linux]
+    steps:
+      - uses: actions/checkout@v3
       - name: KL accuracy (decode cache hit)
-        run: python -m pytest -q test/nightly -k kl
+        run: python3 test/run_suite.py --suite nightly-accuracy
     timeout-minutes: 30
+
+  multimodal-gen-test:
+    if: github.event_name == 'pull_request'
+    runs-on: [self-hosted, linux]
+    steps:
+      - uses: actions/checkout@v3
+      - run: python3 test/run_suite.py --suite stage-a-test-cpu
+    timeout-minutes: 20
 """,
     "test/test_tokenizer.py": """\
 from mini_sglang.tokenizer import CharTokenizer
@@ -671,8 +696,8 @@ def pools() -> dict[str, list[Change]]:
                 "Debugging failures needs the logs.",
                 replace(  # a step of the job: after the KL step (the file ends with the job's timeout-minutes)
                     NIGHTLY,
-                    "        run: python -m pytest -q test/nightly -k kl\n",
-                    "        run: python -m pytest -q test/nightly -k kl\n"
+                    "        run: python3 test/run_suite.py --suite nightly-accuracy\n",
+                    "        run: python3 test/run_suite.py --suite nightly-accuracy\n"
                     "      - if: failure()\n        uses: actions/upload-artifact@v4\n"
                     "        with:\n          name: server-logs\n          path: '*.log'\n",
                 ),

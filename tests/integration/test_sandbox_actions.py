@@ -139,12 +139,13 @@ def wait_run(sandbox, run_id: int, timeout: float = 50):
     return sandbox["state"].actions.wait(run_id, timeout)
 
 
-def test_workflows_discovered_and_nightly_bound(sandbox):
+def test_workflows_discovered_and_the_nightly_runs_its_own_jobs(sandbox):
     state, repo = sandbox["state"], sandbox["state"].repo(sandbox["seeded"].repo)
     paths = {w.path: w for w in state.actions.workflows_of(repo)}
     assert {".github/workflows/pr-test.yml", NIGHTLY_WORKFLOW} <= set(paths)
-    assert paths[NIGHTLY_WORKFLOW].name == "Nightly Test"
-    assert paths[NIGHTLY_WORKFLOW].argv == sandbox["scenario"].test_command
+    nightly = paths[NIGHTLY_WORKFLOW]
+    assert nightly.name == "Nightly Test" and nightly.argv is None  # no stand-in command: its own steps run
+    assert list(nightly.spec.jobs) == ["stage-a-test-cpu", "stage-b-test-accuracy", "multimodal-gen-test"]
     assert paths[".github/workflows/pr-test.yml"].argv is None
     r = gh(sandbox).get_repo(sandbox["seeded"].repo)
     wf = r.get_workflow("nightly-test.yml")
@@ -256,24 +257,34 @@ def test_cancel_kills_the_process(sandbox):
     assert "started" in requests.get(next(iter(run.jobs())).logs_url(), timeout=10).text
 
 
-def test_real_probe_head_fails_and_good_passes(sandbox):
+def test_the_nightly_runs_like_sglangs_and_its_kl_test_fails_at_head_and_passes_at_good(sandbox):
+    """The scenario's nightly as SGLang's PR Test Base runs on schedule: CPU suite partitions, the accuracy stage
+    that alone runs the KL test (its reading in run_suite's report), a pull-request-only job skipped."""
     state, seeded, scenario = sandbox["state"], sandbox["seeded"], sandbox["scenario"]
     bad = state.start_run(seeded.repo, NIGHTLY_WORKFLOW, "main", event="schedule")
     good = state.start_run(seeded.repo, NIGHTLY_WORKFLOW, scenario.good, event="workflow_dispatch")
     r = gh(sandbox).get_repo(seeded.repo)
-    bad_run, good_run = wait_run(sandbox, bad, 55), wait_run(sandbox, good, 55)
-    logs = {x: requests.get(next(iter(r.get_workflow_run(x).jobs())).logs_url(), timeout=10).text for x in (bad, good)}
-    assert bad_run.conclusion == "failure", logs[bad][-2000:]
-    assert good_run.conclusion == "success", logs[good][-2000:]
+    wait_run(sandbox, bad, 120), wait_run(sandbox, good, 120)
+    jobs = {x: {j.name: j for j in r.get_workflow_run(x).jobs()} for x in (bad, good)}
+    accuracy = "stage-b-test-accuracy / stage-b-test-accuracy (0)"
+    assert set(jobs[bad]) == {
+        "stage-a-test-cpu / stage-a-test-cpu (0)",
+        "stage-a-test-cpu / stage-a-test-cpu (1)",
+        accuracy,
+        "multimodal-gen-test",
+    }
+    assert jobs[bad]["multimodal-gen-test"].conclusion == "skipped"
+    logs = {x: requests.get(jobs[x][accuracy].logs_url(), timeout=10).text for x in (bad, good)}
+    assert jobs[bad][accuracy].conclusion == "failure", logs[bad][-2000:]
+    assert jobs[good][accuracy].conclusion == "success", logs[good][-2000:]
     assert "avg_kl_div=" in logs[bad] and "avg_kl_div=" in logs[good]
+    assert "/test/nightly/test_kl_decode_cache_hit.py (exit code 1)" in logs[bad]
+    assert '{"file": "test/nightly/test_kl_decode_cache_hit.py", "passed": true' in logs[good]
     run = r.get_workflow_run(bad)
     assert (run.event, run.head_branch, run.head_sha, run.name) == ("schedule", "main", scenario.bad, "Nightly Test")
+    assert run.display_title == "Scheduled Full Run" and run.conclusion == "failure"
     scheduled = r.get_workflow("nightly-test.yml").get_runs(event="schedule", branch="main")
     assert [x.id for x in scheduled] == [bad]
-    art = next(iter(run.get_artifacts()))
-    resp = requests.get(art.archive_download_url, headers=auth(sandbox), timeout=10)
-    result = json.loads(zipfile.ZipFile(io.BytesIO(resp.content)).read("result.json"))
-    assert result["sha"] == scenario.bad and result["metric"]["name"] == "avg_kl_div"
 
 
 def test_signed_workflow_run_webhooks(sandbox):
