@@ -89,3 +89,27 @@ def show(err: Console, runs: list[ScheduledRun], pr_of: dict[str, int]) -> None:
 
 def _left(deadline: float) -> float:
     return max(1.0, deadline - time.monotonic())
+
+
+def show_choice(err: Console, db: str, runs: list[ScheduledRun]) -> None:
+    """How the bot scoped tonight's run, from its store: GOOD (from the KL test's own history), and the CI readings
+    it took as free evidence beside its own runs on the bisect runner."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(text("SELECT id, good FROM bisections ORDER BY id LIMIT 1")).first()
+            if row is None:
+                return
+            counted = text("SELECT kind, count(*) FROM steps WHERE bisection_id = :b GROUP BY kind")
+            kinds = {kind: n for kind, n in conn.execute(counted, {"b": row[0]})}
+    finally:
+        engine.dispose()
+    good = next((r for r in runs if r.sha == row[1]), None)
+    how = f"scheduled run {good.run_id}, {good.conclusion} as a whole, the KL test {good.kl}" if good else "?"
+    ci = kinds.pop("ci", 0)
+    err.print(
+        f"the bot chose GOOD = {row[1][:12]} ({how}); it took {ci} CI readings as free evidence "
+        f"and ran {sum(kinds.values())} runs on the bisect runner"
+    )

@@ -129,6 +129,7 @@ def run(
             _explain(err, ended, logs, time.monotonic() - t0)
             return GithubDemoResult(1, None)
         _show(err, base, seeded, scenario, pr, state)
+        demo_ci.show_choice(err, db, earlier)
         _show_trust(err, bot_url)
         correct = scenario["culprit_pr"] == _reverted_pr(pr, seeded.repo)
         err.print(

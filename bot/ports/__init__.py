@@ -67,9 +67,6 @@ class Forge(Protocol):
     def role(self, user: str) -> str | None:
         """admin | maintain | write | triage | read (or a custom role's name); None for a stranger."""
 
-    def run_log(self, run_id: int) -> str:
-        """Every job's log of a run, concatenated, as GitHub wrote it."""
-
     def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
         """The files of a run's artifact called `name` ({} when the run has none)."""
 

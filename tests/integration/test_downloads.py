@@ -15,7 +15,8 @@ from bot.adapters.github.actions import GitHubActions
 from bot.adapters.github.downloads import BlobClient, DownloadLimits, Downloads
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.policy_files import parse
-from bot.ingress.jobs.nightly import read_results
+from bot.domain.joblog import plain
+from bot.ingress.jobs import run_reads
 from bot.observability.github_api import STATS, install
 from runners.spec import StepSpec
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
@@ -62,9 +63,10 @@ def test_an_artifact_is_downloaded_from_the_other_host_without_credentials(world
     assert world["forge"].run_artifact(world["run_id"], "no-such-artifact") == {}
 
 
-def test_a_runs_log_is_read_from_the_other_host_and_decoded_as_utf8(world):
+def test_a_jobs_log_is_read_from_the_other_host_and_decoded_as_utf8(world):
     before = len(world["blobs"].served)
-    text = world["forge"].run_log(world["run_id"])
+    [job] = world["forge"].run_jobs(world["run_id"])
+    text = world["forge"].job_log(job.id)
     assert LINE in text and not text.startswith("\ufeff")
     assert served(world["blobs"], before, "/job-logs/") == [(200, False)]
 
@@ -155,6 +157,7 @@ results: {{metrics_artifact: result}}
 """,
         "p.yaml",
     )
-    results = read_results(world["forge"], policy, world["run_id"])
-    assert results.metrics == METRICS
-    assert LINE in results.log
+    junit, metrics = run_reads.artifacts(world["forge"], policy, world["run_id"])
+    assert (junit, metrics) == ((), METRICS)
+    [job] = world["forge"].run_jobs(world["run_id"])
+    assert LINE in plain(world["forge"].job_log(job.id))

@@ -21,16 +21,6 @@ class CiRuns:
     repo: Repository
     downloads: Downloads
 
-    def run_log(self, run_id: int) -> str:
-        """Every job's log of a run, concatenated, each decoded as UTF-8 (GitHub serves `text/plain` without a
-        charset, after a byte-order mark). GitHub redirects each to a signed URL on another host: the redirect is
-        asked through the requester, the URL fetched without credentials (bot.adapters.github.downloads)."""
-        texts = []
-        for job in self.repo.get_workflow_run(run_id).jobs():
-            data = self.downloads.fetch(f"{job.url}/logs", f"the log of job {job.name!r} of run {run_id}")
-            texts.append(data.decode("utf-8-sig", "replace"))
-        return "\n".join(texts)
-
     def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
         """The files of a run's artifact called `name` ({} when the run has none); DownloadError when it cannot be
         downloaded."""

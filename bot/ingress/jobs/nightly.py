@@ -23,7 +23,7 @@ from typing import Protocol
 
 from bot.domain.patience import NotYet
 from bot.domain.policy import Policy, Watch
-from bot.domain.scope import Results, RunInfo, Scoped, Unscoped, failures, ranged, run_info, watched
+from bot.domain.scope import RunInfo, Scoped, Unscoped, failures, ranged, run_info, watched
 from bot.domain.signals import Flake, latest_jobs
 from bot.ingress.jobs import run_reads
 from bot.ports import Forge
@@ -46,13 +46,6 @@ class NoFlakeLog:
     def record(self, flake: Flake) -> bool:
         log.info("flake (not recorded): %s in run %s: %s", flake.test, flake.run_id, flake.how)
         return True
-
-
-def read_results(forge: Forge, policy: Policy, run_id: int) -> Results:
-    """A run read whole: every job's log, and the JUnit and metrics artifacts the policy names when the run has them.
-    The nightly job itself reads less (run_reads.red_run: the final attempt's failed jobs only)."""
-    junit, metrics = run_reads.artifacts(forge, policy, run_id)
-    return Results.from_github(forge.run_log(run_id), junit, metrics)  # GitHub's decorations off, once
 
 
 def _age_s(run: RunInfo, now: datetime) -> float | None:
