@@ -1,6 +1,7 @@
 """The CLI end to end: real git repositories, real test processes, the real store."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -181,6 +182,12 @@ def test_demo_through_github(cli, tmp_path):
     scenario = json.loads((tmp_path / "demo" / "scenario" / "scenario.json").read_text())
     assert r.stdout.strip().startswith("http://127.0.0.1:") and "/pull/" in r.stdout
     assert "tonight's scheduled run" in r.stderr and "failure" in r.stderr and "correct" in r.stderr
+    # the nightly as SGLang's: never green as a whole, failed jobs re-run, GOOD from the KL test's own history
+    assert re.search(r"\b0 of \d+ runs green as a whole", r.stderr)
+    assert "re-ran its failed jobs (attempt 2)" in r.stderr
+    chose = re.search(r"the bot chose GOOD = ([0-9a-f]{12}) .*?it took (\d+) CI readings", r.stderr, re.S)
+    assert chose and scenario["good"].startswith(chose.group(1)) and int(chose.group(2)) >= 3
+    assert "CI: good" in r.stderr and "CI: bad" in r.stderr  # the PR's bisect table, CI's rows
     assert f"comment on the culprit PR #{scenario['culprit_pr']}" in r.stderr
     assert f"comment on the follow-up issue #{scenario['followup']['number']}" in r.stderr
 
