@@ -3,8 +3,8 @@ before tonight's (so CI's own readings of the KL test exist inside the range), e
 re-run once by the repository's retry automation (like SGLang's /rerun-failed-ci), through the sandbox's REST API.
 
 The nightly has several jobs -- two CPU suite partitions, the accuracy stage that alone runs the KL test, a
-pull-request-only job skipped on schedule -- and a CPU partition fails now and then for reasons of its own, so no
-run is green as a whole: the bot must read the KL test's own history to choose GOOD."""
+pull-request-only job skipped on schedule -- and a CPU partition fails now and then for reasons of its own, so a
+run is seldom green as a whole: the bot reads the KL test's own history to choose GOOD."""
 
 from __future__ import annotations
 
