@@ -112,6 +112,9 @@ class Driver:
                 snap.runs.append((step.sha, step.kind, Verdict(step.verdict or "infra"), step.metric))
                 if step.infra_reason:
                     snap.infra.append((step.sha, step.infra_reason))
+        # A guard on the engine itself: runs it asked for and then cancelled as settled are runner time spent for
+        # nothing; more of them than the run budget means a bug in the engine, so stop rather than burn GPUs.
+        settled_cancels, budget = 0, self.problem.settings.run_budget(len(self.problem.graph))
         try:
             while True:
                 if self.cancelled and self.cancelled():
@@ -119,6 +122,12 @@ class Driver:
                         replace(state, phase=Phase.DONE),
                         outcome=Outcome(Status.CANCELLED, "cancelled on request before an answer"),
                     )
+                elif settled_cancels > budget:
+                    found = (
+                        f"stopped: the engine cancelled {settled_cancels} runs it had asked for, as already settled, "
+                        f"more than its run budget of {budget} (a bug in revert-bisect: please report it)"
+                    )
+                    decision = Decision(replace(state, phase=Phase.DONE), outcome=Outcome(Status.INCONCLUSIVE, found))
                 else:
                     decision = decide(self.problem, state, runs, list(flying.values()), self.backend.free)
                 self._save(state, decision)
@@ -130,6 +139,7 @@ class Driver:
                 if decision.obsolete:
                     stale = [i for i, p in flying.items() if p in decision.obsolete]
                     self._cancel(flying, stale, "cancelled: other results already settled this commit")
+                    settled_cancels += len(stale)
                 if decision.wants_revert:
                     state = self._revert(state, decision.wants_revert)
                     continue

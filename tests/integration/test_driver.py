@@ -70,3 +70,26 @@ def test_a_result_arriving_for_a_step_cancelled_as_obsolete_is_ignored(tmp_path)
     assert searched and all(s.state == "cancelled" and s.verdict is None for s in searched)
     assert backend.cancelled == {s.id for s in searched}
     assert sorted(s.sha for s in steps if s.kind == "calibrate") == sorted([repo.good, repo.good, repo.bad, repo.bad])
+
+
+def test_an_engine_that_cancels_what_it_asked_for_is_stopped_before_it_burns_the_runners(tmp_path, monkeypatch):
+    """The engine once asked for a run, then cancelled it as settled, over and over (1,600 step runs in 80 s): the
+    driver stops the bisection, inconclusive, once those cancellations exceed the run budget."""
+    from bot.domain.bisect.model import Decision, Kind, Probe
+    from bot.service import driver as driver_module
+
+    repo = build(tmp_path / "repo", 12, 99)
+    store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
+    loaded = setup.create(store, GitRepo(repo.path), repo.good, repo.bad, BisectConfig(command=("true",), workers=2))
+
+    def looping(problem, state, runs, in_flight, free):
+        probe = Probe(problem.bad, Kind.SEARCH, 1)
+        return Decision(state, (probe,), tuple(in_flight))  # wanted again, and what flies is settled
+
+    monkeypatch.setattr(driver_module, "decide", looping)
+    backend = EndpointsFirst(2, set())
+    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, backend).run()
+    budget = loaded.problem.settings.run_budget(len(loaded.problem.graph))
+    assert outcome.status is Status.INCONCLUSIVE and "a bug in revert-bisect" in outcome.message
+    assert budget < len(backend.cancelled) <= budget + 2  # stopped at once, not after thousands
+    assert store.get(loaded.id).status == "inconclusive"
