@@ -198,17 +198,18 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
             if run.attempt > MAX_RERUNS:
                 raise RerunError(f"This workflow run has been re-run {MAX_RERUNS} times, the most allowed.")
             latest = run.latest_jobs()
-            if failed_only:
-                keys = {j.key for j in latest if j.conclusion in ("failure", "timed_out", "cancelled")}
+            if failed_only:  # each matrix entry is a job of its own: only the failed entries, and what needs them
+                names = {j.name for j in latest if j.conclusion in ("failure", "timed_out", "cancelled")}
                 grew = True
-                while grew:  # and whatever needs them, however deep
-                    more = {j.key for j in latest if set(j.needs) & keys} - keys
-                    keys |= more
+                while grew:  # however deep
+                    keys = {j.key for j in latest if j.name in names}
+                    more = {j.name for j in latest if set(j.needs) & keys} - names
+                    names |= more
                     grew = bool(more)
-                if not keys:
+                if not names:
                     raise RerunError("This workflow run has no failed jobs to re-run.")
             else:
-                keys = {j.key for j in latest}
+                names = {j.name for j in latest}
             run.attempts.append(
                 Attempt(
                     run.attempt,
@@ -225,9 +226,11 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
             run.triggering_actor = actor
             run.done.clear()
             run.context = self._context(run, wf, repo)
-            again = [self._execution(run, j.key, j.name, j.spec, j.matrix, j.needs) for j in latest if j.key in keys]
-            for job, old in zip(again, [j for j in latest if j.key in keys]):
+            again = []
+            for old in (j for j in latest if j.name in names):
+                job = self._execution(run, old.key, old.name, old.spec, old.matrix, old.needs)
                 job.labels, job.timeout, job.timeout_text = list(old.labels), old.timeout, old.timeout_text
+                again.append(job)
             if run.group is not None:
                 self._join_group(run, run.group, False)
         self._notify(run, "requested")

@@ -36,7 +36,7 @@ class JobsMixin:
     def _one_job(self, run: Run, wf: Workflow, job: Job) -> None:
         """A job: skipped by its `if:` (default success() of the jobs it needs), else queued for a runner with
         its labels and run there."""
-        results = {j.key: j.conclusion for j in run.latest_jobs() if j.key in job.needs}
+        results = {key: _result([j.conclusion for j in run.latest_jobs() if j.key == key]) for key in job.needs}
         job.context = {
             **run.context,
             "github": {**run.context["github"], "job": job.key},
@@ -122,6 +122,16 @@ class JobsMixin:
             if conclusion in found:
                 return conclusion
         return "skipped" if found else "failure"
+
+
+def _result(conclusions: list[str | None]) -> str:
+    """`needs.<id>.result` of a job (all of its matrix entries): failure when one failed, cancelled when one was,
+    skipped when all were, else success."""
+    if set(conclusions) & {"failure", "timed_out"}:
+        return "failure"
+    if "cancelled" in conclusions:
+        return "cancelled"
+    return "skipped" if conclusions and all(c == "skipped" for c in conclusions) else "success"
 
 
 def _needs_status(results: Iterable[str | None], cancelled: bool) -> str:

@@ -304,3 +304,68 @@ def test_a_job_over_its_timeout_minutes_is_stopped_and_its_always_steps_still_ru
         "##[error]The job running on runner sandbox-self-hosted has exceeded the maximum execution time of 1 minutes."
         in lines
     )
+
+
+NEEDS_YML = """\
+name: Needs
+on: workflow_dispatch
+jobs:
+  build:
+    strategy:
+      matrix:
+        part: [0, 1]
+    runs-on: [self-hosted]
+    steps:
+      - run: test "${{ matrix.part }}" = 0 || test "$GITHUB_RUN_ATTEMPT" = 2
+  report:
+    needs: build
+    runs-on: [self-hosted]
+    steps:
+      - run: echo report
+  always:
+    needs: [build]
+    if: always()
+    runs-on: [self-hosted]
+    steps:
+      - run: echo "build was ${{ needs.build.result }}"
+  lint:
+    runs-on: [self-hosted]
+    steps:
+      - run: echo lint
+"""
+
+
+def test_jobs_run_after_what_they_need_and_a_rerun_of_failed_jobs_takes_their_dependents(state, tmp_path):
+    """A matrix job with a failing entry: the job that needs it is skipped (default success()), the one with
+    `if: always()` runs and reads `needs.build.result` as failure; re-running the failed jobs re-runs the failed
+    entry and both dependents, and keeps the rest (GitHub docs, "Re-running workflows and jobs")."""
+    make_repo(state, tmp_path, "o/needs", {".github/workflows/needs.yml": NEEDS_YML})
+    run = run_of(state, "o/needs", "needs.yml", {})
+    by_name = {j.name: j for j in run.latest_jobs()}
+    assert {n: j.conclusion for n, j in by_name.items()} == {
+        "build (0)": "success",
+        "build (1)": "failure",
+        "report": "skipped",
+        "always": "success",
+        "lint": "success",
+    }
+    assert "build was failure" in texts_of(by_name["always"])
+    assert run.conclusion == "failure"
+    kept = {n: j.id for n, j in by_name.items()}
+    state.actions.rerun(run, failed_only=True, actor="o")
+    state.actions.wait(run.id, 120)
+    again = {j.name: j for j in run.latest_jobs()}
+    assert {n for n, j in again.items() if j.attempt == 2} == {"build (1)", "report", "always"}
+    assert {n: again[n].id for n in ("build (0)", "lint")} == {n: kept[n] for n in ("build (0)", "lint")}
+    assert {n: j.conclusion for n, j in again.items()} == {
+        "build (0)": "success",
+        "build (1)": "success",  # its second attempt passes
+        "report": "success",
+        "always": "success",
+        "lint": "success",
+    }
+    assert "build was success" in texts_of(again["always"]) and run.conclusion == "success"
+
+
+def texts_of(job) -> list[str]:
+    return [STAMP.sub("", line) for line in job.log]
