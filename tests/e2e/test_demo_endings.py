@@ -116,7 +116,9 @@ def test_the_local_demo_is_bounded_by_its_timeout(tmp_path):
     cli = shutil.which("revert-bisect", path=str(Path(sys.executable).parent)) or "revert-bisect"
     t0 = time.monotonic()
     proc = subprocess.run(
-        [cli, "demo", "--local", "--dir", str(workdir), "--workers", "1", "--timeout", "30"],
+        # a story that cannot end in 30 s on any machine: 500 commits, a flaky test, one runner
+        [cli, "demo", "--local", "--dir", str(workdir), "--workers", "1", "--commits", "500", "--flake-rate", "0.3"]
+        + ["--timeout", "30"],
         capture_output=True,
         text=True,
         timeout=240,
