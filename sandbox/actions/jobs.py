@@ -37,15 +37,19 @@ class JobsMixin:
         """A job: skipped by its `if:` (default success() of the jobs it needs), else queued for a runner with
         its labels and run there."""
         results = {key: _result([j.conclusion for j in run.latest_jobs() if j.key == key]) for key in job.needs}
+        entries = list(dict.fromkeys(j.name for j in run.jobs if j.key == job.key))  # its matrix's, in order
         job.context = {
             **run.context,
             "github": {**run.context["github"], "job": job.key},
             "runner": {**run.context["runner"], "temp": str(self._temp(job))},
             "matrix": dict(job.matrix),
-            "strategy": {"job-index": 0, "job-total": 1, "fail-fast": True},
+            "strategy": {"job-index": entries.index(job.name), "job-total": len(entries), "fail-fast": True},
             "needs": {key: {"result": result, "outputs": {}} for key, result in results.items()},
             "job": {"status": _needs_status(results.values(), run.cancel_requested)},
         }
+        if job.matrix and wfspec.fail_fast(job.spec) and _sibling_failed(run, job):
+            self._skip(run, job, "cancelled")  # fail-fast: an entry of its matrix failed
+            return
         try:
             runs = run.cancel_requested is False and wfspec.condition(job.spec.get("if"), job.context)
         except wfspec.ExpressionError as exc:
@@ -122,6 +126,14 @@ class JobsMixin:
             if conclusion in found:
                 return conclusion
         return "skipped" if found else "failure"
+
+
+def _sibling_failed(run: Run, job: Job) -> bool:
+    """Did another entry of the job's matrix fail in this attempt?"""
+    return any(
+        j.key == job.key and j is not job and j.attempt == job.attempt and j.conclusion in ("failure", "timed_out")
+        for j in run.jobs
+    )
 
 
 def _result(conclusions: list[str | None]) -> str:

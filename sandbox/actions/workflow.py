@@ -208,6 +208,12 @@ def matrix_entries(job: dict, ctx: dict) -> list[dict]:
     return entries
 
 
+def fail_fast(job: dict) -> bool:
+    """`strategy.fail-fast` (default true: a failed matrix entry cancels the entries still queued or running)."""
+    strategy = job.get("strategy")
+    return not (isinstance(strategy, dict) and strategy.get("fail-fast") in (False, "false"))
+
+
 def job_name(key: str, job: dict, matrix: dict, ctx: dict) -> str:
     """GitHub's name for a job: its `name:` evaluated (with the `matrix` context), else its id; a matrix entry's
     values are appended in parentheses when the name does not use the matrix itself."""

@@ -248,6 +248,7 @@ jobs:
   stage-a-test-cpu:
     name: stage-a-test-cpu / stage-a-test-cpu (${{ matrix.partition }})
     strategy:
+      fail-fast: false  # a failed partition must not cancel the other (GitHub's default would)
       matrix:
         partition: [0, 1]
     runs-on: [self-hosted, linux]

@@ -313,7 +313,7 @@ jobs:
   build:
     strategy:
       matrix:
-        part: [0, 1]
+        part: [0, 1, 2]
     runs-on: [self-hosted]
     steps:
       - run: test "${{ matrix.part }}" = 0 || test "$GITHUB_RUN_ATTEMPT" = 2
@@ -336,15 +336,17 @@ jobs:
 
 
 def test_jobs_run_after_what_they_need_and_a_rerun_of_failed_jobs_takes_their_dependents(state, tmp_path):
-    """A matrix job with a failing entry: the job that needs it is skipped (default success()), the one with
-    `if: always()` runs and reads `needs.build.result` as failure; re-running the failed jobs re-runs the failed
-    entry and both dependents, and keeps the rest (GitHub docs, "Re-running workflows and jobs")."""
+    """A matrix job with a failing entry: the entry after it is cancelled (`fail-fast` defaults to true), the job
+    that needs it is skipped (default success()), the one with `if: always()` runs and reads `needs.build.result`
+    as failure; re-running the failed jobs re-runs the failed and cancelled entries and both dependents, and keeps
+    the rest (GitHub docs, "Re-running workflows and jobs", "jobs.<job_id>.strategy.fail-fast")."""
     make_repo(state, tmp_path, "o/needs", {".github/workflows/needs.yml": NEEDS_YML})
     run = run_of(state, "o/needs", "needs.yml", {})
     by_name = {j.name: j for j in run.latest_jobs()}
     assert {n: j.conclusion for n, j in by_name.items()} == {
         "build (0)": "success",
         "build (1)": "failure",
+        "build (2)": "cancelled",  # fail-fast
         "report": "skipped",
         "always": "success",
         "lint": "success",
@@ -355,11 +357,12 @@ def test_jobs_run_after_what_they_need_and_a_rerun_of_failed_jobs_takes_their_de
     state.actions.rerun(run, failed_only=True, actor="o")
     state.actions.wait(run.id, 120)
     again = {j.name: j for j in run.latest_jobs()}
-    assert {n for n, j in again.items() if j.attempt == 2} == {"build (1)", "report", "always"}
+    assert {n for n, j in again.items() if j.attempt == 2} == {"build (1)", "build (2)", "report", "always"}
     assert {n: again[n].id for n in ("build (0)", "lint")} == {n: kept[n] for n in ("build (0)", "lint")}
     assert {n: j.conclusion for n, j in again.items()} == {
         "build (0)": "success",
         "build (1)": "success",  # its second attempt passes
+        "build (2)": "success",
         "report": "success",
         "always": "success",
         "lint": "success",
