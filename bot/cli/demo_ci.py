@@ -67,11 +67,11 @@ def history(state, seeded, base: str, shas: list[str], commits: int, deadline: f
         state.start_run(seeded.repo, NIGHTLY, sha, event="schedule", branch_of_sha="main")
         for sha in schedule_points(shas, commits)
     ]
-    runs = [state.actions.wait(run_id, _left(deadline)) for run_id in ids]
+    runs = [state.actions.wait(run_id, left(deadline)) for run_id in ids]
     for run in runs:
         if run.conclusion == "failure":
             retry_failed(base, seeded.repo, token, run.id)
-    runs = [state.actions.wait(run.id, _left(deadline)) for run in runs]
+    runs = [state.actions.wait(run.id, left(deadline)) for run in runs]
     return [ScheduledRun(r.head_sha, r.id, r.conclusion, r.attempt, accuracy_word(r)) for r in runs]
 
 
@@ -87,7 +87,8 @@ def show(err: Console, runs: list[ScheduledRun], pr_of: dict[str, int]) -> None:
     err.print(f"{green} of {len(runs)} runs green as a whole; the bot reads the KL test's own history for GOOD")
 
 
-def _left(deadline: float) -> float:
+def left(deadline: float) -> float:
+    """Seconds to the deadline, at least one (a wait's timeout)."""
     return max(1.0, deadline - time.monotonic())
 
 

@@ -103,13 +103,13 @@ def run(
         demo_ci.show(err, earlier, {p["sha"]: p["number"] for p in scenario["prs"]})
         state.add_hook(bot_url + "/webhooks/github", secret)
         red = state.start_run(seeded.repo, NIGHTLY, scenario["default_branch"], event="schedule")
-        red_run = state.actions.wait(red, _left(deadline))
+        red_run = state.actions.wait(red, demo_ci.left(deadline))
         err.print(
             f"tonight's scheduled run at {red_run.head_sha[:12]}: [red]{red_run.conclusion}[/], the KL test "
             f"{demo_ci.accuracy_word(red_run)} -> the workflow_run webhook goes to the bot"
         )
         if demo_ci.retry_failed(base, seeded.repo, seeded.tokens[seeded.maintainer], red):
-            rerun = state.actions.wait(red, _left(deadline))
+            rerun = state.actions.wait(red, demo_ci.left(deadline))
             err.print(
                 f"the retry automation re-ran its failed jobs (attempt {rerun.attempt}): {rerun.conclusion}, the KL "
                 f"test {demo_ci.accuracy_word(rerun)}; a re-run sends no webhook: the bot reads the run itself"
@@ -159,10 +159,6 @@ def run(
         state.actions.shutdown()
         stop_sandbox()
         restore()
-
-
-def _left(deadline: float) -> float:
-    return max(1.0, deadline - time.monotonic())
 
 
 def _explain(err: Console, ended: Ended | None, logs: str, elapsed: float) -> None:

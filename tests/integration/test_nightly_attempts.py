@@ -18,13 +18,13 @@ import pytest
 import requests
 
 from bot.adapters.github.forge import GitHubForge, connect
-from bot.adapters.policy_files import parse
 from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.scope import run_info
 from bot.domain.signals import Outcome
 from bot.ingress.jobs.nightly import NightlyJob
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from scenarios.mamba_track_boundary import build
+from tests.support.policies import suite_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ".github/workflows/pr-test.yml"
@@ -75,24 +75,7 @@ jobs:
 
 
 def policy_for(repo: str, events: str = "[schedule]"):
-    return parse(
-        f"""
-repository: {repo}
-watch: [{{workflow: {WORKFLOW}, events: {events}, rerun_grace_minutes: 30}}]
-results:
-  log:
-    summary: 'Test Summary: (?P<passed>\\d+)/(?P<total>\\d+) passed'
-    failed: '(?m)^\\s+(?P<test>\\S+\\.py) \\((?!\\d+ attempts)'
-    metric: 'avg_kl_div=(?P<value>[0-9.eE+-]+)(?: > threshold=(?P<threshold>[0-9.eE+-]+))?'
-tests:
-  - id: kl
-    match: '(?:^|/)test_qwen3_next_models\\.py$'
-    jobs: '^{GPU_JOB} '
-    metric: {{name: avg_kl_div, threshold: 0.002}}
-    probe: {{name: command, command: [./t.sh]}}
-""",
-        "p.yaml",
-    )
+    return suite_policy(repo, WORKFLOW, f"^{GPU_JOB} ", events)
 
 
 def git(repo: Path, *args: str) -> str:

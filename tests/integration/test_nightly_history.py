@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.github.forge import GitHubForge, connect
-from bot.adapters.policy_files import parse
 from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.scope import run_info
 from bot.ingress.jobs.nightly import NightlyJob
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from scenarios.mamba_track_boundary import build
+from tests.support.policies import suite_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ".github/workflows/scheduled-suite.yml"
@@ -40,24 +40,7 @@ sys.exit(1)
 
 
 def policy_for(repo: str):
-    return parse(
-        f"""
-repository: {repo}
-watch: [{{workflow: {WORKFLOW}, events: [schedule], rerun_grace_minutes: 30}}]
-results:
-  log:
-    summary: 'Test Summary: (?P<passed>\\d+)/(?P<total>\\d+) passed'
-    failed: '(?m)^\\s+(?P<test>\\S+\\.py) \\((?!\\d+ attempts)'
-    metric: 'avg_kl_div=(?P<value>[0-9.eE+-]+)(?: > threshold=(?P<threshold>[0-9.eE+-]+))?'
-tests:
-  - id: kl
-    match: '(?:^|/)test_qwen3_next_models\\.py$'
-    jobs: '^scheduled-suite$'
-    metric: {{name: avg_kl_div, threshold: 0.002}}
-    probe: {{name: command, command: [./t.sh]}}
-""",
-        "p.yaml",
-    )
+    return suite_policy(repo, WORKFLOW, "^scheduled-suite$")
 
 
 @pytest.fixture(scope="module")
