@@ -7,6 +7,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from bot.adapters.dispatch.actions import wake_for
+from bot.adapters.git.relanded import RelandedInClones
+from bot.adapters.github.failures import classify
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Deliveries, Jobs
 from bot.adapters.store.flakes import Flakes
@@ -18,7 +21,7 @@ from bot.observability import observe
 from bot.observability.github_api import install as install_github_api
 from bot.observability.reachability import of as reachability_of
 from bot.observability.reachability import probe as probe_github
-from bot.settings import BotSettings
+from bot.settings import BotSettings, default_workspace
 from bot.web import install as install_dashboard
 
 
@@ -37,7 +40,7 @@ def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = N
 
     reach = reachability_of(api)  # this GitHub's: its outage parks this app's jobs, no other host's
     jobs = Jobs(engine, lease_s=settings.job_lease_s)
-    worker = Worker(jobs, handlers, probe=probe, reach=reach) if handlers else None
+    worker = Worker(jobs, handlers, classify=classify, probe=probe, reach=reach) if handlers else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
@@ -50,9 +53,11 @@ def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = N
     app = FastAPI(title="revert-bisect", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.deliveries = Deliveries(engine)
+    app.state.wake_runs = wake_for  # a delivery about a step's run wakes the backend polling it
     app.include_router(webhooks)
-    # the dashboard (/, /bisections/{id}) and /api/bisections, over the store's reads
-    install_dashboard(app, Bisections(engine), Queue(engine), Holds(engine), Flakes(engine))
+    # the dashboard (/, /bisections/{id}, /trust) and its JSON API, over the store's reads and the bot's clones
+    relanded = RelandedInClones(default_workspace(settings))
+    install_dashboard(app, Bisections(engine), Queue(engine), Holds(engine), Flakes(engine), relanded)
     observe(app, engine, settings)  # /readyz, /metrics (app.state.metrics), JSON logs with secrets redacted
 
     @app.get("/healthz")

@@ -16,8 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from bot.adapters.github.failures import classify
-from bot.domain.patience import JOB_BACKOFF, Backoff, GiveUp, Later, NotYet, Park, after_failure
+from bot.domain.patience import JOB_BACKOFF, Backoff, Failure, GiveUp, Later, NotYet, Park, after_failure
 from bot.observability import bind
 from bot.observability.reachability import Reachability
 from bot.ports.store import ClaimedJob, JobQueue
@@ -26,6 +25,8 @@ log = logging.getLogger("revert_bisect.worker")
 
 Handler = Callable[[ClaimedJob], None]
 Probe = Callable[[], bool]  # does GitHub answer? (bot.observability.reachability.probe on the API's URL)
+# what an exception means: an outage, a rate limit or another error (bot.adapters.github.failures.classify)
+Classify = Callable[[BaseException], Failure]
 
 
 MAX_ATTEMPTS = 5
@@ -36,6 +37,8 @@ class Worker:
         self,
         jobs: JobQueue,
         handlers: Mapping[str, Handler],
+        *,
+        classify: Classify,
         idle_s: float = 0.5,
         max_attempts: int = MAX_ATTEMPTS,
         probe: Probe | None = None,
@@ -45,6 +48,7 @@ class Worker:
     ):
         self.jobs = jobs
         self.handlers = handlers
+        self.classify = classify
         self.idle_s = idle_s
         self.max_attempts = max_attempts
         self.probe = probe
@@ -87,7 +91,7 @@ class Worker:
         return job
 
     def _failed(self, job: ClaimedJob, handled: bool, exc: Exception) -> None:
-        failure = classify(exc)
+        failure = self.classify(exc)
         error = f"{type(exc).__name__}: {exc}"
         if not handled:
             decision = GiveUp(error)

@@ -218,3 +218,31 @@ class Clones(Protocol):
 
     def push(self, repo_dir: Path, remote_url: str, branch: str, sha: str, token: str) -> None:
         """`sha` pushed to `branch` (bot.domain.errors.WorkflowPushRefused: GitHub refused a workflow file)."""
+
+
+# -- whether reverted culprits came back (the dashboard's trust report; bot.adapters.git.relanded) ---------------
+
+# (repository, culprit) -> re-landed unchanged since its revert? None: cannot tell (no clone, not fetched yet)
+Relanded = Callable[[str, str], "bool | None"]
+# the revert bases ((repository, culprit) -> the head the revert was made on) -> who answers for them
+RelandedReader = Callable[[dict[tuple[str, str], str]], Relanded]
+
+
+def nothing_relanded(bases: dict[tuple[str, str], str]) -> Relanded:
+    """A RelandedReader with no clones to look in: every answer is "cannot tell"."""
+    return lambda repo, culprit: None
+
+
+# -- a webhook about a workflow run (the router hands it to the dispatch backend: bot.adapters.dispatch.actions) --
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """What a `workflow_run` or `workflow_job` delivery says about the run it concerns."""
+
+    run_id: int | None
+    title: str = ""  # workflow_run.display_title: a dispatched step's run-name, carrying its correlation id
+
+
+# a webhook about a run arrived: the backends waiting on it poll it now, not at their next interval; how many woke
+WakeRuns = Callable[[RunEvent], int]

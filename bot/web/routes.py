@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
@@ -15,12 +12,10 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from bot.adapters.git.repo import GitRepo
 from bot.domain import trust
 from bot.domain.bisect.model import Status
-from bot.domain.errors import RepoError
+from bot.ports import RelandedReader, nothing_relanded
 from bot.ports.store import PHASES, DashboardReads, FlakeCounts, HoldLog, ParkedJobs
-from bot.settings import default_workspace  # the same default the bot clones into
 from bot.web import auth
 from bot.web.chart import render_svg
 from bot.web.detail import collapse_untested, detail
@@ -82,69 +77,9 @@ def version_of(store: DashboardReads, bisection_id: int, now: datetime, settle_s
     ), p.status is not None and quiet >= settle_s
 
 
-SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-
-
-def clone_of(workspace: Path, repo: str) -> Path | None:
-    """The bot's clone of `owner/repo`, if there is one.
-
-    bot.service.bisections keeps it at <workspace>/<owner>__<repo>.
-    """
-    if not SLUG.match(repo) or any(part in (".", "..") for part in repo.split("/")):
-        return None
-    path = workspace / repo.replace("/", "__")
-    return path if (path / ".git").is_dir() else None
-
-
-def relanded_in_clones(
-    workspace: Path, bases: dict[tuple[str, str], str], known: dict[tuple, bool] | None = None
-) -> Callable[[str, str], bool | None]:
-    """bot.domain.trust's `relanded`, answered from the clones under workspace: since = the head the revert was made on
-    (trust.revert_bases), ref = the clone's default branch. None when there is no clone or git cannot tell.
-    `known` keeps answers across calls, keyed by the branch's sha: git runs again only once the branch moved."""
-    known = {} if known is None else known
-    branches: dict[str, tuple[GitRepo, str] | None] = {}
-
-    def branch_of(repo: str) -> tuple[GitRepo, str] | None:
-        if repo not in branches:
-            path = clone_of(workspace, repo)
-            try:
-                clone = GitRepo(path) if path else None
-                branches[repo] = (clone, clone.resolve(clone.default_branch())) if clone else None
-            except RepoError:
-                branches[repo] = None
-        return branches[repo]
-
-    def relanded(repo: str, culprit: str) -> bool | None:
-        since = bases.get((repo, culprit))
-        found = branch_of(repo) if since is not None else None
-        if found is None:
-            return None
-        clone, head = found
-        key = (str(clone.path), culprit, since, head)
-        if key not in known:
-            try:
-                known[key] = clone.relanded(culprit, since, head)
-            except (RepoError, OSError):  # the culprit or the head is not in the clone (yet): ask again next time
-                return None
-        return known[key]
-
-    return relanded
-
-
-def _workspace(request: Request) -> Path | None:
-    settings = getattr(request.app.state, "settings", None)
-    if settings is None:
-        return None
-    return default_workspace(settings)
-
-
 def trust_report(request: Request) -> trust.TrustReport:
     rows = _store(request).finished()
-    workspace = _workspace(request)
-    if workspace is None:
-        return trust.build(rows, lambda repo, culprit: None)
-    return trust.build(rows, relanded_in_clones(workspace, trust.revert_bases(rows), request.app.state.trust_relanded))
+    return trust.build(rows, request.app.state.relanded(trust.revert_bases(rows)))
 
 
 def _store(request: Request) -> DashboardReads:
@@ -324,9 +259,17 @@ def api_trust(request: Request) -> TrustReportView:
     return trust_view(trust_report(request), request.app.state.holds.recent(), request.app.state.flakes.per_test())
 
 
-def install(app: FastAPI, dashboard: DashboardReads, queue: ParkedJobs, holds: HoldLog, flakes: FlakeCounts) -> None:
+def install(
+    app: FastAPI,
+    dashboard: DashboardReads,
+    queue: ParkedJobs,
+    holds: HoldLog,
+    flakes: FlakeCounts,
+    relanded: RelandedReader = nothing_relanded,
+) -> None:
     """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API on the app, reading the store
-    through its ports (bot.ports.store; the app factory passes bot.adapters.store's).
+    through its ports (bot.ports.store; the app factory passes bot.adapters.store's) and whether reverted culprits
+    were re-landed through `relanded` (the app factory passes bot.adapters.git.relanded's, over the bot's clones).
 
     The JSON API is /api/bisections and /api/trust.
     """
@@ -334,7 +277,7 @@ def install(app: FastAPI, dashboard: DashboardReads, queue: ParkedJobs, holds: H
     app.state.queue = queue  # jobs parked while GitHub does not answer, shown above the list
     app.state.holds = holds
     app.state.flakes = flakes
-    app.state.trust_relanded = {}  # relanded_in_clones' answers, kept until a branch moves
+    app.state.relanded = relanded
     app.include_router(login)
     app.include_router(pages)
     app.include_router(api)

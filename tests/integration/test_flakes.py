@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
+from bot.adapters.github.failures import classify
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Deliveries, Incoming, Jobs
 from bot.adapters.store.flakes import Flakes
@@ -75,7 +76,7 @@ def test_not_yet_queues_the_job_again_later_without_using_an_attempt(tmp_path):
         calls.append(job.failed_attempts)
         raise NotYet(1800, "run 40 attempt 1: waiting 1800s for re-runs to start")
 
-    worker = Worker(Jobs(engine), {"nightly_failure": grace}, max_attempts=1)
+    worker = Worker(Jobs(engine), {"nightly_failure": grace}, classify=classify, max_attempts=1)
     before = datetime.now(UTC)
     worker.run_once()
     assert worker.run_once() is None  # not claimed again before its time

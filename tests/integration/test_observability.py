@@ -14,6 +14,7 @@ import sqlalchemy
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from bot.adapters.github.failures import classify
 from bot.adapters.store.db import HEAD_REVISION, _alembic_config, connect
 from bot.adapters.store.deliveries import Deliveries, Jobs
 from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
@@ -401,7 +402,7 @@ def test_json_log_lines_carry_the_delivery_and_job(tmp_path, json_logs):
         log.info("after")
 
     engine = connect(db)
-    assert Worker(Jobs(engine), {"command": handle}).run_once().id == job_id
+    assert Worker(Jobs(engine), {"command": handle}, classify=classify).run_once().id == job_id
     by_message = {line["message"]: line for line in lines(json_logs) if line["logger"] == "revert_bisect.command"}
     assert by_message["handling"]["delivery_id"] == delivery and by_message["handling"]["job_id"] == job_id
     assert "bisection_id" not in by_message["handling"]

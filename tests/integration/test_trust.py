@@ -388,7 +388,7 @@ def test_without_a_workspace_setting_the_default_clone_directory_is_used(tmp_pat
 
 def test_relanded_answers_are_kept_until_the_branch_moves(tmp_path, history, monkeypatch):
     """The trust page runs git once per (culprit, branch head): a page load on an unchanged clone asks nothing."""
-    from bot.web.routes import relanded_in_clones
+    from bot.adapters.git.relanded import RelandedInClones
 
     git(history.path, "cherry-pick", history.culprit)
     workspace = tmp_path / "ws"
@@ -398,13 +398,13 @@ def test_relanded_answers_are_kept_until_the_branch_moves(tmp_path, history, mon
     calls = []
     real = GitRepo.relanded
     monkeypatch.setattr(GitRepo, "relanded", lambda self, *a: calls.append(a) or real(self, *a))
-    known: dict = {}
+    reader = RelandedInClones(workspace)
     bases = {("octo/widgets", history.culprit): history.head}
     for _ in range(3):
-        assert relanded_in_clones(workspace, bases, known)("octo/widgets", history.culprit) is True
+        assert reader(bases)("octo/widgets", history.culprit) is True
     assert len(calls) == 1
     commit_file(history.path, "later.txt", "x\n", "Later (#30)")
     git(workspace / "octo__widgets", "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*")
-    assert relanded_in_clones(workspace, bases, known)("octo/widgets", history.culprit) is True
+    assert reader(bases)("octo/widgets", history.culprit) is True
     assert len(calls) == 2  # the branch moved: asked again
-    assert relanded_in_clones(workspace, {}, known)("octo/widgets", history.culprit) is None  # no base: not asked
+    assert reader({})("octo/widgets", history.culprit) is None  # no base: not asked

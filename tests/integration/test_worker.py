@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import select
 
+from bot.adapters.github.failures import classify
 from bot.adapters.store import deliveries
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Deliveries, Incoming, Jobs
@@ -37,7 +38,7 @@ def test_each_job_is_claimed_exactly_once_by_competing_workers(engine):
         with lock:
             seen.append(job.payload["i"])
 
-    workers = [Worker(Jobs(engine), {"command": handle}) for _ in range(4)]
+    workers = [Worker(Jobs(engine), {"command": handle}, classify=classify) for _ in range(4)]
 
     def drain(w):
         while w.run_once() is not None:
@@ -60,7 +61,9 @@ def test_failures_are_recorded_and_do_not_stop_the_loop(engine):
         if job.payload["i"] == 0:
             raise RuntimeError("GitHub said 502")
 
-    worker = Worker(Jobs(engine), {"command": boom}, backoff=Backoff(base_s=0.0))  # retried at once, 5 times
+    worker = Worker(
+        Jobs(engine), {"command": boom}, classify=classify, backoff=Backoff(base_s=0.0)
+    )  # retried at once, 5 times
     while worker.run_once() is not None:
         pass
     jobs = {j.delivery_id: (j.state, j.error) for j in Deliveries(engine).jobs()}
@@ -115,7 +118,7 @@ def test_a_worker_renews_the_lease_of_a_long_job(engine, queue_clock):
             wait_for(lambda: lease_of(engine, job.id) > before, timeout=60)  # noqa: B023 -- read at once
         seen.append(other.requeue_expired())
 
-    Worker(jobs, {"command": slow}).run_once()
+    Worker(jobs, {"command": slow}, classify=classify).run_once()
     assert seen == [0] and [j.state for j in Deliveries(engine).jobs()] == ["done"]
 
 
@@ -156,7 +159,7 @@ def test_an_outage_parks_the_job_and_a_probe_github_answers_puts_it_back(engine)
         probes.append(clock.t)
         return github_up[0]
 
-    worker = Worker(Jobs(engine), {"command": handle}, probe=probe, reach=reach)
+    worker = Worker(Jobs(engine), {"command": handle}, classify=classify, probe=probe, reach=reach)
     assert worker.run_once() is not None  # the first job meets the outage
     assert [r[:3] for r in job_rows(engine)] == [("parked", 1, 1), ("queued", 0, 0)]
     assert not reach.up
@@ -187,7 +190,9 @@ def test_parked_jobs_resume_at_once_when_github_answered_this_process_since(engi
     def refused(job):
         raise requests.ConnectionError("Connection refused")
 
-    worker = Worker(Jobs(engine), {"command": refused}, probe=lambda: probes.append(1) or False, reach=reach)
+    worker = Worker(
+        Jobs(engine), {"command": refused}, classify=classify, probe=lambda: probes.append(1) or False, reach=reach
+    )
     worker.run_once()
     assert job_rows(engine)[0][0] == "parked" and not reach.up
     time.sleep(0.01)
@@ -205,7 +210,7 @@ def test_a_failed_job_waits_out_its_backoff_before_it_is_claimed_again(engine):
             raise KeyError("number")
 
     jobs = Jobs(engine)
-    worker = Worker(jobs, {"command": flaky}, backoff=Backoff(base_s=0.4, factor=2.0, jitter=0.0))
+    worker = Worker(jobs, {"command": flaky}, classify=classify, backoff=Backoff(base_s=0.4, factor=2.0, jitter=0.0))
     worker.run_once()
     state, attempts, waits, not_before, _, error = job_rows(engine)[0]
     assert (state, attempts, waits, error) == ("queued", 1, 0, "KeyError: 'number'") and not_before is not None
@@ -235,7 +240,9 @@ def test_a_secondary_rate_limit_waits_what_retry_after_says_without_using_an_att
                 {"retry-after": "1"},
             )
 
-    worker = Worker(Jobs(engine), {"command": limited}, max_attempts=1, backoff=Backoff(base_s=0.1, jitter=0.0))
+    worker = Worker(
+        Jobs(engine), {"command": limited}, classify=classify, max_attempts=1, backoff=Backoff(base_s=0.1, jitter=0.0)
+    )
     worker.run_once()
     assert job_rows(engine)[0][:3] == ("queued", 1, 1)  # waited; with max_attempts=1 an error would have failed it
     deadline = time.monotonic() + 10

@@ -306,7 +306,8 @@ def test_a_webhook_about_another_run_wakes_nothing(tmp_path):
 
 
 def test_a_workflow_run_titled_with_the_correlation_wakes_a_step_whose_run_is_not_known_yet():
-    from bot.adapters.dispatch.actions import RunEvent, wake_for
+    from bot.adapters.dispatch.actions import wake_for
+    from bot.ports import RunEvent
 
     fake = FakeActions(answer="204")
     b = backend(fake)

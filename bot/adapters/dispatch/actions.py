@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
+from bot.ports import RunEvent
 from runners import result as result_json
 from runners.result import ResultError
 from runners.spec import StepResult, StepSpec, new_ref
@@ -77,14 +78,6 @@ class Flight:
         if self.run_id is not None:
             return event.run_id == self.run_id
         return f"[{self.correlation}]" in event.title
-
-
-@dataclass(frozen=True)
-class RunEvent:
-    """What a `workflow_run` or `workflow_job` delivery says about the run it concerns."""
-
-    run_id: int | None
-    title: str = ""  # workflow_run.display_title: a dispatched step's run-name, carrying its correlation id
 
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()

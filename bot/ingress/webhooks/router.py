@@ -11,10 +11,10 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from bot.adapters.dispatch.actions import RunEvent, wake_for
 from bot.ingress.webhooks.routes import handler_for
 from bot.ingress.webhooks.signature import verify
 from bot.observability import bind, count_delivery
+from bot.ports import RunEvent
 from bot.ports.store import DeliveryLog, Incoming
 from bot.settings import BotSettings
 
@@ -120,7 +120,8 @@ async def _receive(request: Request, settings: BotSettings, deliveries: Delivery
             request, event, "duplicate", 202, "already received this delivery; nothing to do", delivery=delivery_id
         )
     if (run := run_event(event, payload)) is not None:
-        wake_for(run)  # the backend waiting on that run (if any) polls it now instead of at its next interval
+        # the backend waiting on that run (if any) polls it now instead of at its next interval
+        request.app.state.wake_runs(run)
     if handler is None:
         return _outcome(
             request,

@@ -1,0 +1,62 @@
+"""Whether a reverted culprit was re-landed unchanged (bot.ports.RelandedReader), answered from the bot's clones.
+
+The clone of `owner/repo` is where bot.service.bisections keeps it: <workspace>/<owner>__<repo>. Since = the head
+the revert was made on (bot.domain.trust.revert_bases), ref = the clone's default branch.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bot.adapters.git.repo import GitRepo
+from bot.domain.errors import RepoError
+from bot.ports import Relanded
+
+SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def clone_of(workspace: Path, repo: str) -> Path | None:
+    """The bot's clone of `owner/repo`, if there is one."""
+    if not SLUG.match(repo) or any(part in (".", "..") for part in repo.split("/")):
+        return None
+    path = workspace / repo.replace("/", "__")
+    return path if (path / ".git").is_dir() else None
+
+
+class RelandedInClones:
+    """A RelandedReader over the clones under `workspace`. Answers are kept across calls, keyed by the branch's
+    sha: git runs again only once the branch moved. None when there is no clone or git cannot tell."""
+
+    def __init__(self, workspace: Path):
+        self.workspace = workspace
+        self.known: dict[tuple, bool] = {}
+
+    def __call__(self, bases: dict[tuple[str, str], str]) -> Relanded:
+        branches: dict[str, tuple[GitRepo, str] | None] = {}
+
+        def branch_of(repo: str) -> tuple[GitRepo, str] | None:
+            if repo not in branches:
+                path = clone_of(self.workspace, repo)
+                try:
+                    clone = GitRepo(path) if path else None
+                    branches[repo] = (clone, clone.resolve(clone.default_branch())) if clone else None
+                except RepoError:
+                    branches[repo] = None
+            return branches[repo]
+
+        def relanded(repo: str, culprit: str) -> bool | None:
+            since = bases.get((repo, culprit))
+            found = branch_of(repo) if since is not None else None
+            if found is None:
+                return None
+            clone, head = found
+            key = (str(clone.path), culprit, since, head)
+            if key not in self.known:
+                try:
+                    self.known[key] = clone.relanded(culprit, since, head)
+                except (RepoError, OSError):  # the culprit or the head is not in the clone (yet): ask again later
+                    return None
+            return self.known[key]
+
+        return relanded
