@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from . import history
-from .history import AUTHORS, CULPRIT_AUTHOR, FOLLOWUP_AUTHOR, Change, Tree
+from . import history, pools
+from .edits import Change, Tree
+from .history import AUTHORS, CULPRIT_AUTHOR, FOLLOWUP_AUTHOR
 
 THRESHOLD = 0.002
 METRIC = "avg_kl_div"
@@ -153,7 +154,7 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
     )
 
     numbers = _pr_numbers(commits, rng)
-    pool = [c for kind in sorted(history.pools().items()) for c in kind[1]]
+    pool = [c for kind in sorted(pools.pools().items()) for c in kind[1]]
     rng.shuffle(pool)
     version = [int(x) for x in FIRST_VERSION.split(".")]
     plan: list[Planned] = []
@@ -183,7 +184,7 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
         elif pool:
             change = pool.pop()
         else:
-            change = history.filler(fillers, rng)
+            change = pools.filler(fillers, rng)
             fillers += 1
         plan.append(Planned(change, numbers[i], author))
     return plan, culprit, broken
