@@ -21,6 +21,7 @@ from .model import (
     RUNNER_NAME,
     WORKFLOW_DIR,
     Attempt,
+    Call,
     Hook,
     Job,
     Run,
@@ -202,7 +203,7 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
                 names = {j.name for j in latest if j.conclusion in ("failure", "timed_out", "cancelled")}
                 grew = True
                 while grew:  # however deep
-                    keys = {j.key for j in latest if j.name in names}
+                    keys = {k for j in latest if j.name in names for k in (j.key, j.call and j.call.caller) if k}
                     more = {j.name for j in latest if set(j.needs) & keys} - names
                     names |= more
                     grew = bool(more)
@@ -228,7 +229,7 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
             run.context = self._context(run, wf, repo)
             again = []
             for old in (j for j in latest if j.name in names):
-                job = self._execution(run, old.key, old.name, old.spec, old.matrix, old.needs)
+                job = self._execution(run, old.key, old.name, old.spec, old.matrix, old.needs, old.call)
                 job.labels, job.timeout, job.timeout_text = list(old.labels), old.timeout, old.timeout_text
                 again.append(job)
             if run.group is not None:
@@ -239,9 +240,11 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
         ).start()
         return run
 
-    def _execution(self, run: Run, key: str, name: str, spec: dict, matrix: dict, needs: tuple[str, ...]) -> Job:
+    def _execution(
+        self, run: Run, key: str, name: str, spec: dict, matrix: dict, needs: tuple[str, ...], call: Call | None = None
+    ) -> Job:
         """A new execution of a job in the run's newest attempt (under the lock)."""
-        job = Job(self.state.new_id(), run.id, key, name, run.attempt, spec, dict(matrix), needs)
+        job = Job(self.state.new_id(), run.id, key, name, run.attempt, spec, dict(matrix), needs, call=call)
         run.jobs.append(job)
         self.jobs[job.id] = run.id
         return job
@@ -309,15 +312,17 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
                 run.display_title = wfspec.as_string(wfspec.evaluate(spec.run_name, run.context)).strip() or wf.name
             if spec is not None and not wf.argv:
                 for key, decl in spec.jobs.items():
+                    if (uses := wfspec.uses(decl)) is not None:  # its jobs are made when it starts (jobs.py)
+                        path = wfspec.called_path(uses)
+                        wfspec.check_call(path, self.called(repo, run, path), decl)
+                        name = wfspec.job_name(key, decl, {}, run.context)
+                        self._execution(run, key, name, decl, {}, wfspec.needs(decl))
+                        continue
                     for matrix in wfspec.matrix_entries(decl, run.context):
                         name = wfspec.job_name(key, decl, matrix, run.context)
                         self._execution(run, key, name, decl, matrix, wfspec.needs(decl))
             for job in run.jobs if spec is not None else ():
-                ctx = {**run.context, "matrix": job.matrix}
-                job.labels = wfspec.labels(wfspec.evaluate(job.spec.get("runs-on"), ctx))
-                if job.timeout is None:
-                    minutes = wfspec.timeout_minutes(wfspec.evaluate(job.spec.get("timeout-minutes"), ctx))
-                    job.timeout, job.timeout_text = minutes * self.minute_s, f"{wfspec.as_string(minutes)} minutes"
+                self._shape(job, run.context)
             group, cancel_in_progress = wfspec.concurrency(spec.concurrency, run.context) if spec else (None, False)
         except wfspec.Unsupported as exc:
             return self._invalid(run, f"{wf.path}: the sandbox does not evaluate {exc}, so it refuses the run")
@@ -326,6 +331,19 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
         if group:
             self._join_group(run, group.lower(), cancel_in_progress)
         return None
+
+    def _shape(self, job: Job, ctx: dict) -> None:
+        """A job's runner labels (runs-on) and timeout, evaluated with its matrix entry."""
+        ctx = {**ctx, "matrix": job.matrix}
+        job.labels = wfspec.labels(wfspec.evaluate(job.spec.get("runs-on"), ctx))
+        if job.timeout is None:
+            minutes = wfspec.timeout_minutes(wfspec.evaluate(job.spec.get("timeout-minutes"), ctx))
+            job.timeout, job.timeout_text = minutes * self.minute_s, f"{wfspec.as_string(minutes)} minutes"
+
+    def called(self, repo: Repo, run: Run, path: str) -> wfspec.WorkflowSpec | None:
+        """The reusable workflow `path` as it is at the run's commit (None: no such file, or not YAML)."""
+        text = gitstore.git(repo.path, "show", f"{run.head_sha}:{path}", check=False)
+        return wfspec.parse(text) if text else None
 
     def _invalid(self, run: Run, why: str) -> str:
         for job in run.jobs:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import workflow as wfspec
-from .model import HOSTED_LABEL, HOSTED_RUNNER_NAME, RUNNER_NAME, Job, Run, Workflow, _now, _stamp
+from .model import HOSTED_LABEL, HOSTED_RUNNER_NAME, RUNNER_NAME, Call, Job, Run, Workflow, _now, _stamp
 
 
 class JobsMixin:
@@ -28,28 +28,38 @@ class JobsMixin:
             return
         try:
             for job in jobs:
-                self._one_job(run, wf, job)
+                if wfspec.uses(job.spec) is not None and job.call is None:
+                    self._call(run, wf, job)
+                else:
+                    self._one_job(run, wf, job)
         finally:
             self._release_group(run)
         self._finish(run, self._conclusion(run))
 
-    def _one_job(self, run: Run, wf: Workflow, job: Job) -> None:
-        """A job: skipped by its `if:` (default success() of the jobs it needs), else queued for a runner with
-        its labels and run there."""
-        results = {key: _result([j.conclusion for j in run.latest_jobs() if j.key == key]) for key in job.needs}
+    def _admit(self, run: Run, job: Job) -> bool:
+        """The job's expression context (its matrix entry, what it needs, a called workflow's inputs), then its
+        `if:` (default success() of the jobs it needs): False when it is skipped (or cancelled) instead."""
+        results = {
+            key.split("/", 1)[1] if job.call else key: _result(
+                [j.conclusion for j in run.latest_jobs() if j.answers_to(key)]
+            )
+            for key in job.needs
+        }
         entries = list(dict.fromkeys(j.name for j in run.jobs if j.key == job.key))  # its matrix's, in order
         job.context = {
             **run.context,
-            "github": {**run.context["github"], "job": job.key},
+            "github": {**run.context["github"], "job": job.own_key},
             "runner": {**run.context["runner"], "temp": str(self._temp(job))},
             "matrix": dict(job.matrix),
             "strategy": {"job-index": entries.index(job.name), "job-total": len(entries), "fail-fast": True},
             "needs": {key: {"result": result, "outputs": {}} for key, result in results.items()},
             "job": {"status": _needs_status(results.values(), run.cancel_requested)},
         }
+        if job.call is not None:
+            job.context["inputs"] = dict(job.call.inputs)
         if job.matrix and wfspec.fail_fast(job.spec) and _sibling_failed(run, job):
             self._skip(run, job, "cancelled")  # fail-fast: an entry of its matrix failed
-            return
+            return False
         try:
             runs = run.cancel_requested is False and wfspec.condition(job.spec.get("if"), job.context)
         except wfspec.ExpressionError as exc:
@@ -57,6 +67,67 @@ class JobsMixin:
             runs = False
         if not runs:
             self._skip(run, job, "cancelled" if run.cancel_requested else "skipped")
+        return runs
+
+    def _call(self, run: Run, wf: Workflow, caller: Job) -> None:
+        """A job that calls a reusable workflow: skipped by its `if:` like any job (then it stays one job, with the
+        caller's name), else it becomes the called workflow's jobs -- each named `<caller's name> / <its name>`,
+        its matrix entries apart -- made now with the call's inputs (`with:`, which may read `needs`), and run."""
+        if not self._admit(run, caller):
+            return
+        path = wfspec.called_path(wfspec.uses(caller.spec) or "")
+        try:
+            called = self.called(self.state.repo(run.repo), run, path)
+            if called is None:
+                raise wfspec.ExpressionError(f"{path} is gone from the run's commit")
+            given = wfspec.evaluate(caller.spec.get("with") or {}, caller.context)
+            call = Call(caller.key, path, wfspec.call_inputs(called, given), dict(called.env))
+            ctx = {**run.context, "inputs": call.inputs}
+            plan = [
+                (key, decl, matrix, f"{caller.name} / {wfspec.job_name(key, decl, matrix, ctx)}")
+                for key, decl in called.jobs.items()
+                for matrix in wfspec.matrix_entries(decl, ctx)
+            ]
+            with self.lock:
+                made = [
+                    self._execution(
+                        run,
+                        f"{caller.key}/{key}",
+                        name,
+                        decl,
+                        matrix,
+                        tuple(f"{caller.key}/{n}" for n in wfspec.needs(decl)),
+                        call,
+                    )
+                    for key, decl, matrix, name in plan
+                ]
+                try:
+                    for job in made:
+                        self._shape(job, ctx)
+                except wfspec.ExpressionError:
+                    self._drop(run, made)
+                    raise
+                for job in made:  # GitHub lists the called jobs in the caller's place
+                    run.jobs.remove(job)
+                at = run.jobs.index(caller)
+                run.jobs[at : at + 1] = made
+                self.jobs.pop(caller.id, None)
+        except (wfspec.ExpressionError, wfspec.Unsupported) as exc:
+            self._line(caller, f"##[error]{exc}")
+            self._skip(run, caller, "failure")
+            return
+        for job in made:
+            self._one_job(run, wf, job)
+
+    def _drop(self, run: Run, jobs: list[Job]) -> None:
+        for job in jobs:
+            run.jobs.remove(job)
+            self.jobs.pop(job.id, None)
+
+    def _one_job(self, run: Run, wf: Workflow, job: Job) -> None:
+        """A job: skipped by its `if:` (default success() of the jobs it needs), else queued for a runner with
+        its labels and run there."""
+        if not self._admit(run, job):
             return
         with self.lock:
             job.queued = True
@@ -137,7 +208,8 @@ def _sibling_failed(run: Run, job: Job) -> bool:
 
 
 def _result(conclusions: list[str | None]) -> str:
-    """`needs.<id>.result` of a job (all of its matrix entries): failure when one failed, cancelled when one was,
+    """`needs.<id>.result` of a job (all of its matrix entries, or all the jobs of the workflow it calls): failure
+    when one failed, cancelled when one was,
     skipped when all were, else success."""
     if set(conclusions) & {"failure", "timed_out"}:
         return "failure"

@@ -54,6 +54,17 @@ class Artifact:
     digest: str
 
 
+@dataclass(frozen=True)
+class Call:
+    """The call of a reusable workflow a job was made by (`jobs.<caller>.uses`): what its jobs see instead of the
+    caller's file -- the called workflow's `inputs` and `env:` (the `github` context stays the caller's)."""
+
+    caller: str  # the calling job's id in the caller's file
+    path: str  # the called file
+    inputs: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+
+
 @dataclass
 class Job:
     """One execution of one of a run's jobs (a matrix entry is a job of its own): a re-run attempt makes new
@@ -61,8 +72,9 @@ class Job:
 
     id: int
     run_id: int
-    key: str  # the job's id in the file
-    name: str  # as GitHub shows it: `name:` (evaluated), a matrix entry's values appended in parentheses
+    key: str  # the job's id in the file; `<caller>/<id>` for a job of a called workflow
+    name: str  # as GitHub shows it: `name:` (evaluated), a matrix entry's values appended in parentheses; a
+    # called workflow's job: `<caller's name> / <its name>`
     attempt: int  # the run_attempt it ran in
     spec: dict = field(default_factory=dict, repr=False)  # the job's mapping in the file
     matrix: dict = field(default_factory=dict)
@@ -83,6 +95,16 @@ class Job:
     token: str | None = None  # its GITHUB_TOKEN, revoked when it completes
     masks: list[str] = field(default_factory=list, repr=False)  # values the log shows as *** (secrets, token)
     context: dict = field(default_factory=dict, repr=False)  # the expression context (matrix, needs)
+    call: Call | None = None  # the call that made it, for a job of a reusable workflow
+
+    @property
+    def own_key(self) -> str:
+        """Its id in its own file (what `github.job` and a sibling's `needs` say)."""
+        return self.key.split("/", 1)[1] if self.call else self.key
+
+    def answers_to(self, key: str) -> bool:
+        """Is it (one of the jobs of) job `key` of the run's file, as `needs: key` means?"""
+        return self.key == key or (self.call is not None and self.call.caller == key)
 
     @property
     def text(self) -> str:

@@ -87,7 +87,7 @@ class RunnerMixin:
             steps = stepmod.JobSteps(
                 job,
                 job.spec,
-                wf.spec.env,
+                job.call.env if job.call else wf.spec.env,  # a called workflow's own: the caller's is not passed on
                 job.context,
                 self._default_env(run, job, wf, repo, workspace, temp),
                 workspace,
@@ -131,7 +131,7 @@ class RunnerMixin:
             "GITHUB_REF": f"refs/heads/{run.head_branch}" if run.head_branch else run.head_sha,
             "GITHUB_REF_NAME": run.head_branch or run.head_sha,
             "GITHUB_WORKFLOW": wf.name,
-            "GITHUB_JOB": job.key,
+            "GITHUB_JOB": job.own_key,
             "GITHUB_ACTOR": run.actor,
             "GITHUB_TRIGGERING_ACTOR": run.triggering_actor or run.actor,
             "RUNNER_NAME": job.runner_name or RUNNER_NAME,

@@ -1,6 +1,7 @@
 """A workflow file as the sandbox's Actions emulation reads it: triggers, dispatch inputs, its jobs
-(runs-on, timeout-minutes, concurrency, env, defaults, steps, needs, if, strategy.matrix). Pure: no I/O, no
-state. Its `${{ }}` expressions are evaluated by expressions.py (what the sandbox does not evaluate is refused, loudly).
+(runs-on, timeout-minutes, concurrency, env, defaults, steps, needs, if, strategy.matrix, or `uses:` a reusable
+workflow of the same commit, with `with:` its `workflow_call` inputs). Pure: no I/O, no state. Its `${{ }}`
+expressions are evaluated by expressions.py (what the sandbox does not evaluate is refused, loudly).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ __all__ = ["ExpressionError", "Unsupported", "as_string", "condition", "evaluate
 MAX_INPUTS = 25
 DEFAULT_TIMEOUT_MINUTES = 360
 UPLOAD_ARTIFACT = "actions/upload-artifact@"
+WORKFLOW_CALL = "workflow_call"
+LOCAL_WORKFLOWS = "./.github/workflows/"
 CHECKOUT = "actions/checkout@"
 
 
@@ -40,6 +43,7 @@ class WorkflowSpec:
     run_name: str | None
     triggers: tuple[str, ...]
     inputs: dict[str, Input] = field(default_factory=dict)  # of workflow_dispatch
+    call_inputs: dict[str, Input] = field(default_factory=dict)  # of workflow_call (a reusable workflow)
     job_id: str | None = None  # the first job
     job: dict = field(default_factory=dict)
     jobs: dict[str, dict] = field(default_factory=dict)  # every job, in the file's order
@@ -63,6 +67,7 @@ def parse(text: str) -> WorkflowSpec | None:
     on = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on:` key as True
     triggers = (on,) if isinstance(on, str) else tuple(str(t) for t in on) if isinstance(on, (list, dict)) else ()
     dispatch = on.get("workflow_dispatch") if isinstance(on, dict) else None
+    call = on.get(WORKFLOW_CALL) if isinstance(on, dict) else None
     jobs = doc.get("jobs") if isinstance(doc.get("jobs"), dict) else {}
     job_id = next(iter(jobs), None)
     job = jobs[job_id] if job_id is not None and isinstance(jobs[job_id], dict) else {}
@@ -73,6 +78,7 @@ def parse(text: str) -> WorkflowSpec | None:
         run_name=str(run_name) if run_name else None,
         triggers=triggers,
         inputs=_inputs(dispatch),
+        call_inputs=_inputs(call),
         job_id=None if job_id is None else str(job_id),
         job=job,
         jobs={str(k): (v if isinstance(v, dict) else {}) for k, v in jobs.items()},
@@ -222,3 +228,72 @@ def job_name(key: str, job: dict, matrix: dict, ctx: dict) -> str:
     if matrix and not (isinstance(raw, str) and "matrix." in raw):
         name += " (" + ", ".join(as_string(v) for v in matrix.values()) + ")"
     return name or key
+
+
+# -- reusable workflows (GitHub docs, "Reusing workflows") --
+
+
+def uses(job: dict) -> str | None:
+    """A job's `uses:` (it calls a reusable workflow instead of running steps), or None."""
+    raw = job.get("uses")
+    return None if raw is None else str(raw)
+
+
+def called_path(uses: str) -> str:
+    """The file `./.github/workflows/<file>` names: a reusable workflow of the caller's own commit. Another
+    repository's (`owner/repo/.github/workflows/<file>@ref`) is refused (Unsupported)."""
+    if uses.startswith(LOCAL_WORKFLOWS) and "@" not in uses and uses.endswith((".yml", ".yaml")):
+        return uses[2:]
+    raise Unsupported(f"a reusable workflow other than one of this commit's .github/workflows ({uses})")
+
+
+def check_call(path: str, called: WorkflowSpec | None, job: dict) -> None:
+    """What makes a call invalid before the run starts (ExpressionError; Unsupported for what the sandbox does not
+    emulate): a file that is not a reusable workflow (no `on: workflow_call`), `with:` keys it does not declare,
+    a matrix of calls, a reusable workflow that calls another."""
+    if called is None:
+        raise ExpressionError(f"{path} is not a reusable workflow: the run's commit has no such file (or not YAML)")
+    if WORKFLOW_CALL not in called.triggers:
+        raise ExpressionError(f"{path} is not a reusable workflow: it has no `on: workflow_call`")
+    given = job.get("with") or {}
+    if not isinstance(given, dict):
+        raise ExpressionError(f"`with:` of the call to {path} is not a mapping")
+    for name in given:
+        if str(name) not in called.call_inputs:
+            raise ExpressionError(f"Invalid input, {name} is not defined in the referenced workflow.")
+    if job.get("strategy") is not None:
+        raise Unsupported("a strategy.matrix of reusable workflow calls")
+    if any(uses(decl) is not None for decl in called.jobs.values()):
+        raise Unsupported(f"a reusable workflow that calls another ({path})")
+
+
+def call_inputs(called: WorkflowSpec, given: dict) -> dict[str, Any]:
+    """The called workflow's `inputs` context: the evaluated `with:` values, typed as declared (boolean, number,
+    string), defaults applied; ExpressionError for a required input not given or a value of the wrong type."""
+    out: dict[str, Any] = {}
+    for decl in called.call_inputs.values():
+        if decl.name in given:
+            value = given[decl.name]
+        elif decl.default is not None:
+            value = {"boolean": decl.default == "true", "number": _number(decl.default)}.get(decl.type, decl.default)
+        elif decl.required:
+            raise ExpressionError(f"Input {decl.name} is required, but not provided while calling.")
+        else:
+            value = {"boolean": False, "number": 0}.get(decl.type, "")
+        out[decl.name] = _typed(decl, value)
+    return out
+
+
+def _number(text: str) -> Any:
+    try:
+        return number(float(text))
+    except ValueError:
+        return text  # reported by _typed
+
+
+def _typed(decl: Input, value: Any) -> Any:
+    if decl.type == "boolean" and not isinstance(value, bool):
+        raise ExpressionError(f"Unexpected type of value '{as_string(value)}', expected type: Boolean.")
+    if decl.type == "number" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ExpressionError(f"Unexpected type of value '{as_string(value)}', expected type: Number.")
+    return value if decl.type in ("boolean", "number") else as_string(value)

@@ -176,8 +176,10 @@ jobs:
       - run: python -m pytest -q test
     timeout-minutes: 20
 """,
-    # Like SGLang's PR Test Base on `schedule`: suite partitions on self-hosted runners, run_suite's report in each
-    # job's log; the accuracy stage alone runs the KL test; a job for pull requests only, skipped on schedule.
+    # Like SGLang's PR Test Base on `schedule`: each test stage a call of one reusable workflow (SGLang's
+    # _pr-test-stage.yml), whose suite partitions are a matrix of its own, so its jobs are named
+    # `<stage> / <stage> (<partition>)`; run_suite's report in each job's log; the accuracy stage alone runs the KL
+    # test; a job for pull requests only, skipped on schedule.
     ".github/workflows/nightly-test.yml": """\
 name: Nightly Test
 run-name: ${{ github.event_name == 'schedule' && 'Scheduled Full Run' || 'Nightly Test' }}
@@ -190,28 +192,20 @@ on:
 
 jobs:
   stage-a-test-cpu:
-    name: stage-a-test-cpu / stage-a-test-cpu (${{ matrix.partition }})
-    strategy:
-      fail-fast: false  # a failed partition must not cancel the other (GitHub's default would)
-      matrix:
-        partition: [0, 1]
-    runs-on: [self-hosted, linux]
-    steps:
-      - uses: actions/checkout@v3
-      - name: Run test
-        run: |
-          python3 test/run_suite.py --suite stage-a-test-cpu \\
-            --auto-partition-id ${{ matrix.partition }} --auto-partition-size 2
-    timeout-minutes: 20
+    uses: ./.github/workflows/_nightly-stage.yml
+    with:
+      self_name: stage-a-test-cpu
+      suite: stage-a-test-cpu
+      partitions: '[0, 1]'
+      run_timeout_minutes: '20'
 
   stage-b-test-accuracy:
-    name: stage-b-test-accuracy / stage-b-test-accuracy (0)
-    runs-on: [self-hosted, linux]
-    steps:
-      - uses: actions/checkout@v3
-      - name: KL accuracy (decode cache hit)
-        run: python3 test/run_suite.py --suite nightly-accuracy
-    timeout-minutes: 30
+    uses: ./.github/workflows/_nightly-stage.yml
+    with:
+      self_name: stage-b-test-accuracy
+      suite: nightly-accuracy
+      partitions: '[0]'
+      run_timeout_minutes: '30'
 
   multimodal-gen-test:
     if: github.event_name == 'pull_request'
@@ -220,6 +214,44 @@ jobs:
       - uses: actions/checkout@v3
       - run: python3 test/run_suite.py --suite stage-a-test-cpu
     timeout-minutes: 20
+""",
+    ".github/workflows/_nightly-stage.yml": """\
+name: Nightly Test Stage
+# One test stage of the nightly (a reusable workflow): the stage's suite, split into partitions.
+
+on:
+  workflow_call:
+    inputs:
+      self_name:
+        description: 'The calling job: names the jobs'
+        type: string
+        required: true
+      suite:
+        type: string
+        required: true
+      partitions:
+        description: 'A JSON list of partition ids'
+        type: string
+        required: true
+      run_timeout_minutes:
+        type: string
+        required: true
+
+jobs:
+  run:
+    name: ${{ inputs.self_name }} (${{ matrix.partition }})
+    strategy:
+      fail-fast: false  # a failed partition must not cancel the others (GitHub's default would)
+      matrix:
+        partition: ${{ fromJson(inputs.partitions) }}
+    runs-on: [self-hosted, linux]
+    timeout-minutes: ${{ fromJson(inputs.run_timeout_minutes) }}
+    steps:
+      - uses: actions/checkout@v3
+      - name: Run test
+        run: |
+          python3 test/run_suite.py --suite ${{ inputs.suite }} \\
+            --auto-partition-id ${{ matrix.partition }} --auto-partition-size ${{ strategy.job-total }}
 """,
     "test/test_tokenizer.py": """\
 from mini_sglang.tokenizer import CharTokenizer

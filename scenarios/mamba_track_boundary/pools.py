@@ -16,6 +16,7 @@ def pools() -> dict[str, list[Change]]:
     E, SV, L = "mini_sglang/engine.py", "mini_sglang/server.py", "mini_sglang/launch_server.py"
     U, T, CFG = "mini_sglang/utils.py", "mini_sglang/tokenizer.py", "mini_sglang/config.py"
     PR_YML, NIGHTLY = ".github/workflows/pr-test.yml", ".github/workflows/nightly-test.yml"
+    STAGE = ".github/workflows/_nightly-stage.yml"
     return {
         "docs": [
             Change(
@@ -181,7 +182,7 @@ def pools() -> dict[str, list[Change]]:
                 "ci",
                 "[CI] Bump nightly accuracy timeout to 45 minutes",
                 "The nightly job timed out twice last week while the runners were busy.",
-                replace(NIGHTLY, "    timeout-minutes: 30\n", "    timeout-minutes: 45\n"),
+                replace(NIGHTLY, "      run_timeout_minutes: '30'\n", "      run_timeout_minutes: '45'\n"),
             ),
             Change(
                 "ci",
@@ -190,6 +191,7 @@ def pools() -> dict[str, list[Change]]:
                 chain(
                     replace(PR_YML, "actions/checkout@v3", "actions/checkout@v4"),
                     replace(NIGHTLY, "actions/checkout@v3", "actions/checkout@v4"),
+                    replace(STAGE, "actions/checkout@v3", "actions/checkout@v4"),
                 ),
             ),
             Change(
@@ -217,12 +219,11 @@ def pools() -> dict[str, list[Change]]:
                 "ci",
                 "[CI] Upload server logs when the nightly fails",
                 "Debugging failures needs the logs.",
-                replace(  # a step of the job: after the KL step (the file ends with the job's timeout-minutes)
-                    NIGHTLY,
-                    "        run: python3 test/run_suite.py --suite nightly-accuracy\n",
-                    "        run: python3 test/run_suite.py --suite nightly-accuracy\n"
+                append(  # a step of the stage's job, after the suite's (the reusable workflow ends with it)
+                    STAGE,
                     "      - if: failure()\n        uses: actions/upload-artifact@v4\n"
-                    "        with:\n          name: server-logs\n          path: '*.log'\n",
+                    "        with:\n          name: server-logs-${{ inputs.self_name }}-${{ matrix.partition }}\n"
+                    "          path: '*.log'\n",
                 ),
             ),
             Change(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -24,9 +23,9 @@ from sandbox.actions.render import render_job
 from sandbox.render import Renderer
 from sandbox.server import run_in_thread
 from sandbox.state import step_runner_machine
+from tests.support.workflows import make_repo, run_of, texts, texts_of
 
 STEP_WORKFLOW = Path(__file__).resolve().parents[2] / "runners" / "github" / "revert-bisect-step.yml"
-STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z ")  # GitHub's runner: 7 fractional digits
 
 STEPS_YML = """\
 name: Steps
@@ -84,36 +83,11 @@ jobs:
 """
 
 
-def make_repo(state: SandboxState, root: Path, slug: str, files: dict[str, str]) -> None:
-    src = root / slug.replace("/", "-")
-    subprocess.run(["git", "init", "-q", "-b", "main", str(src)], check=True)
-    for path, text in files.items():
-        (src / path).parent.mkdir(parents=True, exist_ok=True)
-        (src / path).write_text(text)
-    subprocess.run(["git", "-C", str(src), "add", "-A"], check=True)
-    subprocess.run(
-        ["git", "-C", str(src), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "files"], check=True
-    )
-    state.add_user(slug.split("/")[0])
-    state.create_repo(slug, source=src)
-
-
 @pytest.fixture
 def state(tmp_path):
     state = SandboxState(tmp_path / "gh")
     yield state
     state.actions.shutdown()
-
-
-def run_of(state: SandboxState, slug: str, workflow: str, inputs: dict, timeout: float = 120):
-    run_id = state.start_run(slug, workflow, "main", event="workflow_dispatch", inputs=inputs)
-    return state.actions.wait(run_id, timeout)
-
-
-def texts(run) -> list[str]:
-    """The log's lines without their timestamps (each checked to carry one)."""
-    assert all(STAMP.match(line) for line in run.log), [line for line in run.log if not STAMP.match(line)]
-    return [STAMP.sub("", line) for line in run.log]
 
 
 def test_a_workflows_own_steps_run_as_githubs_runner_runs_them(state, tmp_path):
@@ -368,7 +342,3 @@ def test_jobs_run_after_what_they_need_and_a_rerun_of_failed_jobs_takes_their_de
         "lint": "success",
     }
     assert "build was success" in texts_of(again["always"]) and run.conclusion == "success"
-
-
-def texts_of(job) -> list[str]:
-    return [STAMP.sub("", line) for line in job.log]
