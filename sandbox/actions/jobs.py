@@ -1,7 +1,8 @@
 """A run's life and its jobs' -- mixed into `Actions` (engine.py): the run waits for its concurrency group
 (pending), then each job of the attempt in the file's order, once the jobs it needs have completed: skipped by
 its `if:` (default success() of those jobs), else queued for a runner with its labels and a free slot, run
-(runner.py), completed; the run concludes from the newest execution of each job."""
+(runner.py), completed; a job that calls a reusable workflow becomes that workflow's jobs when it starts. The run
+concludes from the newest execution of each job."""
 
 from __future__ import annotations
 
@@ -209,8 +210,7 @@ def _sibling_failed(run: Run, job: Job) -> bool:
 
 def _result(conclusions: list[str | None]) -> str:
     """`needs.<id>.result` of a job (all of its matrix entries, or all the jobs of the workflow it calls): failure
-    when one failed, cancelled when one was,
-    skipped when all were, else success."""
+    when one failed, cancelled when one was, skipped when all were, else success."""
     if set(conclusions) & {"failure", "timed_out"}:
         return "failure"
     if "cancelled" in conclusions:
