@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox import SandboxState
 from tests.support.workflows import make_repo, run_of, texts, texts_of
 
 CALLER = """\
@@ -83,13 +82,6 @@ jobs:
     steps:
       - run: echo "run was ${{ needs.run.result }}"
 """
-
-
-@pytest.fixture
-def state(tmp_path):
-    state = SandboxState(tmp_path / "gh")
-    yield state
-    state.actions.shutdown()
 
 
 def test_a_called_workflows_jobs_are_named_after_the_caller_and_run_with_its_inputs(state, tmp_path):

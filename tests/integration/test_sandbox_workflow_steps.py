@@ -12,13 +12,11 @@ import re
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from bot.service.backends import step_inputs
 from runners.envs import EnvSpec
 from runners.spec import StepSpec
 from runners.step import RUNNER_PYTHON, Request
-from sandbox import SandboxState, gitstore
+from sandbox import gitstore
 from sandbox.actions.render import render_job
 from sandbox.render import Renderer
 from sandbox.server import run_in_thread
@@ -81,13 +79,6 @@ jobs:
           path: out/
           if-no-files-found: error
 """
-
-
-@pytest.fixture
-def state(tmp_path):
-    state = SandboxState(tmp_path / "gh")
-    yield state
-    state.actions.shutdown()
 
 
 def test_a_workflows_own_steps_run_as_githubs_runner_runs_them(state, tmp_path):
