@@ -17,6 +17,7 @@ from .expressions import ExpressionError, Unsupported, as_string, condition, eva
 __all__ = ["ExpressionError", "Unsupported", "as_string", "condition", "evaluate", "expression"]
 
 MAX_INPUTS = 25
+MAX_MATRIX_JOBS = 256  # "A matrix will generate a maximum of 256 jobs per workflow run" (GitHub docs)
 DEFAULT_TIMEOUT_MINUTES = 360
 UPLOAD_ARTIFACT = "actions/upload-artifact@"
 WORKFLOW_CALL = "workflow_call"
@@ -197,21 +198,56 @@ def needs(job: dict) -> tuple[str, ...]:
 
 
 def matrix_entries(job: dict, ctx: dict) -> list[dict]:
-    """The combinations of a job's `strategy.matrix` (each key a list; the product, in the file's order), or one
-    empty entry without a matrix. `include`/`exclude` and a matrix from an expression are refused (Unsupported)."""
+    """The combinations of a job's `strategy.matrix`, or one empty entry without a matrix (GitHub docs, "Running
+    variations of jobs in a workflow"): the product of its vectors in the file's order; then `exclude` drops every
+    combination an entry matches (a partial match is enough); then each `include` entry is added to every
+    combination whose original values it does not overwrite (values an earlier `include` added may be), or, when
+    it fits none, becomes a combination of its own. At most MAX_MATRIX_JOBS. A matrix that is an expression as a
+    whole is refused (Unsupported)."""
     strategy = job.get("strategy")
     matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
     if matrix is None:
         return [{}]
-    if not isinstance(matrix, dict) or any(k in matrix for k in ("include", "exclude")):
-        raise Unsupported("strategy.matrix with include/exclude or from an expression")
-    entries: list[dict] = [{}]
-    for key, values in matrix.items():
+    if not isinstance(matrix, dict):
+        raise Unsupported("a strategy.matrix from an expression")
+    originals: list[dict] = [{}]
+    vectors = {str(k): v for k, v in matrix.items() if k not in ("include", "exclude")}
+    for key, values in vectors.items():
         values = evaluate(values, ctx)
         if not isinstance(values, list) or not values:
             raise ExpressionError(f"Matrix vector '{key}' does not contain any values")
-        entries = [{**e, str(key): v} for e in entries for v in values]
+        originals = [{**e, key: v} for e in originals for v in values]
+    if not vectors:
+        originals = []
+    excluded, included = (_matrix_list(matrix, name, ctx) for name in ("exclude", "include"))
+    originals = [e for e in originals if not any(all(e.get(k, _ABSENT) == v for k, v in x.items()) for x in excluded)]
+    entries, extra = [dict(e) for e in originals], []
+    for add in included:
+        fits = [e for e, o in zip(entries, originals) if all(o.get(k, v) == v for k, v in add.items())]
+        for entry in fits:
+            entry.update(add)
+        if not fits:
+            extra.append(dict(add))
+    entries += extra
+    if not entries:
+        raise ExpressionError(
+            "Matrix must define at least one vector"
+            if not vectors and not included
+            else "The matrix has no combination left after exclude"
+        )
+    if len(entries) > MAX_MATRIX_JOBS:
+        raise ExpressionError(f"Strategy produced more than {MAX_MATRIX_JOBS} jobs ({len(entries)})")
     return entries
+
+
+_ABSENT = object()
+
+
+def _matrix_list(matrix: dict, name: str, ctx: dict) -> list[dict]:
+    raw = evaluate(matrix.get(name, []), ctx)
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise ExpressionError(f"strategy.matrix.{name} must be a list of mappings")
+    return [{str(k): v for k, v in x.items()} for x in raw]
 
 
 def fail_fast(job: dict) -> bool:

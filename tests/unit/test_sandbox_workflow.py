@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sandbox.actions import workflow as wf
 from sandbox.actions.workflow import ExpressionError, InputError, Unsupported
@@ -229,3 +230,81 @@ def test_step_conditions_wrap_success_unless_they_name_a_status_function():
     assert wf.condition("!cancelled()", failed) and not wf.condition("success()", cancelled)
     with pytest.raises(Unsupported, match="hashFiles"):
         wf.condition("hashFiles('x') != ''", ok)
+
+
+def _entries(matrix_yaml: str) -> list[dict]:
+    return wf.matrix_entries({"strategy": {"matrix": yaml.safe_load(matrix_yaml)}}, {})
+
+
+def test_matrix_include_extends_what_it_does_not_overwrite_else_adds_a_combination():
+    """GitHub docs' own example ("Running variations of jobs in a workflow", expanding or adding matrix
+    configurations), with the result the docs give."""
+    entries = _entries(
+        """\
+fruit: [apple, pear]
+animal: [cat, dog]
+include:
+  - color: green
+  - color: pink
+    animal: cat
+  - fruit: apple
+    shape: circle
+  - fruit: banana
+  - fruit: banana
+    animal: cat
+"""
+    )
+    assert entries == [
+        {"fruit": "apple", "animal": "cat", "color": "pink", "shape": "circle"},
+        {"fruit": "apple", "animal": "dog", "color": "green", "shape": "circle"},
+        {"fruit": "pear", "animal": "cat", "color": "pink"},
+        {"fruit": "pear", "animal": "dog", "color": "green"},
+        {"fruit": "banana"},
+        {"fruit": "banana", "animal": "cat"},
+    ]
+    # an include that fits one original combination extends only it; one that fits none adds a combination
+    assert _entries("os: [windows, ubuntu]\nnode: [14, 16]\ninclude:\n  - {os: windows, node: 16, npm: 6}\n") == [
+        {"os": "windows", "node": 14},
+        {"os": "windows", "node": 16, "npm": 6},
+        {"os": "ubuntu", "node": 14},
+        {"os": "ubuntu", "node": 16},
+    ]
+    assert len(_entries("os: [w, u, m]\nversion: [12, 14, 16]\ninclude:\n  - {os: w, version: 17}\n")) == 10
+    # without vectors, every include entry is a combination of its own
+    assert _entries("include:\n  - {part: 0}\n  - {part: 1, gpu: h100}\n") == [{"part": 0}, {"part": 1, "gpu": "h100"}]
+
+
+def test_matrix_exclude_drops_partial_matches_before_include_adds_back():
+    """GitHub docs: "An excluded configuration only has to be a partial match for it to be excluded" (nine of
+    twelve jobs in their example); "All include combinations are processed after exclude"."""
+    entries = _entries(
+        """\
+os: [macos-latest, windows-latest]
+version: [12, 14, 16]
+environment: [staging, production]
+exclude:
+  - os: macos-latest
+    version: 12
+    environment: production
+  - os: windows-latest
+    version: 16
+"""
+    )
+    assert len(entries) == 9
+    assert {"os": "macos-latest", "version": 12, "environment": "production"} not in entries
+    assert not any(e["os"] == "windows-latest" and e["version"] == 16 for e in entries)
+    back = _entries("a: [1, 2]\nexclude:\n  - {a: 2}\ninclude:\n  - {a: 2, b: x}\n")
+    assert back == [{"a": 1}, {"a": 2, "b": "x"}]
+
+
+def test_a_matrix_github_would_refuse_is_refused():
+    with pytest.raises(ExpressionError, match="256"):
+        _entries("a: " + str(list(range(17))) + "\nb: " + str(list(range(16))) + "\n")  # 272 jobs
+    with pytest.raises(ExpressionError, match="no combination left after exclude"):
+        _entries("a: [1]\nexclude:\n  - {a: 1}\n")
+    with pytest.raises(ExpressionError, match="at least one vector"):
+        _entries("include: []\n")
+    with pytest.raises(ExpressionError, match="list of mappings"):
+        _entries("a: [1]\ninclude: [1, 2]\n")
+    with pytest.raises(Unsupported, match="from an expression"):
+        wf.matrix_entries({"strategy": {"matrix": "${{ fromJSON(needs.plan.outputs.matrix) }}"}}, {})
