@@ -210,15 +210,13 @@ def matrix_entries(job: dict, ctx: dict) -> list[dict]:
         return [{}]
     if not isinstance(matrix, dict):
         raise Unsupported("a strategy.matrix from an expression")
-    originals: list[dict] = [{}]
     vectors = {str(k): v for k, v in matrix.items() if k not in ("include", "exclude")}
+    originals: list[dict] = [{}] if vectors else []
     for key, values in vectors.items():
         values = evaluate(values, ctx)
         if not isinstance(values, list) or not values:
             raise ExpressionError(f"Matrix vector '{key}' does not contain any values")
         originals = [{**e, key: v} for e in originals for v in values]
-    if not vectors:
-        originals = []
     excluded, included = (_matrix_list(matrix, name, ctx) for name in ("exclude", "include"))
     originals = [e for e in originals if not any(all(e.get(k, _ABSENT) == v for k, v in x.items()) for x in excluded)]
     entries, extra = [dict(e) for e in originals], []
