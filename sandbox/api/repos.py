@@ -167,5 +167,6 @@ def collaborator_permission(request: Request, access: Access, state: State, user
         "triage": role in ("admin", "maintain", "write", "triage"),
         "pull": role != "none",
     }
-    user = rr.user(username, "nullable-collaborator", permissions=permissions, role_name=role)
-    return {"permission": permission, "role_name": role, "user": user}
+    role_name = "" if role == "none" else role  # a stranger: permission "none", an empty role_name (REALITY.md)
+    user = rr.user(username, "nullable-collaborator", permissions=permissions, role_name=role_name)
+    return {"permission": permission, "role_name": role_name, "user": user}

@@ -26,7 +26,12 @@ def test_roles_come_from_the_permission_endpoint(sandbox):
     forge = sandbox["forge"]
     assert forge.role("sandbox-maintainer") == "maintain"
     assert forge.role("revert-bisect-bot") == "write"
-    assert forge.role("someone-else") in (None, "read")
+    sandbox["state"].add_user("passer-by")  # a GitHub user without access: 200, permission none, role_name ""
+    assert forge.role("passer-by") is None
+    assert forge.role("no-such-user") is None  # 404
+    sandbox["state"].add_user("reader-1")
+    sandbox["state"].set_permission(sandbox["seeded"].repo, "reader-1", "read")
+    assert forge.role("reader-1") == "read"
 
 
 def test_comment_once_updates_instead_of_duplicating(sandbox):

@@ -242,6 +242,8 @@ def test_statuses_check_runs_and_permissions(sandbox):
     sandbox["state"].add_user("reader", token="sandbox-token-reader")
     sandbox["state"].set_permission(seeded.repo, "reader", "read")
     assert repo.get_collaborator_role_name("reader") == "read"
+    sandbox["state"].add_user("stranger", token="sandbox-token-stranger")  # a GitHub user without access
+    assert (repo.get_collaborator_permission("stranger"), repo.get_collaborator_role_name("stranger")) == ("none", "")
     status_, data = status_of(lambda: repo.get_collaborator_permission("ghost-user"))
     assert status_ == 404 and data["message"] == "Not Found"
     # the read-only user may not write

@@ -104,9 +104,10 @@ class GitHubForge(CiRuns):
         return GitHubActions(self.repo, workflow, self.writes)
 
     def role(self, user: str) -> str | None:
-        """admin | maintain | write | triage | read, or None for a stranger (the only trustworthy check)."""
+        """admin | maintain | write | triage | read (or a custom role's name), or None for a stranger (the only
+        trustworthy check): GitHub answers a user without access with an empty role_name, an unknown one 404."""
         try:
-            return self.repo.get_collaborator_role_name(user)
+            return self.repo.get_collaborator_role_name(user) or None
         except GithubException as exc:
             if exc.status == 404:
                 return None
