@@ -40,12 +40,9 @@ class JobsMixin:
     def _admit(self, run: Run, job: Job) -> bool:
         """The job's expression context (its matrix entry, what it needs, a called workflow's inputs), then its
         `if:` (default success() of the jobs it needs): False when it is skipped (or cancelled) instead."""
-        results = {
-            key.split("/", 1)[1] if job.call else key: _result(
-                [j.conclusion for j in run.latest_jobs() if j.answers_to(key)]
-            )
-            for key in job.needs
-        }
+        latest = run.latest_jobs()
+        needed = {key: [j for j in latest if j.answers_to(key)] for key in job.needs}
+        results = {key: _result([j.conclusion for j in jobs]) for key, jobs in needed.items()}
         entries = list(dict.fromkeys(j.name for j in run.jobs if j.key == job.key))  # its matrix's, in order
         job.context = {
             **run.context,
@@ -53,7 +50,13 @@ class JobsMixin:
             "runner": {**run.context["runner"], "temp": str(self._temp(job))},
             "matrix": dict(job.matrix),
             "strategy": {"job-index": entries.index(job.name), "job-total": len(entries), "fail-fast": True},
-            "needs": {key: {"result": result, "outputs": {}} for key, result in results.items()},
+            "needs": {  # a called job's needs name its siblings by their ids in the called file
+                key.split("/", 1)[1] if job.call else key: {
+                    "result": results[key],
+                    "outputs": _outputs([j for j in jobs if j.key == key]),  # a caller's jobs' outputs are not its
+                }
+                for key, jobs in needed.items()
+            },
             "job": {"status": _needs_status(results.values(), run.cancel_requested)},
         }
         if job.call is not None:
@@ -206,6 +209,15 @@ def _sibling_failed(run: Run, job: Job) -> bool:
         j.key == job.key and j is not job and j.attempt == job.attempt and j.conclusion in ("failure", "timed_out")
         for j in run.jobs
     )
+
+
+def _outputs(jobs: list[Job]) -> dict[str, str]:
+    """`needs.<id>.outputs`: the job's outputs; of a matrix, each output as the last entry that set it left it (the
+    entries run one after another here). A called workflow's outputs (`on.workflow_call.outputs`) are not emulated."""
+    out: dict[str, str] = {}
+    for job in jobs:
+        out.update({k: v for k, v in job.outputs.items() if v})
+    return out
 
 
 def _result(conclusions: list[str | None]) -> str:

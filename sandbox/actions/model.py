@@ -96,6 +96,7 @@ class Job:
     masks: list[str] = field(default_factory=list, repr=False)  # values the log shows as *** (secrets, token)
     context: dict = field(default_factory=dict, repr=False)  # the expression context (matrix, needs)
     call: Call | None = None  # the call that made it, for a job of a reusable workflow
+    outputs: dict[str, str] = field(default_factory=dict)  # its `outputs:`, evaluated when it ended
 
     @property
     def own_key(self) -> str:

@@ -101,6 +101,7 @@ class RunnerMixin:
                 minute_s=self.minute_s,
             )
             conclusion = steps.run_all([s if isinstance(s, dict) else {"run": None, "invalid": s} for s in raw])
+            job.outputs = steps.outputs()
         except Exception as exc:  # noqa: BLE001 -- the runner itself failed: say so in the log
             self._line(job, f"##[error]Runner error: {exc}")
             conclusion = "cancelled" if run.cancel_requested else "failure"

@@ -160,6 +160,24 @@ class JobSteps:
                 self.status = "cancelled"
         return self.conclusion()
 
+    def outputs(self) -> dict[str, str]:
+        """The job's `outputs:`, evaluated at its end with its steps' context (GitHub docs, "Passing information
+        between jobs"): strings; one that fails to evaluate is left out with a warning, and so is one holding a
+        secret ("Outputs containing secrets are redacted on the runner and not sent to GitHub Actions")."""
+        declared = self.job.get("outputs")
+        out: dict[str, str] = {}
+        for name, raw in declared.items() if isinstance(declared, dict) else ():
+            try:
+                value = ex.as_string(ex.evaluate(raw, self.ctx))
+            except (ex.ExpressionError, ex.Unsupported) as exc:
+                self.line(f"##[warning]Output {name}: {_expression_message(exc)}")
+                continue
+            if any(secret and secret in value for secret in self.record.masks):
+                self.line(f"##[warning]Skip output '{name}' since it may contain secret.")
+                continue
+            out[str(name)] = value
+        return out
+
     def cleanup(self) -> None:
         for path in self.checkouts:
             gitstore.git(self.repo_path, "worktree", "remove", "--force", str(path), check=False)

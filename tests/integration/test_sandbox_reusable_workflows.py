@@ -211,3 +211,77 @@ jobs:
     run = run_of(state, "o/nested", "n.yml", {})
     assert (run.conclusion, run.latest_jobs()) == ("failure", [])
     assert any("a reusable workflow that calls another" in line for line in run.log), run.log
+
+
+SGLANG_SHAPED = """\
+name: PR Test Base
+on: workflow_dispatch
+jobs:
+  check-changes:
+    runs-on: [self-hosted]
+    outputs:
+      partitions: ${{ steps.plan.outputs.partitions }}
+      leak: ${{ secrets.DEPLOY_TOKEN }}
+    steps:
+      - id: plan
+        run: |
+          echo 'partitions={"stage-a": {"arr": [0, 1, 2], "max_parallel": 3}}' >> "$GITHUB_OUTPUT"
+  stage-a:
+    needs: [check-changes]
+    uses: ./.github/workflows/_pr-test-stage.yml
+    with:
+      self_name: stage-a
+      partitions: ${{ needs.check-changes.outputs.partitions }}
+  report:
+    needs: [check-changes, stage-a]
+    runs-on: [self-hosted]
+    steps:
+      - run: echo "leak=[${{ needs.check-changes.outputs.leak }}] stage-a=${{ needs.stage-a.result }}"
+"""
+
+SGLANG_STAGE = """\
+name: PR Test Stage
+on:
+  workflow_call:
+    inputs:
+      self_name:
+        type: string
+        required: true
+      partitions:
+        type: string
+        required: true
+jobs:
+  run:
+    name: ${{ inputs.self_name }} (${{ matrix.partition }})
+    strategy:
+      fail-fast: false
+      max-parallel: ${{ fromJson(inputs.partitions)[inputs.self_name].max_parallel }}
+      matrix:
+        partition: ${{ fromJson(inputs.partitions)[inputs.self_name].arr }}
+    runs-on: [self-hosted]
+    steps:
+      - run: echo "partition ${{ matrix.partition }} of ${{ strategy.job-total }}"
+"""
+
+
+def test_sglangs_partitions_flow_from_a_jobs_outputs_through_the_call_into_the_matrix(state, tmp_path):
+    """SGLang's pattern (pr-test.yml, _pr-test-stage.yml): check-changes writes the partitions as a job output
+    (`GITHUB_OUTPUT`, `jobs.<id>.outputs`), each stage passes it on in `with:`, and the called job's matrix is
+    `fromJson(inputs.partitions)[inputs.self_name].arr`. An output holding a secret is not passed on (GitHub docs,
+    "Passing information between jobs")."""
+    state.actions.secrets = {"DEPLOY_TOKEN": "s3cr3t-value"}
+    files = {".github/workflows/pr-test.yml": SGLANG_SHAPED, ".github/workflows/_pr-test-stage.yml": SGLANG_STAGE}
+    make_repo(state, tmp_path, "o/sglang-shaped", files)
+    run = run_of(state, "o/sglang-shaped", "pr-test.yml", {})
+    jobs = {j.name: j for j in run.latest_jobs()}
+    assert list(jobs) == [
+        "check-changes",
+        "stage-a / stage-a (0)",
+        "stage-a / stage-a (1)",
+        "stage-a / stage-a (2)",
+        "report",
+    ]
+    assert run.conclusion == "success", texts(run)
+    assert "partition 2 of 3" in texts_of(jobs["stage-a / stage-a (2)"])
+    assert "leak=[] stage-a=success" in texts_of(jobs["report"])
+    assert "##[warning]Skip output 'leak' since it may contain secret." in texts_of(jobs["check-changes"])
