@@ -45,6 +45,7 @@ class WorkflowSpec:
     triggers: tuple[str, ...]
     inputs: dict[str, Input] = field(default_factory=dict)  # of workflow_dispatch
     call_inputs: dict[str, Input] = field(default_factory=dict)  # of workflow_call (a reusable workflow)
+    call_outputs: bool = False  # it declares on.workflow_call.outputs (not emulated)
     job_id: str | None = None  # the first job
     job: dict = field(default_factory=dict)
     jobs: dict[str, dict] = field(default_factory=dict)  # every job, in the file's order
@@ -80,6 +81,7 @@ def parse(text: str) -> WorkflowSpec | None:
         triggers=triggers,
         inputs=_inputs(dispatch),
         call_inputs=_inputs(call),
+        call_outputs=isinstance(call, dict) and bool(call.get("outputs")),
         job_id=None if job_id is None else str(job_id),
         job=job,
         jobs={str(k): (v if isinstance(v, dict) else {}) for k, v in jobs.items()},
@@ -284,7 +286,7 @@ def called_path(uses: str) -> str:
 def check_call(path: str, called: WorkflowSpec | None, job: dict) -> None:
     """What makes a call invalid before the run starts (ExpressionError; Unsupported for what the sandbox does not
     emulate): a file that is not a reusable workflow (no `on: workflow_call`), `with:` keys it does not declare,
-    a matrix of calls, a reusable workflow that calls another."""
+    a matrix of calls, a reusable workflow that calls another or declares outputs."""
     if called is None:
         raise ExpressionError(f"{path} is not a reusable workflow: the run's commit has no such file (or not YAML)")
     if WORKFLOW_CALL not in called.triggers:
@@ -299,6 +301,8 @@ def check_call(path: str, called: WorkflowSpec | None, job: dict) -> None:
         raise Unsupported("a strategy.matrix of reusable workflow calls")
     if any(uses(decl) is not None for decl in called.jobs.values()):
         raise Unsupported(f"a reusable workflow that calls another ({path})")
+    if called.call_outputs:
+        raise Unsupported(f"the outputs of a reusable workflow (on.workflow_call.outputs of {path})")
 
 
 def call_inputs(called: WorkflowSpec, given: dict) -> dict[str, Any]:

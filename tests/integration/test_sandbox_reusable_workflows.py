@@ -190,7 +190,8 @@ jobs:
 
 
 def test_what_the_sandbox_does_not_emulate_is_refused_not_guessed(state, tmp_path):
-    """Another repository's reusable workflow, and a called workflow that calls another: refused loudly."""
+    """Another repository's reusable workflow, a called workflow that calls another, and one that declares outputs
+    (not emulated: they would read as empty): refused loudly."""
     caller = """\
 name: Calls
 on: workflow_dispatch
@@ -211,6 +212,16 @@ jobs:
     run = run_of(state, "o/nested", "n.yml", {})
     assert (run.conclusion, run.latest_jobs()) == ("failure", [])
     assert any("a reusable workflow that calls another" in line for line in run.log), run.log
+
+    with_outputs = STAGE.replace(
+        "env:\n", "    outputs:\n      first:\n        value: ${{ jobs.run.outputs.x }}\nenv:\n", 1
+    )
+    make_repo(
+        state, tmp_path, "o/outputs", {".github/workflows/o.yml": caller, ".github/workflows/_stage.yml": with_outputs}
+    )
+    run = run_of(state, "o/outputs", "o.yml", {})
+    assert (run.conclusion, run.latest_jobs()) == ("failure", [])
+    assert any("the outputs of a reusable workflow" in line for line in run.log), run.log
 
 
 SGLANG_SHAPED = """\
