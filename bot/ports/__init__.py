@@ -227,12 +227,6 @@ Relanded = Callable[[str, str], "bool | None"]
 # the revert bases ((repository, culprit) -> the head the revert was made on) -> who answers for them
 RelandedReader = Callable[[dict[tuple[str, str], str]], Relanded]
 
-
-def nothing_relanded(bases: dict[tuple[str, str], str]) -> Relanded:
-    """A RelandedReader with no clones to look in: every answer is "cannot tell"."""
-    return lambda repo, culprit: None
-
-
 # -- a webhook about a workflow run (the router hands it to the dispatch backend: bot.adapters.dispatch.actions) --
 
 

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bot.domain import trust
 from bot.domain.bisect.model import Status
-from bot.ports import RelandedReader, nothing_relanded
+from bot.ports import RelandedReader
 from bot.ports.store import PHASES, DashboardReads, FlakeCounts, HoldLog, ParkedJobs
 from bot.web import auth
 from bot.web.chart import render_svg
@@ -265,7 +265,7 @@ def install(
     queue: ParkedJobs,
     holds: HoldLog,
     flakes: FlakeCounts,
-    relanded: RelandedReader = nothing_relanded,
+    relanded: RelandedReader,
 ) -> None:
     """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API on the app, reading the store
     through its ports (bot.ports.store; the app factory passes bot.adapters.store's) and whether reverted culprits
