@@ -241,11 +241,19 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
         return run
 
     def _execution(
-        self, run: Run, key: str, name: str, spec: dict, matrix: dict, needs: tuple[str, ...], call: Call | None = None
+        self,
+        run: Run,
+        key: str,
+        name: str,
+        spec: dict,
+        matrix: dict,
+        needs: tuple[str, ...],
+        call: Call | None = None,
+        before: Job | None = None,
     ) -> Job:
-        """A new execution of a job in the run's newest attempt (under the lock)."""
+        """A new execution of a job in the run's newest attempt (under the lock), listed last or `before` a job."""
         job = Job(self.state.new_id(), run.id, key, name, run.attempt, spec, dict(matrix), needs, call=call)
-        run.jobs.append(job)
+        run.jobs.insert(run.jobs.index(before) if before is not None else len(run.jobs), job)
         self.jobs[job.id] = run.id
         return job
 
@@ -314,7 +322,8 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
                 for key, decl in spec.jobs.items():
                     if (uses := wfspec.uses(decl)) is not None:  # its jobs are made when it starts (jobs.py)
                         path = wfspec.called_path(uses)
-                        wfspec.check_call(path, self.called(repo, run, path), decl)
+                        called = run.called.get(path) or self._read_called(repo, run, path)  # read once a run
+                        run.called[path] = wfspec.check_call(path, called, decl)
                         name = wfspec.job_name(key, decl, {}, run.context)
                         self._execution(run, key, name, decl, {}, wfspec.needs(decl))
                         continue
@@ -340,7 +349,7 @@ class Actions(JobsMixin, RunnerMixin, OutboxMixin):
             minutes = wfspec.timeout_minutes(wfspec.evaluate(job.spec.get("timeout-minutes"), ctx))
             job.timeout, job.timeout_text = minutes * self.minute_s, f"{wfspec.as_string(minutes)} minutes"
 
-    def called(self, repo: Repo, run: Run, path: str) -> wfspec.WorkflowSpec | None:
+    def _read_called(self, repo: Repo, run: Run, path: str) -> wfspec.WorkflowSpec | None:
         """The reusable workflow `path` as it is at the run's commit (None: no such file, or not YAML)."""
         text = gitstore.git(repo.path, "show", f"{run.head_sha}:{path}", check=False)
         return wfspec.parse(text) if text else None

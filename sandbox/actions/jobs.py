@@ -79,43 +79,31 @@ class JobsMixin:
         its matrix entries apart -- made now with the call's inputs (`with:`, which may read `needs`), and run."""
         if not self._admit(run, caller):
             return
-        path = wfspec.called_path(wfspec.uses(caller.spec) or "")
+        called = run.called[wfspec.called_path(wfspec.uses(caller.spec) or "")]  # read and checked when planned
         try:
-            called = self.called(self.state.repo(run.repo), run, path)
-            if called is None:
-                raise wfspec.ExpressionError(f"{path} is gone from the run's commit")
             given = wfspec.evaluate(caller.spec.get("with") or {}, caller.context)
-            call = Call(caller.key, path, wfspec.call_inputs(called, given), dict(called.env))
+            call = Call(caller.key, wfspec.call_inputs(called, given), dict(called.env))
             ctx = {**run.context, "inputs": call.inputs}
-            plan = [
-                (key, decl, matrix, f"{caller.name} / {wfspec.job_name(key, decl, matrix, ctx)}")
+            plan = [  # (key, name, spec, matrix entry, needs), a called job's needs naming its siblings
+                (
+                    f"{caller.key}/{key}",
+                    f"{caller.name} / {wfspec.job_name(key, decl, matrix, ctx)}",
+                    decl,
+                    matrix,
+                    tuple(f"{caller.key}/{n}" for n in wfspec.needs(decl)),
+                )
                 for key, decl in called.jobs.items()
                 for matrix in wfspec.matrix_entries(decl, ctx)
             ]
-            with self.lock:
-                made = [
-                    self._execution(
-                        run,
-                        f"{caller.key}/{key}",
-                        name,
-                        decl,
-                        matrix,
-                        tuple(f"{caller.key}/{n}" for n in wfspec.needs(decl)),
-                        call,
-                    )
-                    for key, decl, matrix, name in plan
-                ]
+            with self.lock:  # GitHub lists the called jobs in the caller's place
+                made = [self._execution(run, *job, call, before=caller) for job in plan]
                 try:
                     for job in made:
                         self._shape(job, ctx)
                 except wfspec.ExpressionError:
                     self._drop(run, made)
                     raise
-                for job in made:  # GitHub lists the called jobs in the caller's place
-                    run.jobs.remove(job)
-                at = run.jobs.index(caller)
-                run.jobs[at : at + 1] = made
-                self.jobs.pop(caller.id, None)
+                self._drop(run, [caller])
         except (wfspec.ExpressionError, wfspec.Unsupported) as exc:
             self._line(caller, f"##[error]{exc}")
             self._skip(run, caller, "failure")
@@ -212,8 +200,9 @@ def _sibling_failed(run: Run, job: Job) -> bool:
 
 
 def _outputs(jobs: list[Job]) -> dict[str, str]:
-    """`needs.<id>.outputs`: the job's outputs; of a matrix, each output as the last entry that set it left it (the
-    entries run one after another here). A called workflow's outputs (`on.workflow_call.outputs`) are not emulated."""
+    """`needs.<id>.outputs`: the job's outputs; of a matrix, combined from all its entries ("When using a matrix,
+    job outputs will be combined from all jobs inside the matrix", GitHub docs), an output two entries set as the
+    last one left it (they run one after another here)."""
     out: dict[str, str] = {}
     for job in jobs:
         out.update({k: v for k, v in job.outputs.items() if v})

@@ -60,7 +60,6 @@ class Call:
     caller's file -- the called workflow's `inputs` and `env:` (the `github` context stays the caller's)."""
 
     caller: str  # the calling job's id in the caller's file
-    path: str  # the called file
     inputs: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
 
@@ -151,6 +150,8 @@ class Run:
     cancel_requested: bool = False
     group: str | None = None  # concurrency group (lower case)
     context: dict = field(default_factory=dict, repr=False)  # the run's expression context
+    # the reusable workflows its jobs call, by path, as read from its commit when it was planned
+    called: dict[str, wfspec.WorkflowSpec] = field(default_factory=dict, repr=False)
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def latest_jobs(self, attempt: int | None = None) -> list[Job]:

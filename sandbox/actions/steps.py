@@ -173,7 +173,7 @@ class JobSteps:
                 self.line(f"##[warning]Output {name}: {_expression_message(exc)}")
                 continue
             if any(secret and secret in value for secret in self.record.masks):
-                self.line(f"##[warning]Skip output '{name}' since it may contain secret.")
+                self.line(f"##[warning]Skip output {name} since it may contain secret.")  # GitHub docs' words
                 continue
             out[str(name)] = value
         return out

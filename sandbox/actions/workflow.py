@@ -138,15 +138,22 @@ def typed_inputs(spec: WorkflowSpec | None, inputs: dict[str, str]) -> dict[str,
     """The `inputs` context: booleans and numbers typed as declared (`github.event.inputs` keeps strings)."""
     out: dict[str, Any] = dict(inputs)
     for name, decl in (spec.inputs if spec else {}).items():
-        value = inputs.get(name)
-        if decl.type == "boolean":
-            out[name] = value == "true"
-        elif decl.type == "number" and value is not None:
-            try:
-                out[name] = number(float(value))
-            except ValueError:
-                pass
+        if decl.type in ("boolean", "number") and (value := _from_text(decl, inputs.get(name))) is not None:
+            out[name] = value
     return out
+
+
+def _from_text(decl: Input, text: str | None) -> Any:
+    """An input's text (given to a dispatch, or a declared default) as its declared type: a boolean is whether it
+    is "true"; a number's text that is not one stays text."""
+    if decl.type == "boolean":
+        return text == "true"
+    if decl.type == "number" and text is not None:
+        try:
+            return number(float(text))
+        except ValueError:
+            return text
+    return text
 
 
 # -- a run's plan, evaluated --
@@ -283,10 +290,10 @@ def called_path(uses: str) -> str:
     raise Unsupported(f"a reusable workflow other than one of this commit's .github/workflows ({uses})")
 
 
-def check_call(path: str, called: WorkflowSpec | None, job: dict) -> None:
+def check_call(path: str, called: WorkflowSpec | None, job: dict) -> WorkflowSpec:
     """What makes a call invalid before the run starts (ExpressionError; Unsupported for what the sandbox does not
     emulate): a file that is not a reusable workflow (no `on: workflow_call`), `with:` keys it does not declare,
-    a matrix of calls, a reusable workflow that calls another or declares outputs."""
+    a matrix of calls, a reusable workflow that calls another or declares outputs. The called workflow, when valid."""
     if called is None:
         raise ExpressionError(f"{path} is not a reusable workflow: the run's commit has no such file (or not YAML)")
     if WORKFLOW_CALL not in called.triggers:
@@ -303,6 +310,7 @@ def check_call(path: str, called: WorkflowSpec | None, job: dict) -> None:
         raise Unsupported(f"a reusable workflow that calls another ({path})")
     if called.call_outputs:
         raise Unsupported(f"the outputs of a reusable workflow (on.workflow_call.outputs of {path})")
+    return called
 
 
 def call_inputs(called: WorkflowSpec, given: dict) -> dict[str, Any]:
@@ -313,20 +321,13 @@ def call_inputs(called: WorkflowSpec, given: dict) -> dict[str, Any]:
         if decl.name in given:
             value = given[decl.name]
         elif decl.default is not None:
-            value = {"boolean": decl.default == "true", "number": _number(decl.default)}.get(decl.type, decl.default)
+            value = _from_text(decl, decl.default)
         elif decl.required:
             raise ExpressionError(f"Input {decl.name} is required, but not provided while calling.")
         else:
             value = {"boolean": False, "number": 0}.get(decl.type, "")
         out[decl.name] = _typed(decl, value)
     return out
-
-
-def _number(text: str) -> Any:
-    try:
-        return number(float(text))
-    except ValueError:
-        return text  # reported by _typed
 
 
 def _typed(decl: Input, value: Any) -> Any:

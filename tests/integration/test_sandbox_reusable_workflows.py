@@ -88,7 +88,10 @@ def test_a_called_workflows_jobs_are_named_after_the_caller_and_run_with_its_inp
     make_repo(
         state, tmp_path, "o/calls", {".github/workflows/pr-test.yml": CALLER, ".github/workflows/_stage.yml": STAGE}
     )
+    reads, read = [], state.actions._read_called
+    state.actions._read_called = lambda repo, run, path: reads.append(path) or read(repo, run, path)
     run = run_of(state, "o/calls", "pr-test.yml", {})
+    assert reads == [".github/workflows/_stage.yml"]  # two calls of one file: read once, when the run was planned
     jobs = {j.name: j for j in run.latest_jobs()}
     assert list(jobs) == [
         "check",
@@ -295,4 +298,4 @@ def test_sglangs_partitions_flow_from_a_jobs_outputs_through_the_call_into_the_m
     assert run.conclusion == "success", texts(run)
     assert "partition 2 of 3" in texts_of(jobs["stage-a / stage-a (2)"])
     assert "leak=[] stage-a=success" in texts_of(jobs["report"])
-    assert "##[warning]Skip output 'leak' since it may contain secret." in texts_of(jobs["check-changes"])
+    assert "##[warning]Skip output leak since it may contain secret." in texts_of(jobs["check-changes"])
