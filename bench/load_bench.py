@@ -46,7 +46,7 @@ import tables  # noqa: E402  (bench/tables.py, beside this script)
 
 from bot.adapters.store.db import connect  # noqa: E402
 from bot.ingress.webhooks.signature import sign  # noqa: E402
-from runners.probes.server import free_port  # noqa: E402
+from sandbox.net import free_port  # noqa: E402
 
 COMMAND = "python " + shlex.join(["bench/load_bench.py", *sys.argv[1:]])
 HOOKS = ROOT / "tests" / "fixtures" / "github" / "webhooks"

@@ -3,7 +3,11 @@
     {"schema": 1, "step_id": 17, "sha": "...", "verdict": "good|bad|skip|infra", "exit_code": 1,
      "infra_reason": null, "metric": {"name": "avg_kl_div", "value": 0.0065, "threshold": 0.002},
      "duration_s": 412.3, "runner": "gpu-h100-07", "log_tail": "...", "env_key": "...",
-     "env_reused": true, "started_at": "...", "finished_at": "..."}
+     "env_reused": true, "started_at": "...", "finished_at": "...",
+     "cases": [{"case": "TestX.test_y", "outcome": "good|bad|skip|infra", "metric": 0.0004, "why": null}]}
+
+`cases` (optional): one entry per test case when the step ran the repository's own test (runners.testrun), each
+with its own metric reading.
 
 `verdict` is the runner's reading of the exit code alone (git bisect run's meanings); the bot
 classifies again with the policy's metric rule and the calibrated boundary, which only it knows.
@@ -15,7 +19,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from runners.spec import StepResult
+from runners.spec import CaseResult, StepResult
 
 SCHEMA = 1
 LOG_TAIL_CHARS = 4000
@@ -53,6 +57,8 @@ def to_json(result: StepResult, metric_name: str | None = None, threshold: float
         "started_at": result.started_at.isoformat(),
         "finished_at": result.finished_at.isoformat(),
     }
+    if result.cases:
+        data["cases"] = [{"case": c.case, "outcome": c.outcome, "metric": c.metric, "why": c.why} for c in result.cases]
     return validate(data)
 
 
@@ -77,6 +83,7 @@ def from_json(data: Any, step_id: int | None = None, sha: str | None = None) -> 
         _time(data["finished_at"]),
         data["env_key"],
         data["env_reused"],
+        tuple(CaseResult(c["case"], c["outcome"], c["metric"], c["why"]) for c in data.get("cases") or ()),
     )
 
 
@@ -125,7 +132,26 @@ def validate(data: Any) -> dict[str, Any]:
             raise ResultError(f"result.json: metric value {value!r} is not a finite number")
     for key in ("started_at", "finished_at"):
         _time(data[key])
+    _check_cases(data.get("cases"))
     return data
+
+
+def _check_cases(cases: Any) -> None:
+    if cases is None:
+        return
+    if not isinstance(cases, list):
+        raise ResultError("result.json: cases is not a list")
+    for case in cases:
+        if not isinstance(case, dict) or not isinstance(case.get("case"), str):
+            raise ResultError(f"result.json: a case without a name: {case!r}")
+        name, value = case["case"], case.get("metric")
+        if case.get("outcome") not in ("good", "bad", "skip", "infra"):
+            raise ResultError(f"result.json: case {name}: outcome {case.get('outcome')!r} is not a verdict")
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if value is not None and not number:
+            raise ResultError(f"result.json: case {case['case']}: metric {value!r} is not a finite number")
+        if not isinstance(case.get("why"), (str, type(None))):
+            raise ResultError(f"result.json: case {case['case']}: why is not text")
 
 
 def _time(text: str) -> datetime:

@@ -24,6 +24,99 @@ class RevertOf:
 
 
 @dataclass(frozen=True)
+class TestRun:
+    """The repository's own test, as its CI runs it: `python <file> [args] <cases>` from `cwd` (unittest), or
+    `python -m pytest <file>::<case> [args]` (pytest), in the commit's tree, with CI's environment.
+
+    `cases` narrows the run to what failed on the red run (unittest `Class` / `Class.method`, pytest node ids
+    below the file, `Class::method`); empty runs the whole file. `transplant_from`: a commit whose copy of the
+    file replaces the tested commit's when that one lacks it or the cases (the policy's `missing: transplant`)."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    framework: str  # "unittest" | "pytest"
+    file: str  # relative to cwd
+    cwd: str = "."  # relative to the repository root
+    python: str = "python3"
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cases: tuple[str, ...] = ()
+    transplant_from: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "framework": self.framework,
+            "file": self.file,
+            "cwd": self.cwd,
+            "python": self.python,
+            "args": list(self.args),
+            "env": dict(self.env),
+            "cases": list(self.cases),
+            "transplant_from": self.transplant_from,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> TestRun:
+        framework = data["framework"]
+        if framework not in ("unittest", "pytest"):
+            raise ValueError(f"test_run.framework {framework!r} is not unittest or pytest")
+        env = data.get("env") or {}
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise ValueError("test_run.env must map names to strings")
+        return cls(
+            framework,
+            str(data["file"]),
+            str(data.get("cwd") or "."),
+            str(data.get("python") or "python3"),
+            tuple(str(a) for a in data.get("args") or ()),
+            tuple(sorted(env.items())),
+            tuple(str(c) for c in data.get("cases") or ()),
+            data.get("transplant_from"),
+        )
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the runner must hold before the test may start: GPUs of its own (idle within a bounded wait), models
+    in its Hugging Face cache, data files. A missing one is an infra result that names what to provision."""
+
+    gpus: int = 0
+    gpu_idle_timeout_s: float = 1800.0
+    hf_models: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    hf_datasets: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {
+            "gpus": self.gpus,
+            "gpu_idle_timeout_s": self.gpu_idle_timeout_s,
+            "hf_models": list(self.hf_models),
+            "files": list(self.files),
+            "hf_datasets": list(self.hf_datasets),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Needs:
+        return cls(
+            int(data.get("gpus") or 0),
+            float(data.get("gpu_idle_timeout_s") or 1800.0),
+            tuple(str(m) for m in data.get("hf_models") or ()),
+            tuple(str(f) for f in data.get("files") or ()),
+            tuple(str(d) for d in data.get("hf_datasets") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One test case of a step's run: `good`, `bad`, `skip` (did not run, with why) and its own metric reading."""
+
+    case: str
+    outcome: str
+    metric: float | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
 class StepSpec:
     step_id: int
     sha: str
@@ -34,6 +127,9 @@ class StepSpec:
     revert: RevertOf | None = None  # set for HEAD + revert (A/B): `sha` exists only where the bot made it
     env_spec: EnvSpec | None = None  # an environment keyed by the commit's pins, else the runner's own
     ref: str | None = None  # recorded before dispatch: how the backend finds this step's run again after a restart
+    test: TestRun | None = None  # the repository's own test (then `command` is derived from it, see runners.testrun)
+    needs: Needs | None = None
+    higher_is_worse: bool = True  # which way a case's metric is worse, when the step reports the worst case's
 
 
 @dataclass(frozen=True)
@@ -50,6 +146,7 @@ class StepResult:
     finished_at: datetime
     env_key: str | None = None
     env_reused: bool = False
+    cases: tuple[CaseResult, ...] = ()  # per test case, when the step ran the repository's own test
 
 
 class Backend(Protocol):

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 import sys
 import time
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from runners import gpus, preflight, testrun
 from runners import result as result_json
 from runners.envs import EnvCache, EnvError, EnvSpec
 from runners.git import checkout as git_checkout
@@ -42,7 +44,7 @@ from runners.git import git_auth, has_commit, revert_into, sync_clone
 from runners.git import run as git_run
 from runners.metric import compile_metric_regex, metric_from_file, metric_from_output
 from runners.proc import run_logged
-from runners.spec import RevertOf, StepResult, StepSpec
+from runners.spec import CaseResult, Needs, RevertOf, StepResult, StepSpec, TestRun
 from runners.worktrees import acquire
 
 SPEC_SCHEMA = 1
@@ -80,6 +82,9 @@ class Request:
             "metric": {"name": self.metric_name, "threshold": self.threshold},
             "revert": None if s.revert is None else {"culprit": s.revert.culprit, "onto": s.revert.onto},
             "env": None if s.env_spec is None else s.env_spec.to_json(),
+            "test_run": None if s.test is None else s.test.to_json(),
+            "needs": None if s.needs is None else s.needs.to_json(),
+            "higher_is_worse": s.higher_is_worse,
         }
 
     @classmethod
@@ -92,9 +97,12 @@ class Request:
                 "install the bot's version on this runner"
             )
         try:
-            command = data["command"]
-            if not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
-                raise SpecError("command must be a non-empty list of strings")
+            command = data.get("command") or []
+            test = None if data.get("test_run") is None else TestRun.from_json(data["test_run"])
+            if not (isinstance(command, list) and all(isinstance(a, str) for a in command)):
+                raise SpecError("command must be a list of strings")
+            if not command and test is None:
+                raise SpecError("the step spec has neither a command nor a test_run")
             sha = _sha(data["sha"], "sha")
             revert = data.get("revert")
             metric = data.get("metric") or {}
@@ -108,6 +116,9 @@ class Request:
                 if revert is None
                 else RevertOf(_sha(revert["culprit"], "revert.culprit"), _sha(revert["onto"], "revert.onto")),
                 env_spec=None if data.get("env") is None else EnvSpec.from_json(data["env"]),
+                test=test,
+                needs=None if data.get("needs") is None else Needs.from_json(data["needs"]),
+                higher_is_worse=bool(data.get("higher_is_worse", True)),
             )
             return cls(
                 str(data["repository"]),
@@ -143,7 +154,7 @@ def run_in_tree(
         with open(log_path, "a") as f:
             f.write(text.rstrip("\n") + "\n")
 
-    def finish(exit_code: int | None, infra: str | None, metric: float | None = None, env=None) -> StepResult:
+    def finish(exit_code: int | None, infra: str | None, metric: float | None = None, env=None, cases=()) -> StepResult:
         tail = log_path.read_text(errors="replace")[-result_json.LOG_TAIL_CHARS :] if log_path.exists() else ""
         return StepResult(
             spec.step_id,
@@ -158,6 +169,7 @@ def run_in_tree(
             datetime.now(UTC),
             env.key if env else None,
             bool(env and env.reused),
+            tuple(cases),
         )
 
     checkout(tree, spec, log)
@@ -180,12 +192,57 @@ def run_in_tree(
             "REVERT_BISECT_STEP_ID": str(spec.step_id),
         }
     )
-    argv = [sys.executable if a == RUNNER_PYTHON else a for a in spec.command]
-    done = run_logged(argv, tree, variables, spec.timeout_s, log_path, pidfile, started)
-    metric = metric_from_file(probe_result)
-    if metric is None and spec.metric_regex:
-        metric = metric_from_output(log_path.read_text(errors="replace"), compile_metric_regex(spec.metric_regex))
-    return finish(done.code, done.infra, metric, env)
+    if spec.test is None:
+        argv = [sys.executable if a == RUNNER_PYTHON else a for a in spec.command]
+        done = run_logged(argv, tree, variables, spec.timeout_s, log_path, pidfile, started)
+        metric = metric_from_file(probe_result)
+        if metric is None and spec.metric_regex:
+            metric = metric_from_output(log_path.read_text(errors="replace"), compile_metric_regex(spec.metric_regex))
+        return finish(done.code, done.infra, metric, env)
+    return _own_test(spec, spec.test, tree, variables, log_path, log, finish, pidfile, started, env)
+
+
+def _own_test(spec: StepSpec, run: TestRun, tree, variables, log_path: Path, log, finish, pidfile, started, env):
+    """The repository's own test (runners.testrun): its plan at this commit, what the runner must hold, GPUs of its
+    own, the run, then a verdict per case."""
+    plan = testrun.plan(run, tree, transplant=run.transplant_from is not None)
+    if plan.missing:
+        log(f"revert-bisect: untestable here: {plan.missing}")
+        return finish(125, None, None, env, [CaseResult(c, testrun.SKIP, None, plan.missing) for c in run.cases])
+    if plan.transplanted:
+        log(f"revert-bisect: {run.file} taken from {run.transplant_from} (policy: missing: transplant)")
+    needs = spec.needs or Needs()
+    variables.update(testrun.env_of(run, needs))
+    lacking = preflight.missing(needs, variables, tree)
+    if lacking:
+        log("revert-bisect: the runner lacks what the test needs: " + "; ".join(lacking))
+        return finish(None, "; ".join(lacking), None, env)
+    held = None
+    if needs.gpus:
+        try:
+            held = gpus.assign(needs.gpus, variables, needs.gpu_idle_timeout_s, log)
+        except gpus.GpuError as exc:
+            log(f"revert-bisect: {exc}")
+            return finish(None, str(exc), None, env)
+        variables["CUDA_VISIBLE_DEVICES"] = held.visible
+        log(f"revert-bisect: GPUs {held.visible} (CUDA_VISIBLE_DEVICES)")
+    log(f"revert-bisect: running in {plan.cwd.relative_to(tree)}: {' '.join(plan.argv)}")
+    at = log_path.stat().st_size
+    try:
+        done = run_logged(plan.argv, plan.cwd, variables, spec.timeout_s, log_path, pidfile, started)
+    finally:
+        if held is not None:
+            held.release()
+    with open(log_path, "rb") as f:
+        f.seek(at)
+        output = f.read().decode(errors="replace")
+    regex = compile_metric_regex(spec.metric_regex) if spec.metric_regex else None
+    cases = testrun.cases_of(run, output, regex)
+    for case in cases:
+        reading = "" if case.metric is None else f", metric {case.metric:g}"
+        log(f"revert-bisect: {case.case}: {case.outcome}{reading}{f' ({case.why})' if case.why else ''}")
+    code, infra = testrun.verdict(cases, done.code)
+    return finish(code, done.infra or infra, testrun.worst(cases, spec.higher_is_worse), env, cases)
 
 
 def checkout(tree: Path, spec: StepSpec, log) -> None:
@@ -223,7 +280,10 @@ def execute(request: Request, cache: Path, out: Path, token: str | None = None) 
     repo = clone_of(request.repository, cache, needed, token)  # a culprit to revert is in onto's history
     slot = acquire(repo, repo.parent / "slots")
     try:
-        return run_in_tree(spec, slot.tree, out, EnvCache(cache / "envs"), runner, slot.pidfile)
+        # the repository's own test runs on the interpreter its CI uses (on the runner's PATH): its environments
+        # are layered on that one, not on the venv the runner package lives in
+        base = shutil.which(spec.test.python) if spec.test is not None else None
+        return run_in_tree(spec, slot.tree, out, EnvCache(cache / "envs", base), runner, slot.pidfile)
     finally:
         slot.release()
 

@@ -29,7 +29,7 @@ from rich.syntax import Syntax
 
 from bot.cli import demo_ci
 from bot.cli.demo_watch import Ended, StoryWatch
-from runners.probes.server import free_port
+from sandbox.net import free_port
 from runners.proc import stop_group
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 

@@ -10,6 +10,7 @@ import typer
 
 from bot.cli.commands_bisect import EXIT_HELP, bisect
 from bot.cli.commands_demo import demo, sandbox
+from bot.cli.commands_plan import step_plan
 from bot.cli.commands_revert import REVERT_EXIT_HELP, revert
 from bot.cli.commands_service import check_policy, serve
 from bot.cli.commands_status import status
@@ -54,6 +55,7 @@ app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options"
     sandbox
 )
 app.command("check-policy")(check_policy)
+app.command("step-plan")(step_plan)
 app.command()(demo)
 
 

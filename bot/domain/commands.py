@@ -68,7 +68,7 @@ DEFINITIONS = {
         "Bisect <test> (a test id from the policy) between the last green and the first red run, "
         "or between the given SHAs; "
         "revert the culprit and open a PR with the evidence (dry-run: report only).",
-        "/revert-bisect qwen3-next-decode-cache-hit good=1a2b3c4 follow-up=#12345",
+        "/revert-bisect qwen3-next-models good=1a2b3c4 follow-up=#12345",
         True,
     ),
     "status": Definition(

@@ -82,15 +82,52 @@ class Metric(Closed):
 
 
 class Probe(Closed):
-    name: Literal["command", "sglang_kl"]
+    """How a step runs the test at a commit. `unittest` / `pytest`: the repository's own test file, as its CI runs it
+    (from `cwd`, with CI's `env`), narrowed to the cases that failed on the red run (runners.testrun). `command`:
+    an argv run in the worktree, judged by its exit status (git bisect run's meanings)."""
+
+    name: Literal["unittest", "pytest", "command"]
     command: list[str] = Field(default_factory=list, description="For `command`: argv run in the worktree")
-    args: dict[str, str | int | float | bool] = Field(default_factory=dict, description="For `sglang_kl`: its options")
+    file: str | None = Field(None, description="For `unittest`/`pytest`: the test file, relative to `cwd`")
+    cwd: str = Field(".", description="Where CI runs the file from, relative to the repository root")
+    python: str = Field("python3", description="The interpreter CI runs it with (on the runner's PATH)")
+    args: list[str] = Field(
+        default_factory=list, description="CI's own arguments to the file (the step adds -v and the cases)"
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="CI's environment for the test")
+    missing: Literal["untestable", "transplant"] = Field(
+        "untestable",
+        description="A commit without the file or the failed class: untestable (never a verdict), or `transplant` "
+        "the file from BAD",
+    )
 
     @model_validator(mode="after")
-    def _command_given(self) -> Probe:
+    def _complete(self) -> Probe:
         if self.name == "command" and not self.command:
             raise ValueError("probe `command` needs `command: [argv...]`")
+        if self.name != "command":
+            if not self.file:
+                raise ValueError(f"probe `{self.name}` needs `file:` (the test file, relative to `cwd`)")
+            if self.command:
+                raise ValueError(f"probe `{self.name}` runs `file:`; `command:` is for probe `command`")
+            for path in (self.file, self.cwd):
+                if path.startswith("/") or ".." in path.split("/"):
+                    raise ValueError(f"{path!r} must be a path inside the repository")
+        elif self.file or self.args or self.env or self.cwd != "." or self.missing != "untestable":
+            raise ValueError("probe `command` takes only `command:` (file, cwd, args, env, missing are for unittest)")
         return self
+
+
+class Requires(Closed):
+    """What the runner must already hold; a step on a runner without it ends as infra naming what to provision."""
+
+    hf_models: list[str] = Field(
+        default_factory=list, description="Models in the runner's Hugging Face cache (the step sets HF_HUB_OFFLINE=1)"
+    )
+    hf_datasets: list[str] = Field(
+        default_factory=list, description="Datasets in the runner's Hugging Face cache (HF_DATASETS_OFFLINE=1 too)"
+    )
+    files: list[str] = Field(default_factory=list, description="Files on the runner (absolute, or in the worktree)")
 
 
 class RunnerEnv(Closed):
@@ -115,6 +152,15 @@ class Runner(Closed):
     )
     poll_seconds: float = Field(15, gt=0)
     env: RunnerEnv | None = None
+    gpus: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="GPUs a step takes for itself on its host (CUDA_VISIBLE_DEVICES from the runner's assignment)",
+    )
+    gpu_idle_timeout_minutes: float = Field(
+        30, gt=0, description="How long a step waits for its GPUs to be idle before it reports infra"
+    )
 
     @model_validator(mode="after")
     def _labelled(self) -> Runner:
@@ -137,6 +183,7 @@ class Test(Closed):
     )
     metric: Metric | None = None
     probe: Probe
+    requires: Requires = Field(default_factory=Requires)
     runner: Runner = Field(default_factory=Runner)
 
     _check = field_validator("match", "jobs")(_regex)
@@ -215,6 +262,12 @@ class Policy(Closed):
             raise ValueError(f"test ids must be unique: {', '.join(dupes)}")
         if self.default_branch not in self.branches:
             raise ValueError(f"default_branch {self.default_branch!r} must be one of branches {self.branches}")
+        for t in self.tests:
+            if t.metric is not None and t.probe.name != "command" and not self.results.log.metric:
+                raise ValueError(
+                    f"test {t.id} has a metric and runs its own test file: `results.log.metric` must say how the "
+                    "metric is read from the test's output"
+                )
         return self
 
     def test(self, test_id: str) -> Test | None:

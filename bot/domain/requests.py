@@ -31,6 +31,7 @@ class StartRequest:
     dry_run: bool
     run: int | None = None
     ci: tuple[CiReading, ...] = ()  # the test's readings in scheduled runs from GOOD to BAD, oldest first
+    cases: tuple[str, ...] = ()  # the test's cases that failed on the red run (Class.method): what each step runs
 
     @property
     def key(self) -> str:

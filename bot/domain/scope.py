@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from xml.etree import ElementTree
 
+from bot.domain import cases
 from bot.domain.joblog import plain
 from bot.domain.policy import Policy, Test, Watch
 from bot.domain.signals import Outcome, Signal, good
+from bot.domain.suite_log import parse
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class FailedTest:
     name: str  # as the log spells it
     metric: float | None = None
     threshold: float | None = None
+    cases: tuple[str, ...] = ()  # the file's failed cases (bot.domain.cases): what each bisect step runs
 
 
 @dataclass(frozen=True)
@@ -175,9 +178,17 @@ def _metric_from_json(data: dict | None) -> dict | None:
     return None
 
 
+def _own_output(test: Test, log: str) -> str:
+    """The test file's own output in the log (run_suite's Begin/End frames of the files it matches, both attempts),
+    else the whole log."""
+    frames = [text for file, text in parse(log).outputs.items() if re.search(test.match, file)]
+    return "\n".join(frames) if frames else log
+
+
 def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
-    """Watched tests that failed (JUnit when the run has it, else the log), each with its metric
-    reading (the metrics artifact when present, else the log's last match)."""
+    """Watched tests that failed (JUnit when the run has it, else the log), each with its failed cases and its
+    metric reading: the metrics artifact when present, else the failing case's own (the first failure that printed
+    one), else the log's last match."""
     results = _results(results)
     log = results.log
     patterns = policy.results.log
@@ -186,21 +197,22 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
     else:
         names = [m.group("test") for m in re.finditer(patterns.failed, log)] if patterns.failed else []
     readings = [m.groupdict() for m in re.finditer(patterns.metric, log)] if patterns.metric else []
-    if (artifact := _metric_from_json(results.metrics)) is not None:
-        readings = [artifact]
+    artifact = _metric_from_json(results.metrics)
     out: list[FailedTest] = []
     for name in dict.fromkeys(names):
         for test in policy.tests:
             if re.search(test.match, name) and all(f.test.id != test.id for f in out):
+                found = cases.failures(_own_output(test, log)) if test.probe.name != "command" else []
+                own = [
+                    m.groupdict() for f in found for m in re.finditer(patterns.metric or "(?!)", f.block) if test.metric
+                ][:1]
+                reading = [artifact] if artifact is not None else own or readings[-1:]
                 value = threshold = None
-                if test.metric and readings:
-                    value = float(readings[-1]["value"])
-                    threshold = (
-                        float(readings[-1]["threshold"])
-                        if readings[-1].get("threshold") is not None
-                        else test.metric.threshold
-                    )
-                out.append(FailedTest(test, name, value, threshold))
+                if test.metric and reading:
+                    value = float(reading[0]["value"])
+                    given = reading[0].get("threshold")
+                    threshold = float(given) if given is not None else test.metric.threshold
+                out.append(FailedTest(test, name, value, threshold, tuple(f.case for f in found)))
                 break
     return out
 

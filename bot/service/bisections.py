@@ -145,6 +145,7 @@ class Bisections:
                 None,
                 False,
                 run=scoped.bad_run,
+                cases=scoped.test.cases,
                 ci=ci_readings(scoped, f"{forge.site}/actions/runs/{scoped.bad_run}"),
             ),
         )
@@ -155,8 +156,10 @@ class Bisections:
         with self._lock:  # one clone/fetch at a time per workspace
             repo = self._sync(work.repo)
         bad = work.bad or f"origin/{policy.default_branch}"
-        config = bisect_config(policy, test, bad, work.dry_run)
         try:
+            # the transplanted test file is BAD's: a commit id every runner's clone has, not a moving ref
+            bad_sha = repo.resolve(bad, "BAD") if test.probe.missing == "transplant" else None
+            config = bisect_config(policy, test, bad, work.dry_run, work.cases, bad_sha)
             # A retried job (a GitHub hiccup, a restarted bot) resumes its bisection instead of starting another.
             existing = self.store.by_origin_key(work.key)
             if existing is None and (

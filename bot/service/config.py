@@ -7,8 +7,9 @@ from dataclasses import asdict, dataclass, fields
 from bot.domain.bisect.model import Settings
 from bot.domain.bisect.verdict import MetricRule
 from bot.domain.policy import Direction, Policy, Test
-from bot.service.probe import probe_argv
+from bot.service.probe import needs, probe_argv, test_run
 from runners.envs import EnvSpec
+from runners.spec import Needs, TestRun
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,14 @@ class BisectConfig:
     onto: str | None = None
     env: dict | None = None  # runners.envs.EnvSpec as JSON: environments keyed by the commit's pins
     workdir: str | None = None  # the CLI's --workdir: where the local pool's worktrees go (None: the user cache)
+    test_run: dict | None = None  # runners.spec.TestRun as JSON: the repository's own test, narrowed to its cases
+    needs: dict | None = None  # runners.spec.Needs as JSON: GPUs, models, files the runner must hold
+
+    def own_test(self) -> TestRun | None:
+        return None if self.test_run is None else TestRun.from_json(self.test_run)
+
+    def needed(self) -> Needs | None:
+        return None if self.needs is None else Needs.from_json(self.needs)
 
     def env_spec(self) -> EnvSpec | None:
         return None if self.env is None else EnvSpec.from_json(self.env)
@@ -61,13 +70,21 @@ class BisectConfig:
         return cls(**values)
 
 
-def bisect_config(policy: Policy, test: Test, bad: str, dry_run: bool) -> BisectConfig:
-    """The bisection the policy asks for on this test."""
+def bisect_config(
+    policy: Policy, test: Test, bad: str, dry_run: bool, cases: tuple[str, ...] = (), bad_sha: str | None = None
+) -> BisectConfig:
+    """The bisection the policy asks for on this test, narrowed to `cases` (what failed on the red run) when its
+    probe runs the repository's own test; `bad_sha`: BAD's commit, whose test file stands in where the policy
+    transplants it."""
+    own = test_run(test, cases, bad_sha)
+    needed = needs(test)
     return BisectConfig(
-        command=tuple(probe_argv(test)),
+        command=tuple(probe_argv(test, cases)),
         workers=test.runner.parallelism,
         timeout_s=test.runner.timeout_minutes * 60,
-        metric_file=test.metric is not None,
+        # the repository's own test prints its metric (read per case with results.log.metric); a command writes it
+        metric_regex=policy.results.log.metric if own is not None and test.metric is not None else None,
+        metric_file=test.metric is not None and own is None,
         threshold=test.metric.threshold if test.metric else None,
         higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
         confidence=policy.bisect.confidence,
@@ -78,4 +95,6 @@ def bisect_config(policy: Policy, test: Test, bad: str, dry_run: bool) -> Bisect
         verify_revert=not dry_run,
         onto=bad,
         env=None if test.runner.env is None else test.runner.env.model_dump(),  # runners.envs.EnvSpec's JSON
+        test_run=None if own is None else own.to_json(),
+        needs=None if needed is None else needed.to_json(),
     )

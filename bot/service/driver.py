@@ -96,6 +96,7 @@ class Driver:
         self.backend = backend
         self.observer = observer or (lambda snap: None)
         self.env_spec = config.env_spec()
+        self.own_test, self.needs = config.own_test(), config.needed()
 
     def run(self) -> Outcome:
         row = self.store.get(self.id)
@@ -260,6 +261,9 @@ class Driver:
             revert=revert,
             env_spec=self.env_spec,
             ref=ref,
+            test=self.own_test,
+            needs=self.needs,
+            higher_is_worse=self.config.higher_is_worse,
         )
 
     def _adopt(self, row: BisectionRecord, state: State) -> dict[int, Probe]:

@@ -23,7 +23,7 @@ from bot.settings import BotSettings
 RUN = "https://github.com/sgl-project/sglang/actions/runs/{}"
 
 
-def flake(run_id, test="qwen3-next-decode-cache-hit", how="failed, then passed on re-run attempt 2", repo=None):
+def flake(run_id, test="qwen3-next-models", how="failed, then passed on re-run attempt 2", repo=None):
     return Flake(repo or "sgl-project/sglang", test, run_id, "a" * 40, how, RUN.format(run_id))
 
 
@@ -35,13 +35,13 @@ def test_a_flake_is_recorded_once_per_run_and_counted_per_test(tmp_path):
     [kl, *rest] = flakes.per_test()
     assert (kl.repository, kl.test, kl.count, kl.last_url) == (
         "sgl-project/sglang",
-        "qwen3-next-decode-cache-hit",
+        "qwen3-next-models",
         2,
         RUN.format(2),
     )
     assert kl.last_how == "passed on the suite runner's own retry"
     assert sorted((f.repository, f.test, f.count) for f in rest) == [
-        ("o/r", "qwen3-next-decode-cache-hit", 1),
+        ("o/r", "qwen3-next-models", 1),
         ("sgl-project/sglang", "other", 1),
     ]
 
@@ -57,13 +57,13 @@ def test_trust_shows_the_flakes_seen_per_test(tmp_path):
     [row] = client.get("/api/trust").json()["flakes"]
     assert (row["repository"], row["test"], row["count"], row["last_url"]) == (
         "sgl-project/sglang",
-        "qwen3-next-decode-cache-hit",
+        "qwen3-next-models",
         2,
         RUN.format(9),
     )
     page = client.get("/trust").text
     line = re.sub(r"\s+", " ", re.search(r'<li class="flake".*?</li>', page, re.S).group(0))
-    assert "<code>qwen3-next-decode-cache-hit</code>: 2 flakes" in line and "not bisected" in line
+    assert "<code>qwen3-next-models</code>: 2 flakes" in line and "not bisected" in line
     assert f'href="{RUN.format(9)}"' in line and "passed on the suite runner&#39;s own retry" in line
 
 

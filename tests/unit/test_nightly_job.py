@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICY = load(ROOT / "policies" / "sglang.yaml")
 REPO = "sgl-project/sglang"
 PATH = ".github/workflows/pr-test.yml"
-KL = "qwen3-next-decode-cache-hit"
+KL = "qwen3-next-models"
 T0 = datetime(2026, 7, 17, 12, 0, tzinfo=UTC)
 GRACE = timedelta(minutes=POLICY.watch[0].rerun_grace_minutes)
 STAGE = "base-c-test-4-gpu-h100"

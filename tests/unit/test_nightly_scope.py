@@ -26,7 +26,7 @@ from tests.support.suite_logs import CHECKOUT, KL_TEST, File, kl_output, partiti
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = load(ROOT / "policies" / "sglang.yaml")
-KL = "qwen3-next-decode-cache-hit"
+KL = "qwen3-next-models"
 OTHER = "test/registered/models_e2e/test_glm4_moe_models.py"
 LOG = partition_log([File(OTHER, [True]), File(KL_TEST, [False], kl_output(0.0065))])
 REPO = "sgl-project/sglang"

@@ -24,9 +24,9 @@ def test_shipped_policies_load():
     policies = load_dir(POLICIES)
     sglang = policies["sgl-project/sglang"]
     assert sglang.mode == "shadow" and sglang.watch[0].workflow == ".github/workflows/pr-test.yml"
-    test = sglang.test("qwen3-next-decode-cache-hit")
+    test = sglang.test("qwen3-next-models")
     assert test.metric.threshold == 0.002 and test.runner.labels == ["self-hosted", "4-gpu-h100"]
-    assert "--mamba-track-interval 2" in test.probe.args["server-args"]
+    assert (test.probe.name, test.probe.cwd) == ("unittest", "test")
     assert policies["mini-sglang/mini-sglang"].revert.daily_cap == 3
 
 
@@ -102,44 +102,25 @@ def test_check_policy_cli(cli, tmp_path):
     assert bad.code == 2 and "bad.yaml:9: revert.daly_cap: unknown key" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_sglang_policy_reproduces_the_incident_test_configuration(monkeypatch):
-    """SGLang's TestQwen3NextLazyExtraBuffer: the same server arguments, 32 samples x 512 tokens, 0.002."""
+def test_sglang_policy_runs_the_commits_own_test_file_as_ci_does():
+    """SGLang's CI (_pr-test-stage.yml): `cd test`, run_suite runs `python3 <file> -f` with the stage's environment;
+    the step runs the commit's own file from test/ -- no server flag of its own -- on 4 GPUs of its own."""
+    from bot.service.config import bisect_config
     from bot.service.probe import probe_argv
-    from runners.probes.server import render_command
-    from runners.probes.sglang_kl import launch_template, parse_args
-    from runners.step import RUNNER_PYTHON
+    from runners.spec import TestRun
 
-    test = load(POLICIES / "sglang.yaml").test("qwen3-next-decode-cache-hit")
-    argv = probe_argv(test)
-    assert argv[:4] == [RUNNER_PYTHON, "-P", "-m", "runners.probes.sglang_kl"]
-    args = parse_args(argv[4:])
-    assert (args.samples, args.max_new_tokens, args.threshold, args.health_path) == (32, 512, 0.002, "/health_generate")
-    assert args.prompts == Path("/data/revert-bisect/qwen3-next-longbench-v2-32.jsonl") and args.launch is None
-    monkeypatch.setenv("REVERT_BISECT_PYTHON", "/runner/envs/3f2a/bin/python")  # the environment of the commit's pins
-    assert render_command(launch_template(args.server_module, args.model, args.server_args), port=31000) == [
-        "/runner/envs/3f2a/bin/python",
-        "-m",
-        "sglang.launch_server",
-        "--model-path",
-        "Qwen/Qwen3-Next-80B-A3B-Instruct",
-        "--trust-remote-code",
-        "--tp-size",
-        "4",
-        "--chunked-prefill-size",
-        "2048",
-        "--mamba-scheduler-strategy",
-        "extra_buffer_lazy",
-        "--attention-backend",
-        "triton",
-        "--mamba-track-interval",
-        "2",
-        "--page-size",
-        "1",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "31000",
-    ]
+    policy = load(POLICIES / "sglang.yaml")
+    test = policy.test("qwen3-next-models")
+    failed = ("TestQwen3NextLazyExtraBuffer.test_input_output_logprobs_match_decode_cache_hit",)
+    assert probe_argv(test, failed) == ["python3", "registered/models_e2e/test_qwen3_next_models.py", "-v", *failed]
+    assert not any(a.startswith("--") for a in probe_argv(test, failed))  # the flags are the commit's file's
+    assert test.probe.env["SGLANG_IS_IN_CI"] == "true" and test.probe.env["SGLANG_ENABLE_ASYNC_ASSERT"] == "true"
+    assert test.requires.hf_models == ["Qwen/Qwen3-Next-80B-A3B-Instruct"]
+    config = bisect_config(policy, test, "f" * 40, False, failed)
+    run = TestRun.from_json(config.test_run)
+    assert (run.framework, run.cwd, run.cases, run.transplant_from) == ("unittest", "test", failed, None)
+    assert config.metric_regex == policy.results.log.metric and not config.metric_file  # read per case
+    assert config.needs["gpus"] == 4 and config.needs["hf_datasets"] == ["THUDM/LongBench-v2"]
     runner = test.runner
     assert (runner.backend, runner.labels, runner.parallelism, runner.workflow) == (
         "github_actions",
@@ -148,6 +129,30 @@ def test_sglang_policy_reproduces_the_incident_test_configuration(monkeypatch):
         "revert-bisect-step.yml",
     )
     assert runner.env.project == "python/pyproject.toml" and runner.env.pythonpath == ["python"]
+
+
+@pytest.mark.parametrize(
+    "probe, why",
+    [
+        ("{name: unittest}", "needs `file:`"),
+        ("{name: unittest, file: /abs/test_x.py}", "must be a path inside the repository"),
+        ("{name: unittest, file: t.py, cwd: ../up}", "must be a path inside the repository"),
+        ("{name: unittest, file: t.py, command: [x]}", "`command:` is for probe `command`"),
+        ("{name: command, command: [x], env: {A: b}}", "takes only `command:`"),
+        ("{name: unittest, file: t.py, missing: guess}", "missing"),
+    ],
+)
+def test_a_malformed_probe_is_refused_with_why(probe, why):
+    with pytest.raises(PolicyError, match=why):
+        parse(MINIMAL.replace("{name: command, command: [./run.sh]}", probe), "p.yaml")
+
+
+def test_a_metric_read_from_the_tests_own_output_needs_the_pattern_that_reads_it():
+    text = MINIMAL.replace("{name: command, command: [./run.sh]}", "{name: unittest, file: t.py}")
+    text = text.replace("    match: test_kl\n", "    match: test_kl\n    metric: {name: kl, threshold: 0.002}\n")
+    with pytest.raises(PolicyError, match="results.log.metric"):
+        parse(text, "p.yaml")
+    parse(text + "results: {log: {metric: 'kl=(?P<value>[0-9.]+)'}}\n", "p.yaml")
 
 
 def test_an_actions_runner_without_labels_is_refused():
