@@ -9,11 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bot.adapters.policy_files import parse
+from bot.domain.cases import failures
 from bot.domain.scope import failed_tests
 from bot.service.config import bisect_config
 from runners import testrun
@@ -23,8 +25,10 @@ from tests.support import sglang_shaped as sg
 from tests.support.suite_logs import KL_TEST, File, run_suite
 
 DECODE = "test_input_output_logprobs_match_decode_cache_hit"
-PAGE1, PAGE2, ALLOC = "TestQwen3NextLazyExtraBuffer", "TestQwen3NextLazyExtraBufferLargePage", (
-    "TestQwen3NextLazyExtraBufferAllocFail"
+PAGE1, PAGE2, ALLOC = (
+    "TestQwen3NextLazyExtraBuffer",
+    "TestQwen3NextLazyExtraBufferLargePage",
+    ("TestQwen3NextLazyExtraBufferAllocFail"),
 )
 METRIC = r"avg_kl_div=(?P<value>[0-9.eE+-]+)(?: > threshold=(?P<threshold>[0-9.eE+-]+))?"
 
@@ -70,7 +74,9 @@ def step(tree: Path, sha: str, run: TestRun, out: Path, step_id: int = 1):
 
 
 def own(cases: tuple[str, ...], transplant_from: str | None = None) -> TestRun:
-    return TestRun("unittest", sg.FILE, "test", sys.executable, (), (("SGLANG_IS_IN_CI", "true"),), cases, transplant_from)
+    return TestRun(
+        "unittest", sg.FILE, "test", sys.executable, (), (("SGLANG_IS_IN_CI", "true"),), cases, transplant_from
+    )
 
 
 def ci_log(tree: Path, sha: str) -> str:
@@ -198,5 +204,59 @@ def test_step_plan_prints_the_commits_own_test_before_and_after_a_flag_rename(sh
     assert json.loads(absent.stdout)["untestable"] == f"test/{sg.FILE} has no TestNotYet at this commit"
     wrong = cli("step-plan", "--policy", str(policy), "--test", "nope", "--repo", str(root))
     assert wrong.code == 2 and "no test 'nope'" in wrong.stderr and "Traceback" not in wrong.stderr
-    unknown = cli("step-plan", "--policy", str(policy), "--test", "qwen3-next-models", "--repo", str(root), "--sha", "zz")
+    unknown = cli(
+        "step-plan", "--policy", str(policy), "--test", "qwen3-next-models", "--repo", str(root), "--sha", "zz"
+    )
     assert unknown.code == 2 and "'zz' is not a commit" in unknown.stderr
+
+
+PYTEST_FILE = """\
+class TestKL:
+    def test_decode(self):
+        print("avg_kl_div=0.0065")
+        assert 0.0065 < 0.002, "avg_kl_div=0.0065 > threshold=0.002 for m decode"
+
+    def test_prefill(self):
+        print("avg_kl_div=0.0001")
+
+
+def test_gsm8k():
+    print("accuracy=0.95")
+"""
+
+
+def test_a_pytest_file_is_narrowed_by_node_id_and_read_per_test(tmp_path):
+    """pytest's own report: `-rA` prints each test's captured output under its name, and the node ids."""
+    tree = tmp_path / "repo"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_kl.py").write_text(PYTEST_FILE)
+    sg.git(tree.parent, "init", "-q", str(tree))
+    sg.git(tree, "add", "-A")
+    sg.git(tree, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "t")
+    sha = sg.git(tree, "rev-parse", "HEAD")
+    cases = ("TestKL::test_decode", "TestKL::test_prefill", "test_gsm8k")
+    run = TestRun("pytest", "tests/test_kl.py", ".", sys.executable, ("-p", "no:cacheprovider"), (), cases)
+    result = run_in_tree(StepSpec(1, sha, (), 120, METRIC, test=run), tree, tmp_path / "out", None, "r")
+    assert {c.case: (c.outcome, c.metric) for c in result.cases} == {
+        "TestKL::test_decode": ("bad", 0.0065),
+        "TestKL::test_prefill": ("good", 0.0001),
+        "test_gsm8k": ("good", None),
+    }
+    assert result.exit_code == 1 and result.metric == 0.0065
+    # the red run's pytest log names the failed node ids: what a step runs
+    log = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests/test_kl.py"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    ).stdout
+    (failure,) = failures(log)
+    assert failure.case == "TestKL::test_decode" and "avg_kl_div=0.0065 > threshold=0.002" in failure.block
+    missing = run_in_tree(
+        StepSpec(2, sha, (), 120, METRIC, test=replace(run, cases=("TestNotYet::test_x",))),
+        tree,
+        tmp_path / "o2",
+        None,
+        "r",
+    )
+    assert missing.exit_code == 125
