@@ -31,20 +31,23 @@ from bot.service import setup  # noqa: E402
 from bot.service.config import BisectConfig  # noqa: E402
 from bot.service.driver import Driver  # noqa: E402
 from runners.envs import EnvError, EnvSpec, pins  # noqa: E402
-from scenarios.mamba_track_boundary import build  # noqa: E402
+from runners.testrun import argv_of  # noqa: E402
+from scenarios.mamba_track_boundary import KL_CASE, METRIC_REGEX, build  # noqa: E402
 
 
 def one(workdir: Path, commits: int, seed: int, workers: int) -> dict:
     scenario = build(workdir / "scenario", commits=commits, seed=seed)
     repo = GitRepo(scenario.repo)
     store = Store(connect(f"sqlite:///{workdir / 'bench.db'}"))
+    test = scenario.own_test(cases=(KL_CASE,))  # the nightly's KL method, as a red nightly narrows the steps to
     config = BisectConfig(
-        command=tuple(scenario.test_command),
+        command=tuple(argv_of(test)),
         workers=workers,
-        metric_file=True,
+        metric_regex=METRIC_REGEX,
         threshold=scenario.threshold,
         verify_revert=True,
         env=EnvSpec(offline=True).to_json(),
+        test_run=test.to_json(),
     )
     loaded = setup.create(store, repo, scenario.good, scenario.bad, config)
     t0 = time.monotonic()

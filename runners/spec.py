@@ -42,9 +42,11 @@ class TestRun:
     env: tuple[tuple[str, str], ...] = ()
     cases: tuple[str, ...] = ()
     transplant_from: str | None = None
+    build: tuple[str, ...] = ()  # run first, from the repository root: a failure makes the commit untestable (125)
 
     def to_json(self) -> dict:
         return {
+            "build": list(self.build),
             "framework": self.framework,
             "file": self.file,
             "cwd": self.cwd,
@@ -72,6 +74,7 @@ class TestRun:
             tuple(sorted(env.items())),
             tuple(str(c) for c in data.get("cases") or ()),
             data.get("transplant_from"),
+            tuple(str(a) for a in data.get("build") or ()),
         )
 
 

@@ -213,6 +213,14 @@ def _own_test(spec: StepSpec, run: TestRun, tree, variables, log_path: Path, log
         log(f"revert-bisect: {run.file} taken from {run.transplant_from} (policy: missing: transplant)")
     needs = spec.needs or Needs()
     variables.update(testrun.env_of(run, needs))
+    if run.build:
+        log(f"revert-bisect: building: {' '.join(run.build)}")
+        built = run_logged(list(run.build), tree, variables, spec.timeout_s, log_path, pidfile, started)
+        if built.infra is not None:
+            return finish(None, f"the build {built.infra}", None, env)
+        if built.code != 0:
+            log(f"revert-bisect: untestable here: the commit does not build (the build exited {built.code})")
+            return finish(125, None, None, env)
     lacking = preflight.missing(needs, variables, tree)
     if lacking:
         log("revert-bisect: the runner lacks what the test needs: " + "; ".join(lacking))

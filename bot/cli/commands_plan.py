@@ -86,6 +86,7 @@ def step_plan(
     plan: dict = {
         "test": test.id,
         "sha": commit,
+        "build": list(run.build) if run is not None else [],
         "command": probe_argv(test, chosen),
         "cwd": test.probe.cwd if run is not None else ".",
         "env": testrun.env_of(run, needed) if run is not None else {},

@@ -24,9 +24,9 @@ from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.service.draft import PrRecord, draft
 from bot.service.pr_body import FailingTest
-from runners.spec import StepSpec
-
-TEST_NAME = "test_decode_cache_hit (TestQwen3NextMTPDecodeCacheHit)"
+from runners.envs import EnvSpec
+from runners.spec import StepResult, StepSpec, TestRun
+from runners.testrun import argv_of
 
 
 @dataclass(frozen=True)
@@ -37,16 +37,20 @@ class DemoResult:
     pr_title: str | None = None
 
 
-def scheduled_run(repo: GitRepo, sha: str, command: list[str], err: Console) -> float | None:
-    """Run the nightly test once at HEAD, as the scheduled CI job did."""
+def scheduled_run(repo: GitRepo, sha: str, test: TestRun, env: EnvSpec, metric: str, err: Console) -> StepResult:
+    """Run the nightly's test file once at HEAD, whole, as the scheduled CI job did."""
     pool = LocalPool(repo, 1, worktree_root(repo.path))
     try:
-        pool.submit(StepSpec(0, sha, tuple(command)))
+        pool.submit(StepSpec(0, sha, (), metric_regex=metric, env_spec=env, test=test))
         result = pool.wait(timeout=None)[0]
     finally:
         pool.close()
-    err.print(f"scheduled run at {sha[:12]}: exit {result.exit_code}, avg_kl_div={result.metric}")
-    return result.metric
+    failed = [c.case for c in result.cases if c.outcome == "bad"]
+    err.print(
+        f"scheduled run at {sha[:12]}: exit {result.exit_code}, avg_kl_div={result.metric}, "
+        f"failed: {', '.join(failed) or 'none'}"
+    )
+    return result
 
 
 def run(
@@ -62,7 +66,7 @@ def run(
     out: Console,
     timeout_s: float = 900.0,
 ) -> DemoResult:
-    from scenarios.mamba_track_boundary import build
+    from scenarios.mamba_track_boundary import KL_CASE, METRIC_REGEX, build
 
     t0 = time.monotonic()
     scenario = build(workdir, commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable)
@@ -76,18 +80,25 @@ def run(
     )
     repo = GitRepo(scenario.repo)
     rule = MetricRule(scenario.threshold)
-    value = scheduled_run(repo, scenario.bad, scenario.test_command, err)
+    env = EnvSpec(offline=True)  # the environment of the commit's pins, layered on this interpreter
+    nightly = scheduled_run(repo, scenario.bad, scenario.own_test(), env, METRIC_REGEX, err)
+    value = nightly.metric
+    # the steps run what failed there (a flake may have failed nothing: then the KL method the nightly watches)
+    cases = tuple(c.case for c in nightly.cases if c.outcome == "bad") or (KL_CASE,)
     if value is None or classify(RawResult(1, value), rule, None).value != "bad":
         err.print("[yellow]the scheduled run did not fail this time (a flake?); bisecting anyway[/]")
     else:
         err.print(f"[red]nightly is red[/]: avg_kl_div={value:.4g} > threshold={scenario.threshold:g}")
+    test = scenario.own_test(cases=cases)
 
     store = Store(connect(db or f"sqlite:///{workdir / 'revert-bisect.db'}"))
     config = BisectConfig(
-        command=tuple(scenario.test_command),
+        command=tuple(argv_of(test)),
         workers=workers,
-        metric_file=True,
+        metric_regex=METRIC_REGEX,
         threshold=scenario.threshold,
+        env=env.to_json(),
+        test_run=test.to_json(),
         verify_revert=True,
         # a scenario made flaky on purpose is bisected as its operator would: with the rate declared, so
         # endpoints and culprit are re-run as that rate asks (auto would trust it until a contradiction)
@@ -131,7 +142,7 @@ def run(
         revert,
         repo_slug=scenario.repo_slug,
         branch=scenario.default_branch,
-        test=FailingTest(TEST_NAME, scenario.metric, scenario.threshold),
+        test=FailingTest(f"{scenario.test_file}::{cases[0]}", scenario.metric, scenario.threshold),
         prs=prs,
         followups=followups,
     )

@@ -95,6 +95,11 @@ class Probe(Closed):
         default_factory=list, description="CI's own arguments to the file (the step adds -v and the cases)"
     )
     env: dict[str, str] = Field(default_factory=dict, description="CI's environment for the test")
+    build: list[str] = Field(
+        default_factory=list,
+        description="For `unittest`/`pytest`: an argv run first from the repository root (e.g. python3 -m compileall "
+        "-q -f pkg); a commit where it fails does not build: untestable, never a verdict",
+    )
     missing: Literal["untestable", "transplant"] = Field(
         "untestable",
         description="A commit without the file or the failed class: untestable (never a verdict), or `transplant` "
@@ -113,8 +118,8 @@ class Probe(Closed):
             for path in (self.file, self.cwd):
                 if path.startswith("/") or ".." in path.split("/"):
                     raise ValueError(f"{path!r} must be a path inside the repository")
-        elif self.file or self.args or self.env or self.cwd != "." or self.missing != "untestable":
-            raise ValueError("probe `command` takes only `command:` (file, cwd, args, env, missing are for unittest)")
+        elif self.file or self.args or self.env or self.build or self.cwd != "." or self.missing != "untestable":
+            raise ValueError("probe `command` takes only `command:` (file, cwd, args, env, build, missing are not its)")
         return self
 
 

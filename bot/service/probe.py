@@ -24,6 +24,7 @@ def test_run(test: Test, cases: tuple[str, ...] = (), bad: str | None = None) ->
         tuple(sorted(probe.env.items())),
         tuple(cases),
         bad if probe.missing == "transplant" else None,
+        tuple(probe.build),
     )
 
 

@@ -16,11 +16,14 @@ from bot.domain.reasons import Reason, reason_of
 REMEDIES: Mapping[Reason, tuple[str, str | None]] = {
     Reason.ENDPOINT_UNTESTABLE: ("pick a {endpoint} commit the test can run on", "/revert-bisect {test} {side}=<sha>"),
     Reason.BAD_PASSES: (
-        "check the test's `probe.command` in the policy, and the BAD commit",
+        "check the test's `probe` in the policy (its file, cases and environment), and the BAD commit",
         "/revert-bisect {test} bad=<sha>",
     ),
     Reason.GOOD_FAILS: ("pass an older good commit", "/revert-bisect {test} good=<sha>"),
-    Reason.METRIC_MISSING: ("check that the test's `probe` in the policy reports the metric `metric.name` names", None),
+    Reason.METRIC_MISSING: (
+        "check that the test prints the metric `metric.name` names in the form `results.log.metric` reads",
+        None,
+    ),
     Reason.FLAKY_UNDER_ZERO: ("set `bisect.flake_rate: auto` in the policy and bisect again", None),
     Reason.TOO_FLAKY: ("raise `bisect.flake_rate` or lower `bisect.confidence` in the policy", None),
 }

@@ -4,31 +4,27 @@
 of a miniature serving engine (`mini_sglang/`, see `template/`) with a squash-merge history in
 which exactly one commit records the wrong length for a decode-state checkpoint, and
 `dir/scenario.json`, the scenario's metadata (PRs, the follow-up issue, the expected culprit,
-the scheduled test command). See ../shared/DESIGN.md section 7.
+the nightly's own KL test). See ../shared/DESIGN.md section 7.
 """
 
 from .builder import (
-    BUILD,
+    KL_CASE,
     METRIC,
+    METRIC_REGEX,
     MODEL,
-    SERVER_ARGS,
-    SERVER_MODULE,
     THRESHOLD,
     TRACK_INTERVAL,
     Scenario,
     build,
-    test_command,
 )
 
 __all__ = [
-    "BUILD",
+    "KL_CASE",
     "MODEL",
-    "SERVER_ARGS",
-    "SERVER_MODULE",
     "METRIC",
+    "METRIC_REGEX",
     "THRESHOLD",
     "TRACK_INTERVAL",
     "Scenario",
     "build",
-    "test_command",
 ]

@@ -40,9 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"culprit:   {scenario.culprit}  #{scenario.culprit_pr}  (for tests only)")
     if scenario.unbuildable:
         print(f"unbuildable: {', '.join(s[:10] for s in scenario.unbuildable)}")
+    rename = scenario.flag_rename
+    print(f"renamed:   {rename['sha']}  #{rename['pr']}  {rename['old']} -> {rename['new']}")
     print(f"follow-up: #{scenario.followup['number']} {scenario.followup['title']}")
     print(f"metadata:  {scenario.dir / 'scenario.json'}")
-    print(f"test:      cd <worktree> && {scenario.test_command_shell}")
+    print(f"test:      cd <worktree> && {scenario.test_shell()}")
     return 0
 
 

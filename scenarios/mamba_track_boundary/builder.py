@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from runners.spec import TestRun
 
 from . import history, pools
 from .edits import Change, Tree
@@ -32,40 +33,15 @@ FIRST_VERSION = "0.3.0"
 COMMITTER = "GitHub <noreply@github.com>"
 EPOCH = datetime(2026, 2, 2, 9, 0, tzinfo=UTC)
 MODEL = "mini-sglang/tiny-mamba-64"
-SERVER_MODULE = "mini_sglang.launch_server"
-SERVER_ARGS = f"--mamba-track-interval {TRACK_INTERVAL:d}"
-BUILD = "{python} -m compileall -q -f mini_sglang"  # -f: a stale .pyc must not hide a syntax error
-
-
-def test_command(python: str | None = None) -> list[str]:
-    """The scheduled test: the bot's KL probe, launching the engine of the commit under test.
-
-    `-P`: the worktree is the working directory, and it must not put its own `runners/` first on
-    the import path -- the yardstick is the bot's, never the commit's."""
-    return [
-        python or sys.executable,
-        "-P",
-        "-m",
-        "runners.probes.sglang_kl",
-        "--model",
-        MODEL,
-        "--server-module",
-        SERVER_MODULE,
-        "--server-args",
-        SERVER_ARGS,
-        "--build",
-        BUILD,
-        "--threshold",
-        str(THRESHOLD),
-        "--samples",
-        "16",
-        "--max-new-tokens",
-        "24",
-        "--prompt-len",
-        "20",
-        "--startup-timeout",
-        "60",
-    ]
+# The nightly's own KL test, as its run_suite runs it (from test/, with the nightly's environment); the bisect steps
+# run this file of each commit, narrowed to the cases the red run failed. A commit whose package does not compile
+# does not build: untestable.
+TEST_FILE = "nightly/test_kl_decode_cache_hit.py"
+TEST_CWD = "test"
+TEST_ENV = {"MINI_SGLANG_IS_IN_CI": "true"}
+TEST_BUILD = ["python3", "-m", "compileall", "-q", "-f", "mini_sglang"]  # -f: a stale .pyc must not hide an error
+METRIC_REGEX = r"avg_kl_div=(?P<value>[0-9.eE+-]+)"
+KL_CASE = "TestMambaTrackInterval8.test_input_output_logprobs_match_decode_cache_hit"
 
 
 @dataclass
@@ -84,17 +60,37 @@ class Scenario:
     unbuildable: list[str]
     prs: list[dict]  # one per commit, oldest first: number, title, author, author_name, author_email, body, sha, ...
     followup: dict  # the issue where the proper fix is being worked on; cites the culprit PR
-    test_command: list[str]
+    # the commit that renamed the track-interval server flag (inside the range the demo bisects): index, sha, pr,
+    # old and new flag
+    flag_rename: dict = field(default_factory=dict)
     threshold: float = THRESHOLD
     metric: str = METRIC
     track_interval: int = TRACK_INTERVAL
     repo_slug: str = REPO_SLUG
     default_branch: str = "main"
-    schema: int = 1
-    test_command_shell: str = field(default="", repr=False)
+    test_file: str = TEST_FILE  # the nightly's KL test, relative to test_cwd
+    test_cwd: str = TEST_CWD
+    schema: int = 2  # 2: the repository's own test file, no probe command
 
-    def __post_init__(self) -> None:
-        self.test_command_shell = shlex.join(self.test_command)
+    def own_test(self, python: str | None = None, cases: tuple[str, ...] = ()) -> TestRun:
+        """The nightly's KL test file as a step runs it at a commit; `python` (default: this interpreter) stands
+        for the nightly's `python3`."""
+        return TestRun(
+            "unittest",
+            self.test_file,
+            self.test_cwd,
+            python or sys.executable,
+            (),
+            tuple(sorted(TEST_ENV.items())),
+            cases,
+            None,
+            tuple(python or sys.executable if a == "python3" else a for a in TEST_BUILD),
+        )
+
+    def test_shell(self) -> str:
+        """How to run it by hand in a checkout."""
+        env = " ".join(f"{k}={v}" for k, v in TEST_ENV.items())
+        return f"cd {self.test_cwd} && {env} PYTHONPATH=.. python3 {self.test_file} -v"
 
     def pr_for(self, sha: str) -> dict | None:
         return next((pr for pr in self.prs if pr["sha"] == sha), None)
@@ -122,7 +118,32 @@ class Planned:
     author: int
 
 
-def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int, list[int]]:
+# Where the demo's nightly runs on schedule (bot/cli/demo_ci.py): the first commit, then every few.
+SCHEDULE_EVERY_MIN, SCHEDULE_RUNS = 3, 5
+
+
+def _rename_position(commits: int, culprit: int, seed: int, taken: set[int], spare: set[int]) -> int:
+    """Where the server flag is renamed: inside the range the demo bisects -- after the last scheduled run before
+    the culprit (the KL test's last green reading) -- and not next to the culprit; before it if there is room.
+    Never on GOOD, the culprit, an unbuildable commit or its fix; on a release or a pin (`spare`), next to the
+    culprit or on BAD only if nothing else is free. Drawn apart from the plan's random stream, so every other
+    seeded choice stays where it was."""
+    every = max(SCHEDULE_EVERY_MIN, commits // SCHEDULE_RUNS)
+    last_green = max(p for p in range(0, commits - 1, every) if p < culprit)
+    pick = random.Random(f"mamba-track-boundary/{seed}/rename")
+    for allowed, gap, last in (
+        (lambda i: i not in taken and i not in spare, 2, commits - 1),
+        (lambda i: i not in taken, 2, commits - 1),
+        (lambda i: i not in taken, 1, commits),  # a tiny history: next to the culprit, or BAD itself
+    ):
+        before = [i for i in range(last_green + 1, culprit + 1 - gap) if allowed(i)]
+        after = [i for i in range(culprit + gap, last) if allowed(i)]
+        if before or after:
+            return pick.choice(before or after)
+    raise ValueError(f"cannot place the server flag rename in a history of {commits}")
+
+
+def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int, list[int], int]:
     if commits < 8:
         raise ValueError("--commits must be at least 8 (the culprit is kept out of the first and last 3)")
     rng = random.Random(f"mamba-track-boundary/{seed}")
@@ -153,6 +174,8 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
         )
     )
 
+    rename = _rename_position(commits, culprit, seed, {0, culprit, *broken, *fixes}, {*releases, *pins})
+
     numbers = _pr_numbers(commits, rng)
     pool = [c for kind in sorted(pools.pools().items()) for c in kind[1]]
     rng.shuffle(pool)
@@ -172,6 +195,8 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
             )
         elif i == culprit:
             change, author = history.culprit_change(), CULPRIT_AUTHOR
+        elif i == rename:
+            change = history.flag_rename_change()
         elif i in broken_changes:
             change = broken_changes[i][0]
         elif i in fixes:
@@ -187,7 +212,7 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
             change = pools.filler(fillers, rng)
             fillers += 1
         plan.append(Planned(change, numbers[i], author))
-    return plan, culprit, broken
+    return plan, culprit, broken, rename
 
 
 def _pr_numbers(commits: int, rng: random.Random) -> list[int]:
@@ -240,7 +265,7 @@ def _followup(number: int, culprit_pr: int, created: datetime) -> dict:
         "instead of only checking `cached_tokens`.\n\n"
         "## Reproduction\n\n"
         "```sh\n"
-        f"python -m mini_sglang.launch_server --port 30000 --track-interval {TRACK_INTERVAL}\n"
+        f"python -m mini_sglang.launch_server --port 30000 {history.NEW_TRACK_FLAG} {TRACK_INTERVAL}\n"
         "# turn 1: generate 24 tokens; turn 2: prompt + output + ','; flush; cold prefill; compare logprobs\n"
         "```\n"
     )
@@ -267,7 +292,7 @@ def build(
         raise ValueError("flake_rate must be within [0, 1]")
     if unbuildable < 0:
         raise ValueError("unbuildable must be at least 0")
-    plan, culprit_index, broken = _plan(commits, seed, unbuildable)
+    plan, culprit_index, broken, rename_index = _plan(commits, seed, unbuildable)
     dir = Path(dir).resolve()
     repo = dir / "repo"
     if repo.exists():
@@ -360,7 +385,13 @@ def build(
         unbuildable=[shas[u] for u in broken],
         prs=records,
         followup=_followup(followup_number, plan[culprit_index].pr, when + timedelta(hours=6)),
-        test_command=test_command(),
+        flag_rename={
+            "index": rename_index,
+            "sha": shas[rename_index],
+            "pr": plan[rename_index].pr,
+            "old": history.OLD_TRACK_FLAG,
+            "new": history.NEW_TRACK_FLAG,
+        },
     )
     (dir / "scenario.json").write_text(json.dumps(scenario.to_json(), indent=2) + "\n")
     return scenario

@@ -190,6 +190,9 @@ on:
   workflow_dispatch:
   pull_request:
 
+env:
+  MINI_SGLANG_IS_IN_CI: true
+
 jobs:
   stage-a-test-cpu:
     uses: ./.github/workflows/_nightly-stage.yml
@@ -237,6 +240,9 @@ on:
         type: string
         required: true
 
+env:
+  MINI_SGLANG_IS_IN_CI: true  # CustomTestCase retries a failed test method once in CI, like SGLANG_IS_IN_CI
+
 jobs:
   run:
     name: ${{ inputs.self_name }} (${{ matrix.partition }})
@@ -262,6 +268,50 @@ def test_round_trip():
     assert tok.decode(tok.encode("hello world.")) == "hello world."
 """,
 }
+
+
+# -- the server flag renamed inside the range --
+
+OLD_TRACK_FLAG, NEW_TRACK_FLAG = "--track-interval", "--mamba-track-interval"
+FLAG_RENAME_TITLE = f"[Server] Rename {OLD_TRACK_FLAG} to {NEW_TRACK_FLAG}"
+
+
+def flag_rename_change() -> Change:
+    """The old flag is gone (no alias), and the nightly's KL test passes the new one: each commit's own test
+    carries the flags that commit accepts, as SGLang's test files do (--mamba-scheduler-strategy became
+    --mamba-radix-cache-strategy there)."""
+    old, new = OLD_TRACK_FLAG, NEW_TRACK_FLAG
+
+    def apply(tree: Tree) -> None:
+        path = "mini_sglang/launch_server.py"
+        text = tree[path]
+        for before, after in (
+            (f'add_argument("{old}", dest="track_interval"', f'add_argument("{new}", dest="track_interval"'),
+            (f'parser.error("{old} must be at least 2")', f'parser.error("{new} must be at least 2")'),
+            (f"[{old} N]", f"[{new} N]"),
+        ):
+            if before not in text:
+                raise AssertionError(f"scenario builder: {before!r} not in {path}")
+            text = text.replace(before, after)
+        tree[path] = text
+        for path in ("test/nightly/test_kl_decode_cache_hit.py", "test/test_server_args.py"):
+            if path in tree:
+                tree[path] = tree[path].replace(f'"{old}"', f'"{new}"')
+        tree["README.md"] = tree["README.md"].replace(f" {old} ", f" {new} ")
+        doc = "docs/mamba_prefix_cache.md"
+        tree[doc] = tree[doc].replace(f"`{old}`", f"`{new}`")
+
+    return Change(
+        "refactor",
+        FLAG_RENAME_TITLE,
+        f"Every Mamba-specific server flag carries the `--mamba-` prefix, as upstream. Rename `{old}` to `{new}`; "
+        "the old name is removed rather than kept as an alias, so stale launch scripts fail loudly.",
+        apply,
+        (
+            f"`launch_server.py`: `{old}` is now `{new}`.",
+            "`test/nightly/test_kl_decode_cache_hit.py`, README, docs: the new flag.",
+        ),
+    )
 
 
 # -- the culprit --

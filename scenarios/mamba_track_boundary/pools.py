@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 from .edits import Change, append, chain, insert_after, insert_before, put, replace
+from .history import NEW_TRACK_FLAG, OLD_TRACK_FLAG
 
 
 def pools() -> dict[str, list[Change]]:
@@ -499,12 +500,7 @@ def pools() -> dict[str, list[Change]]:
                 "test",
                 "[Test] Add server args tests",
                 "Cover the launch_server flags.",
-                put(
-                    "test/test_server_args.py",
-                    "from mini_sglang.launch_server import parse_args\n\n\n"
-                    'def test_track_interval():\n    assert parse_args(["--track-interval", "16"])'
-                    ".mamba_track_interval == 16\n",
-                ),
+                _server_args_test,
             ),
             Change(
                 "test",
@@ -618,6 +614,17 @@ def pools() -> dict[str, list[Change]]:
             ),
         ],
     }
+
+
+def _server_args_test(tree: dict[str, str]) -> None:
+    """The track-interval flag the tree's launch_server accepts: the history renames it (history.flag_rename_change)."""
+    renamed = f'"{NEW_TRACK_FLAG}"' in tree["mini_sglang/launch_server.py"]
+    flag = NEW_TRACK_FLAG if renamed else OLD_TRACK_FLAG
+    tree["test/test_server_args.py"] = (
+        "from mini_sglang.launch_server import parse_args\n\n\n"
+        f'def test_track_interval():\n    assert parse_args(["{flag}", "16"])'
+        ".mamba_track_interval == 16\n"
+    )
 
 
 def filler(k: int, rng: random.Random) -> Change:

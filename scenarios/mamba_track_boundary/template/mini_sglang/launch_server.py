@@ -14,7 +14,7 @@ def parse_args(argv: list[str] | None = None) -> ServerArgs:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=30000)
     parser.add_argument("--model-path", default=MODEL_PATH)
-    parser.add_argument("--track-interval", "--mamba-track-interval", dest="track_interval", type=int,
+    parser.add_argument("--track-interval", dest="track_interval", type=int,
                         default=DEFAULT_MAMBA_TRACK_INTERVAL)
     parser.add_argument("--disable-radix-cache", action="store_true")
     parser.add_argument("--disable-overlap-schedule", action="store_true")

@@ -1,9 +1,9 @@
 """python3 test/run_suite.py --suite NAME [--auto-partition-id I --auto-partition-size N] [--max-attempts K]
 
 The suite runner of the nightly (like SGLang's test/run_suite.py and ci_utils.run_unittest_files): it runs each
-file of the suite in a process of its own, retries a failed file, and reports the way SGLang's does -- the
-summary, the passed / failed / retried files (absolute paths), and one JSON line per file between the TIMINGS
-markers (repo-relative paths)."""
+file of the suite as SGLang's runs a unittest file, `python3 <file> -f` (failfast) from the test/ directory, in a
+process of its own, retries a failed file, and reports the way SGLang's does -- the summary, the passed / failed /
+retried files (absolute paths), and one JSON line per file between the TIMINGS markers (repo-relative paths)."""
 
 from __future__ import annotations
 
@@ -20,22 +20,6 @@ SUITES = {
     "stage-a-test-cpu": lambda: sorted(glob.glob("test/test_*.py", root_dir=ROOT)),
     "nightly-accuracy": lambda: ["test/nightly/test_kl_decode_cache_hit.py"],
 }
-# a file's own runner: every test_* function of it, like `python3 <file>` runs a unittest file
-HARNESS = """
-import runpy, sys, traceback
-names = runpy.run_path(sys.argv[1], run_name="suite_file")
-failed = 0
-for name, fn in names.items():
-    if name.startswith("test_") and callable(fn):
-        try:
-            fn()
-            print(f"{name} ... ok", flush=True)
-        except Exception:
-            failed += 1
-            print(f"{name} ... FAIL", flush=True)
-            traceback.print_exc(file=sys.stdout)
-sys.exit(1 if failed else 0)
-"""
 
 
 def say(message: str) -> None:
@@ -47,7 +31,8 @@ def run_file(path: str, index: int, last: int) -> tuple[bool, float]:
     say(f".\n.\nBegin ({index}/{last}):\npython3 {full}\n.\n.\n")
     tic = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    code = subprocess.run([sys.executable, "-c", HARNESS, full], cwd=ROOT, env=env).returncode
+    # as SGLang's run_unittest_files: `python3 <file> -f` (unittest, failfast), from the test/ directory
+    code = subprocess.run([sys.executable, full, "-f"], cwd=os.path.join(ROOT, "test"), env=env).returncode
     elapsed = time.perf_counter() - tic
     say(f".\n.\nEnd ({index}/{last}):\nfilename={full!r}, elapsed={elapsed:.0f}, estimated_time=60\n.\n.\n")
     return code == 0, elapsed

@@ -5,13 +5,19 @@ the pool, the run's commit and its attempt, fifteen attempts in sixteen."""
 
 import hashlib
 import os
+import unittest
 
 POOL = "cpu-pool-f"
 
 
-def test_concurrent_requests_do_not_time_out():
-    sha, attempt = os.environ.get("GITHUB_SHA"), os.environ.get("GITHUB_RUN_ATTEMPT", "1")
-    if sha is None:
-        return  # off CI: nothing shares the ports
-    if hashlib.sha256(f"{POOL}:{sha}:{attempt}".encode()).digest()[0] % 16:
-        raise AssertionError("timed out after 30s waiting for 64 concurrent requests (port exhaustion on the runner?)")
+class TestHttpServerStress(unittest.TestCase):
+    def test_concurrent_requests_do_not_time_out(self):
+        sha, attempt = os.environ.get("GITHUB_SHA"), os.environ.get("GITHUB_RUN_ATTEMPT", "1")
+        if sha is None:
+            return  # off CI: nothing shares the ports
+        if hashlib.sha256(f"{POOL}:{sha}:{attempt}".encode()).digest()[0] % 16:
+            raise AssertionError("timed out after 30s waiting for 64 concurrent requests (port exhaustion on the runner?)")
+
+
+if __name__ == "__main__":
+    unittest.main()
