@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from xml.etree import ElementTree
 
+from bot.domain.cases import failures
 from bot.domain.policy import Direction, Policy, Test
 from bot.domain.suite_log import parse
 
@@ -152,7 +153,11 @@ def read_job(policy: Policy, test: Test, log: str, job: JobInfo) -> Reading:
             passed = None
     if passed is None:
         return Reading(Outcome.NONE, f"{test.id} did not run in {where}", job=job.name)
-    metric = _metric(policy, output) if output is not None else None
+    metric = None
+    if output is not None and not passed:  # the failing case's own reading (its unittest report), not the file's last
+        metric = next((m for f in failures(output) if (m := _metric(policy, f.block)) is not None), None)
+    if metric is None and output is not None:
+        metric = _metric(policy, output)
     if metric is None and not passed and output is None:
         metric = _metric(policy, log)
     outcome = Outcome.PASSED if passed else Outcome.FAILED
