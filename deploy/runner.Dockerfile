@@ -3,22 +3,20 @@
 #
 # Base: SGLang's own image (lmsysorg/sglang: CUDA, a CUDA build of torch and SGLang's kernels, matched
 # to each other). The step's environments are uv venvs layered on this interpreter
-# (--system-site-packages), so the base's CUDA torch is reused, never replaced. For another project,
-# NVIDIA's PyTorch container works the same way: --build-arg BASE_IMAGE=nvcr.io/nvidia/pytorch:25.01-py3
-# (then `revert-bisect[sglang]` may pull a PyPI torch over NVIDIA's: prefer `revert-bisect[runner]`).
+# (a .pth over its site-packages), so the base's CUDA torch is reused, never replaced. For another project,
+# NVIDIA's PyTorch container works the same way: --build-arg BASE_IMAGE=nvcr.io/nvidia/pytorch:25.01-py3.
+# The bot's runner package is not installed here: the step workflow installs the repository variable
+# REVERT_BISECT_PACKAGE into a uv venv of its own (kept on the cache volume), never into this python3.
 #
-#   docker build -f deploy/runner.Dockerfile \
-#     --build-arg REVERT_BISECT_PACKAGE='revert-bisect[sglang] @ git+https://github.com/YOUR-ORG/revert-bisect@v0.1.0' \
-#     -t revert-bisect-runner deploy/
+#   docker build -f deploy/runner.Dockerfile -t revert-bisect-runner deploy/
 #   docker run -d --gpus all --restart unless-stopped -v revert-bisect-cache:/cache/revert-bisect \
 #     -e RUNNER_URL=https://github.com/OWNER/REPO -e RUNNER_TOKEN=... -e RUNNER_LABELS=4-gpu-h100 \
 #     revert-bisect-runner
 ARG BASE_IMAGE=lmsysorg/sglang:v0.5.18
 FROM ${BASE_IMAGE}
 
-# The pip requirement of the bot's runner package -- the same one as the repository variable
-# REVERT_BISECT_PACKAGE, so the probe is the bot's version (a git URL, or a wheel's URL).
-ARG REVERT_BISECT_PACKAGE
+# uv makes the runner package's venv and the environments keyed by pins (the step workflow requires it)
+ARG UV_VERSION=0.9.5
 # The GitHub Actions runner (https://github.com/actions/runner/releases); it updates itself later.
 ARG RUNNER_VERSION=2.329.0
 ARG RUNNER_ARCH=x64
@@ -48,18 +46,16 @@ RUN curl -fsSL -o /tmp/actions-runner.tar.gz \
     && rm -rf /var/lib/apt/lists/* \
     && chown -R runner:runner /opt/actions-runner
 
-# The bot's runner side: `python3 -m runners.step` and the KL probe (the step workflow upgrades it
-# to $REVERT_BISECT_PACKAGE at every step; installing it here saves that time). The requirement is
-# pinned by the build argument itself (a git tag or a wheel), hence no `==version` here.
-# hadolint ignore=DL3013
-RUN if [ -z "${REVERT_BISECT_PACKAGE}" ]; then \
-        echo "--build-arg REVERT_BISECT_PACKAGE='revert-bisect[sglang] @ git+https://...@TAG' is required" >&2; exit 1; \
-    fi \
-    && python3 -m pip install "${REVERT_BISECT_PACKAGE}" \
-    && python3 -c "import runners.step, runners.probes.sglang_kl"
+# uv as a tool of its own (its binary on PATH), not a package in the base's site-packages, which the
+# repository's own tests run with.
+RUN python3 -m pip install --target /opt/uv "uv==${UV_VERSION}" \
+    && ln -s /opt/uv/bin/uv /usr/local/bin/uv \
+    && uv --version
 
 # Clones, worktrees and the environments keyed by pins, kept between steps: mount a volume here.
-ENV REVERT_BISECT_RUNNER_CACHE=/cache/revert-bisect
+# The runner package's venvs (one per REVERT_BISECT_PACKAGE) live there too, built by the first step.
+ENV REVERT_BISECT_RUNNER_CACHE=/cache/revert-bisect \
+    REVERT_BISECT_HOME=/cache/revert-bisect
 RUN mkdir -p /cache/revert-bisect && chown runner:runner /cache/revert-bisect
 VOLUME ["/cache/revert-bisect"]
 

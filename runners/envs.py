@@ -118,7 +118,7 @@ def uv_binary() -> str:
     except ImportError:
         found = shutil.which("uv")
         if found is None:
-            raise EnvError("uv is not installed on this runner (pip install 'revert-bisect[runner]')") from None
+            raise EnvError("uv is not installed on this runner (pip install uv, or uv's standalone installer)") from None
         return found
     return find_uv_bin()
 
@@ -178,7 +178,9 @@ def unsatisfied(python: str, requirements: list[str]) -> list[str]:
 class EnvCache:
     def __init__(self, root: Path, base_python: str | None = None, keep: int = KEEP):
         self.root = root
-        self.base_python = base_python or sys.executable
+        # on a runner the bot's package runs from a venv of its own (the step workflow): the code under test,
+        # and so the base, is the runner's interpreter it names in REVERT_BISECT_PYTHON
+        self.base_python = base_python or os.environ.get("REVERT_BISECT_PYTHON") or sys.executable
         self.keep = keep
         root.mkdir(parents=True, exist_ok=True)
 

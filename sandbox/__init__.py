@@ -7,7 +7,16 @@ state.faults.set(0.2, kinds=("5xx", "403-ratelimit"), seed=1)
 """
 
 from .app import create_sandbox
+from .net import free_port
 from .server import run_in_thread
 from .state import Faults, SandboxState, Seeded, seed_from_scenario
 
-__all__ = ["Faults", "SandboxState", "Seeded", "create_sandbox", "run_in_thread", "seed_from_scenario"]
+__all__ = [
+    "Faults",
+    "SandboxState",
+    "Seeded",
+    "create_sandbox",
+    "free_port",
+    "run_in_thread",
+    "seed_from_scenario",
+]

@@ -30,8 +30,7 @@ from rich.syntax import Syntax
 from bot.cli import demo_ci
 from bot.cli.demo_watch import Ended, StoryWatch
 from runners.proc import stop_group
-from sandbox import SandboxState, run_in_thread, seed_from_scenario
-from sandbox.net import free_port
+from sandbox import SandboxState, free_port, run_in_thread, seed_from_scenario
 
 NIGHTLY = demo_ci.NIGHTLY
 POLICIES = Path(__file__).resolve().parents[2] / "policies"

@@ -112,7 +112,7 @@ def seed_from_scenario(
                     created_at=follow.get("created_at"),
                 )
         # the nightly workflow and the step workflow run their own steps, on a runner machine set up as the step
-        # workflow's header asks (python3 with the libraries a GPU box has installed)
+        # workflow's header asks (python3 with the libraries a GPU box has installed, uv)
         if state.actions.workflow(repo, STEP_WORKFLOW) is not None:
             step_runner_machine(state)
     return Seeded(slug, maintainer, tokens, data)
@@ -120,8 +120,9 @@ def seed_from_scenario(
 
 def step_runner_machine(state: SandboxState) -> None:
     """The emulated runner becomes the machine the step workflow (runners/github/revert-bisect-step.yml)
-    asks for (sandbox/actions/machine.py): the workflow's own steps -- install, `python3 -m runners.step`,
-    upload -- run on it as written, with one runner cache (clones, worktree slots, environments) kept
-    across runs, as on a real self-hosted runner machine."""
+    asks for (sandbox/actions/machine.py): the workflow's own steps -- install into the runner package's venv,
+    `$REVERT_BISECT_RUNNER_VENV/bin/python -m runners.step`, upload -- run on it as written, with one runner
+    cache (clones, worktree slots, environments) and the runner package's venvs kept across runs, as on a real
+    self-hosted runner machine."""
     state.actions.runner_env.update(machine.step_runner_env(state.root / "_runner-machine"))
     state.actions.runner_env["REVERT_BISECT_RUNNER_CACHE"] = str(state.root / "_runner-cache")

