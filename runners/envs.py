@@ -118,7 +118,7 @@ def uv_binary() -> str:
     except ImportError:
         found = shutil.which("uv")
         if found is None:
-            raise EnvError("uv is not installed on this runner (pip install uv, or uv's standalone installer)") from None
+            raise EnvError("uv is not installed on this runner (pip install uv, or its standalone installer)") from None
         return found
     return find_uv_bin()
 
