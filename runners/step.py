@@ -199,16 +199,20 @@ def run_in_tree(
         if metric is None and spec.metric_regex:
             metric = metric_from_output(log_path.read_text(errors="replace"), compile_metric_regex(spec.metric_regex))
         return finish(done.code, done.infra, metric, env)
-    return _own_test(spec, spec.test, tree, variables, log_path, log, finish, pidfile, started, env)
+    code, infra, metric, cases = _own_test(spec, spec.test, tree, variables, log_path, log, pidfile, started)
+    return finish(code, infra, metric, env, cases)
 
 
-def _own_test(spec: StepSpec, run: TestRun, tree, variables, log_path: Path, log, finish, pidfile, started, env):
-    """The repository's own test (runners.testrun): its plan at this commit, what the runner must hold, GPUs of its
-    own, the run, then a verdict per case."""
+Ended = tuple[int | None, str | None, float | None, list[CaseResult]]  # exit code, infra reason, metric, cases
+
+
+def _own_test(spec: StepSpec, run: TestRun, tree: Path, variables, log_path: Path, log, pidfile, started) -> Ended:
+    """The repository's own test (runners.testrun): its plan at this commit, its build, what the runner must hold,
+    GPUs of its own, the run, then a verdict per case."""
     plan = testrun.plan(run, tree, transplant=run.transplant_from is not None)
     if plan.missing:
         log(f"revert-bisect: untestable here: {plan.missing}")
-        return finish(125, None, None, env, [CaseResult(c, testrun.SKIP, None, plan.missing) for c in run.cases])
+        return 125, None, None, [CaseResult(c, testrun.SKIP, None, plan.missing) for c in run.cases]
     if plan.transplanted:
         log(f"revert-bisect: {run.file} taken from {run.transplant_from} (policy: missing: transplant)")
     needs = spec.needs or Needs()
@@ -217,21 +221,21 @@ def _own_test(spec: StepSpec, run: TestRun, tree, variables, log_path: Path, log
         log(f"revert-bisect: building: {' '.join(run.build)}")
         built = run_logged(list(run.build), tree, variables, spec.timeout_s, log_path, pidfile, started)
         if built.infra is not None:
-            return finish(None, f"the build {built.infra}", None, env)
+            return None, f"the build {built.infra}", None, []
         if built.code != 0:
             log(f"revert-bisect: untestable here: the commit does not build (the build exited {built.code})")
-            return finish(125, None, None, env)
+            return 125, None, None, []
     lacking = preflight.missing(needs, variables, tree)
     if lacking:
         log("revert-bisect: the runner lacks what the test needs: " + "; ".join(lacking))
-        return finish(None, "; ".join(lacking), None, env)
+        return None, "; ".join(lacking), None, []
     held = None
     if needs.gpus:
         try:
             held = gpus.assign(needs.gpus, variables, needs.gpu_idle_timeout_s, log)
         except gpus.GpuError as exc:
             log(f"revert-bisect: {exc}")
-            return finish(None, str(exc), None, env)
+            return None, str(exc), None, []
         variables["CUDA_VISIBLE_DEVICES"] = held.visible
         log(f"revert-bisect: GPUs {held.visible} (CUDA_VISIBLE_DEVICES)")
     log(f"revert-bisect: running in {plan.cwd.relative_to(tree)}: {' '.join(plan.argv)}")
@@ -250,7 +254,7 @@ def _own_test(spec: StepSpec, run: TestRun, tree, variables, log_path: Path, log
         reading = "" if case.metric is None else f", metric {case.metric:g}"
         log(f"revert-bisect: {case.case}: {case.outcome}{reading}{f' ({case.why})' if case.why else ''}")
     code, infra = testrun.verdict(cases, done.code)
-    return finish(code, done.infra or infra, testrun.worst(cases, spec.higher_is_worse), env, cases)
+    return code, done.infra or infra, testrun.worst(cases, spec.higher_is_worse), cases
 
 
 def checkout(tree: Path, spec: StepSpec, log) -> None:
