@@ -12,7 +12,12 @@ from bot.domain.policy import Policy
 
 
 class PolicyError(RevertBisectError):
-    """A policy file that cannot be used; the message lists every problem as file:line: key: why."""
+    """A policy file that cannot be used; the message lists every problem, one a line, as file:line: key: why
+    (the file's own path, also when it was read from a directory)."""
+
+    def __init__(self, problems: list[str] | str) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 def _lines(node: yaml.Node, path: tuple = ()) -> dict[tuple, int]:
@@ -45,49 +50,102 @@ def _dotted(loc: tuple) -> str:
     return text or "(top level)"
 
 
-def parse(text: str, source: str) -> Policy:
+# Errors yaml finds only where the document goes on: its context_mark is where the mistake is (the bracket or
+# quote never closed, the key with no colon), its problem_mark where yaml gave up -- lines further down.
+_OPENED_AT_CONTEXT = {
+    "while parsing a flow sequence": "the [ here is not closed",
+    "while parsing a flow mapping": "the { here is not closed",
+    "while scanning a quoted scalar": "the quote here is not closed",
+    "while scanning a simple key": "a key here has no ':'",
+}
+
+
+# yaml's names of its tokens, in words
+_TOKENS = {
+    "'?'": "a key",
+    "'<stream end>'": "the end of the file",
+    "'<block mapping start>'": "a mapping",
+    "'<block sequence start>'": "a list",
+    "<block end>": "the end of the block",
+}
+
+
+def _not_yaml(exc: yaml.YAMLError, source: str) -> str:
+    """`source:line: not valid YAML: why`, at the line of the mistake. yaml's marks count lines from 0."""
+    problem_mark = getattr(exc, "problem_mark", None)
+    context_mark = getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    for token, words in _TOKENS.items():
+        problem = problem.replace(token, words)
+    opened = _OPENED_AT_CONTEXT.get(getattr(exc, "context", None) or "")
+    if opened and context_mark is not None and problem_mark is not None and context_mark.line < problem_mark.line:
+        return f"{source}:{context_mark.line + 1}: not valid YAML: {opened} ({problem} on line {problem_mark.line + 1})"
+    mark = problem_mark or context_mark
+    return f"{source}:{mark.line + 1 if mark else 1}: not valid YAML: {problem}"
+
+
+def _parse(text: str, source: str) -> tuple[Policy, dict[tuple, int]]:
+    """The policy and the line of each of its keys."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise PolicyError(f"{source}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
-    if not isinstance(data, dict):
+        raise PolicyError(_not_yaml(exc, source)) from None
+    if not isinstance(data, dict) or node is None:
         raise PolicyError(f"{source}:1: a policy is a mapping of keys (repository, watch, tests, ...)")
+    lines = _lines(node)
     try:
-        return Policy.model_validate(data)
+        return Policy.model_validate(data), lines
     except ValidationError as exc:
-        lines = _lines(node)
         problems = []
         for error in exc.errors():
             loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
             why = "unknown key" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
             problems.append(f"{source}:{_where(lines, loc)}: {_dotted(loc)}: {why}")
-        raise PolicyError("invalid policy:\n  " + "\n  ".join(problems)) from None
+        raise PolicyError(problems) from None
+
+
+def parse(text: str, source: str) -> Policy:
+    return _parse(text, source)[0]
+
+
+def _read(path: Path) -> tuple[Policy, dict[tuple, int]]:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise PolicyError(f"{path}: cannot read the policy ({why})") from None
+    return _parse(text, str(path))
 
 
 def load(path: Path) -> Policy:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read the policy ({exc.strerror})") from None
-    return parse(text, str(path))
+    return _read(path)[0]
+
+
+def check_dir(directory: Path) -> tuple[dict[Path, Policy], list[str]]:
+    """Every policies/*.yaml on its own: the files that load, by path, and every problem of the others (a second
+    policy for one repository too), each naming its own file."""
+    loaded: dict[Path, Policy] = {}
+    problems: list[str] = []
+    first: dict[str, Path] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        try:
+            policy, lines = _read(path)
+        except PolicyError as exc:
+            problems.extend(exc.problems)
+            continue
+        if policy.repository in first:
+            line, earlier = lines.get(("repository",), 1), first[policy.repository]
+            problems.append(f"{path}:{line}: repository: a second policy for {policy.repository} (also {earlier})")
+            continue
+        first[policy.repository] = path
+        loaded[path] = policy
+    return loaded, problems
 
 
 def load_dir(directory: Path) -> dict[str, Policy]:
     """Every policies/*.yaml, by repository; all problems of all files are reported at once."""
-    policies: dict[str, Policy] = {}
-    problems: list[str] = []
-    for path in sorted(directory.glob("*.yaml")):
-        try:
-            policy = load(path)
-        except PolicyError as exc:
-            problems.append(str(exc))
-            continue
-        if policy.repository in policies:
-            problems.append(f"{path}: a second policy for {policy.repository}")
-        policies[policy.repository] = policy
+    loaded, problems = check_dir(directory)
     if problems:
-        raise PolicyError("\n".join(problems))
-    return policies
+        raise PolicyError(problems)
+    return {policy.repository: policy for policy in loaded.values()}

@@ -11,19 +11,22 @@ from bot.adapters.git.clones import GIT_CLONES
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
 from bot.cli.consoles import err, out
-from bot.cli.session import run_bisection
-from bot.domain.bisect.model import Status
+from bot.cli.session import exit_code, run_bisection
 from bot.domain.errors import RevertBisectError
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.service import setup
 from bot.service.config import BisectConfig
-from bot.service.report import EXIT_CODES
 
 EXIT_HELP = """
 Exit codes: 0 culprit found; 3 ambiguous (untestable commits border the answer); 4 not
 reproducible (BAD passes); 5 GOOD fails too; 6 no culprit (BAD's failures were flakes);
-7 an endpoint cannot be tested; 8 inconclusive; 2 bad input; 130 interrupted (resume with
---resume ID).
+7 an endpoint cannot be tested; 8 inconclusive; 11 the command could not be run at any
+commit (every run exited 126 or 127); 2 bad input, or a --json/--log that could not be
+written; 130 interrupted (resume with --resume ID).
 """
+
+# What `--resume ID` may be given: where the store is, and other places for the outputs (the rest is stored).
+RESUME_OPTIONS = {"resume", "db", "json_out", "log_out"}
 
 
 def _flake(value: str) -> float | None:
@@ -38,7 +41,20 @@ def _flake(value: str) -> float | None:
     return f
 
 
+def _given(ctx: typer.Context) -> list[str]:
+    """The options and arguments given on the command line that `--resume` does not take, as the user typed them."""
+    given = []
+    for param in ctx.command.params:
+        if param.name in RESUME_OPTIONS or param.name is None:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is not None and source.name == "COMMANDLINE":  # typer's Click may not be the one installed
+            given.append(param.opts[0] if param.param_type_name == "option" else (param.metavar or param.name.upper()))
+    return given
+
+
 def bisect(
+    ctx: typer.Context,
     command: Annotated[
         list[str] | None,
         typer.Argument(
@@ -58,7 +74,9 @@ def bisect(
             metavar="REV", help="A revision where it fails (a descendant of GOOD). [required unless --resume]"
         ),
     ] = None,
-    workers: Annotated[int, typer.Option(min=1, max=256, help="Tests to run at once, each in its own worktree.")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, max=256, metavar="N", help="Tests to run at once, each in its own worktree.")
+    ] = 1,
     all_commits: Annotated[
         bool,
         typer.Option(
@@ -70,7 +88,7 @@ def bisect(
         bool, typer.Option("--descend-merges", help="When the culprit is a merge, search the commits it brought in.")
     ] = False,
     confidence: Annotated[
-        float, typer.Option(min=0.5, max=0.999999, help="Posterior probability the culprit must reach.")
+        float, typer.Option(min=0.5, max=0.999999, metavar="P", help="Posterior probability the culprit must reach.")
     ] = 0.99,
     flake_rate: Annotated[
         str,
@@ -81,18 +99,22 @@ def bisect(
     ] = "auto",
     metric_regex: Annotated[
         str | None,
-        typer.Option(help="Judge by a number in the output: the group `value` (or the first group) of the last match."),
+        typer.Option(
+            metavar="REGEX",
+            help="Judge by a number in the output: the group `value` (or the first group) of the last match.",
+        ),
     ] = None,
     metric_file: Annotated[
         bool,
         typer.Option("--metric-file", help='Judge by {"metric": <float>} the test writes to $REVERT_BISECT_RESULT.'),
     ] = False,
-    threshold: Annotated[float | None, typer.Option(help="The CI threshold of the metric.")] = None,
+    threshold: Annotated[float | None, typer.Option(metavar="T", help="The CI threshold of the metric.")] = None,
     higher_is_worse: Annotated[
         bool, typer.Option("--higher-is-worse/--lower-is-worse", help="Which way the metric gets worse.")
     ] = True,
     timeout: Annotated[
-        float | None, typer.Option(min=0.001, help="Seconds before a run is killed (an infra result, retried).")
+        float | None,
+        typer.Option(min=0.001, metavar="SECONDS", help="Seconds before a run is killed (an infra result, retried)."),
     ] = None,
     verify_revert: Annotated[
         bool,
@@ -130,12 +152,27 @@ def bisect(
 ) -> None:
     """Bisect GOOD..BAD with COMMAND, several commits at once, robust to flaky results."""
     try:
+        if resume is not None and (extra := _given(ctx)):
+            named = " and ".join(filter(None, [", ".join(extra[:-1]), extra[-1]]))
+            raise RevertBisectError(
+                f"--resume {resume} continues the bisection as it was started, so {named} "
+                f"{'does' if len(extra) == 1 else 'do'} not apply: drop {'it' if len(extra) == 1 else 'them'} "
+                "(only --json, --log and --db may be given with --resume)"
+            )
+        # the outputs are checked before the store is touched or anything runs: never an answer lost at the end
+        json_out = setup.check_writable(json_out, "--json") if json_out else None
+        log_out = setup.check_writable(log_out, "--log") if log_out else None
+        workdir = setup.check_workdir(workdir) if workdir else None
         store = Store(connect(db))
         if resume is not None:
             loaded = setup.load(store, resume, GIT_CLONES.open)
             if loaded.row.status:
                 err.print(f"bisection #{resume} already finished: {loaded.row.status}")
-                raise typer.Exit(EXIT_CODES[Status(loaded.row.status)])
+                told = outcome_of(loaded.row) or BisectionOutcome()
+                raise typer.Exit(exit_code(loaded.row.status, told.reason))
+            stored = loaded.config
+            json_out = json_out or (setup.check_writable(Path(stored.json_out), "--json") if stored.json_out else None)
+            log_out = log_out or (setup.check_writable(Path(stored.log_out), "--log") if stored.log_out else None)
         else:
             missing = [name for name, value in (("--repo", repo), ("--good", good), ("--bad", bad)) if value is None]
             if missing:
@@ -159,7 +196,9 @@ def bisect(
                 descend_merges=descend_merges or all_commits,
                 verify_revert=verify_revert,
                 onto=onto,
-                workdir=str(workdir.resolve()) if workdir else None,
+                workdir=str(workdir) if workdir else None,
+                json_out=str(json_out) if json_out else None,
+                log_out=str(log_out) if log_out else None,
             )
             if onto and not verify_revert:
                 raise RevertBisectError("--onto goes with --verify-revert")
@@ -167,9 +206,9 @@ def bisect(
                 from runners.metric import compile_metric_regex
 
                 compile_metric_regex(metric_regex)
-            loaded = setup.create(store, GitRepo(repo), good, bad, config)
+            loaded = setup.create(store, GitRepo(repo), good, bad, config, cwd=Path.cwd())
         code, _ = run_bisection(store, loaded, err, out, json_out, log_out)
     except (RevertBisectError, ValueError) as exc:
-        err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(2) from None
     raise typer.Exit(code)

@@ -18,23 +18,30 @@ def sandbox(ctx: typer.Context) -> None:
     """The GitHub sandbox (a local, stateful GitHub for offline use): `revert-bisect sandbox --help`."""
     from sandbox.__main__ import main as sandbox_main
 
-    raise typer.Exit(sandbox_main(list(ctx.args)))
+    raise typer.Exit(sandbox_main(list(ctx.args), prog="revert-bisect sandbox"))
 
 
 def demo(
     directory: Annotated[
-        Path | None, typer.Option("--dir", help="Where to build the scenario (default: a new temporary directory).")
+        Path | None,
+        typer.Option("--dir", metavar="DIR", help="Where to build the scenario (default: a new temporary directory)."),
     ] = None,
-    commits: Annotated[int, typer.Option(min=8, max=500, help="Commits since the last green nightly.")] = 60,
-    seed: Annotated[int, typer.Option(help="Which history (and culprit) to generate.")] = 0,
+    commits: Annotated[
+        int, typer.Option(min=8, max=500, metavar="N", help="Commits since the last green nightly.")
+    ] = 60,
+    seed: Annotated[int, typer.Option(metavar="N", help="Which history (and culprit) to generate.")] = 0,
     flake_rate: Annotated[
-        float, typer.Option(min=0.0, max=0.3, help="Chance a healthy commit's KL test fails anyway.")
+        float, typer.Option(min=0.0, max=0.3, metavar="P", help="Chance a healthy commit's KL test fails anyway.")
     ] = 0.0,
-    unbuildable: Annotated[int, typer.Option(min=0, max=10, help="Commits that do not build (exit 125).")] = 0,
-    workers: Annotated[int, typer.Option(min=1, max=16, help="Local runners (with --local).")] = 4,
+    unbuildable: Annotated[
+        int, typer.Option(min=0, max=10, metavar="N", help="Commits that do not build (exit 125).")
+    ] = 0,
+    workers: Annotated[int, typer.Option(min=1, max=16, metavar="N", help="Local runners (with --local).")] = 4,
     db: Annotated[
         str | None,
-        typer.Option(help="SQLAlchemy URL of the store (with --local; default: SQLite in the scenario directory)."),
+        typer.Option(
+            metavar="URL", help="SQLAlchemy URL of the store (with --local; default: SQLite in the scenario directory)."
+        ),
     ] = None,
     local: Annotated[
         bool, typer.Option("--local", help="Skip GitHub: bisect, revert and draft the PR on this machine only.")
@@ -43,7 +50,7 @@ def demo(
         bool, typer.Option("--keep", help="Leave the GitHub sandbox and the bot up afterwards, to browse.")
     ] = False,
     timeout: Annotated[
-        float, typer.Option(min=1, help="Seconds the whole story may take before the demo gives up.")
+        float, typer.Option(min=1, metavar="SECONDS", help="Seconds the whole story may take before the demo gives up.")
     ] = 900,
 ) -> None:
     """The miniature SGLang incident end to end: a red scheduled run on a local GitHub (the sandbox), the bot
@@ -57,13 +64,14 @@ def demo(
     if importlib.util.find_spec("sandbox") is None or importlib.util.find_spec("scenarios") is None:
         err.print(
             "revert-bisect: error: the demo needs the GitHub sandbox and the scenarios of a source checkout: "
-            "git clone the project, then pip install -e '.[sandbox,model]'"
+            "git clone the project, then pip install -e '.[demo]'"
         )
         raise typer.Exit(2)
-    if importlib.util.find_spec("torch") is None:
+    lacking = [name for name in ("torch", "httpx", "jwt") if importlib.util.find_spec(name) is None]
+    if lacking:
         err.print(
-            "revert-bisect: error: the demo's model needs torch: "
-            "pip install 'revert-bisect[model]' (torch==2.13.0, CPU)"
+            f"revert-bisect: error: the demo needs {', '.join(lacking)} (the model, the sandbox and the client that "
+            "drives them): pip install -e '.[demo]' (torch==2.13.0, CPU)"
         )
         raise typer.Exit(2)
     try:

@@ -41,18 +41,23 @@ def _environment(repo: Path, sha: str, spec: EnvSpec, python: str) -> dict:
 
 
 def step_plan(
-    policy_file: Annotated[Path, typer.Option("--policy", help="The repository's policy file.")],
-    test_id: Annotated[str, typer.Option("--test", help="The policy test's id.")],
-    repo: Annotated[Path, typer.Option("--repo", help="A clone of the repository.")] = Path("."),
-    sha: Annotated[str, typer.Option("--sha", help="The commit (any revision git understands).")] = "HEAD",
+    policy_file: Annotated[Path, typer.Option("--policy", metavar="FILE", help="The repository's policy file.")],
+    test_id: Annotated[str, typer.Option("--test", metavar="ID", help="The policy test's id.")],
+    repo: Annotated[Path, typer.Option("--repo", metavar="DIR", help="A clone of the repository.")] = Path("."),
+    sha: Annotated[
+        str, typer.Option("--sha", metavar="REV", help="The commit (any revision git understands).")
+    ] = "HEAD",
     cases: Annotated[
         list[str] | None,
         typer.Option(
-            "--case", help="A failed case to narrow to (Class.method, Class; repeat). Default: the whole file."
+            "--case",
+            metavar="CASE",
+            help="A failed case to narrow to (Class.method, Class; repeat). Default: the whole file.",
         ),
     ] = None,
     bad: Annotated[
-        str | None, typer.Option(help="BAD, whose test file stands in where the policy says `missing: transplant`.")
+        str | None,
+        typer.Option(metavar="REV", help="BAD, whose test file stands in where the policy says `missing: transplant`."),
     ] = None,
 ) -> None:
     """Print as JSON what a runner would run for TEST at SHA: command, cwd, env, runner labels, environment key."""

@@ -19,11 +19,15 @@ re-landed since): nothing was changed; 2 bad input, or a conflict.
 
 
 def revert(
-    repo: Annotated[Path, typer.Option(help="The git repository.")],
-    culprit: Annotated[str, typer.Option(help="The commit to revert.")],
-    onto: Annotated[str | None, typer.Option(help="Where the revert goes (default: the default branch head).")] = None,
-    branch: Annotated[str | None, typer.Option(help="The new branch (default: revert-bisect/revert-<sha>).")] = None,
-    reason: Annotated[str | None, typer.Option(help="Why, appended to the commit message.")] = None,
+    repo: Annotated[Path, typer.Option(metavar="PATH", help="The git repository.")],
+    culprit: Annotated[str, typer.Option(metavar="SHA", help="The commit to revert.")],
+    onto: Annotated[
+        str | None, typer.Option(metavar="REF", help="Where the revert goes (default: the default branch head).")
+    ] = None,
+    branch: Annotated[
+        str | None, typer.Option(metavar="NAME", help="The new branch (default: revert-bisect/revert-<sha>).")
+    ] = None,
+    reason: Annotated[str | None, typer.Option(metavar="TEXT", help="Why, appended to the commit message.")] = None,
 ) -> None:
     """Revert CULPRIT on top of ONTO on a new branch; a conflict, or a revert already on ONTO, changes nothing."""
     from bot.adapters.git.repo import GitRepo

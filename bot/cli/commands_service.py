@@ -12,12 +12,13 @@ from bot.domain.errors import RevertBisectError
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
+    host: Annotated[str, typer.Option(metavar="ADDRESS", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, metavar="PORT", help="Port to listen on.")] = 8080,
     db: Annotated[
         str | None,
         typer.Option(
-            help="SQLAlchemy URL of the store (default: $REVERT_BISECT_DB, else SQLite in the user data directory)."
+            metavar="URL",
+            help="SQLAlchemy URL of the store (default: $REVERT_BISECT_DB, else SQLite in the user data directory).",
         ),
     ] = None,
     log_format: Annotated[
@@ -25,6 +26,7 @@ def serve(
         typer.Option(
             "--log-format",
             envvar="REVERT_BISECT_LOG_FORMAT",
+            metavar="FORMAT",
             help="Log lines on stderr: json (one object per line) or text.",
         ),
     ] = "json",
@@ -64,19 +66,32 @@ def serve(
 
 
 def check_policy(
-    paths: Annotated[list[Path], typer.Argument(help="Policy files, or directories of *.yaml policies.")],
+    paths: Annotated[
+        list[Path], typer.Argument(metavar="PATH", help="Policy files, or directories of *.yaml policies.")
+    ],
 ) -> None:
     """Validate policy files: every problem is reported as file:line: key: why."""
-    from bot.adapters.policy_files import PolicyError, load, load_dir
+    from bot.adapters.policy_files import PolicyError, check_dir, load
 
     failed = False
     for path in paths:
-        try:
-            loaded = load_dir(path) if path.is_dir() else {"": load(path)}
-        except PolicyError as exc:
-            err.print(str(exc), highlight=False, soft_wrap=True)
-            failed = True
-            continue
-        for policy in loaded.values():
-            out.print(f"{path}: ok: {policy.repository}, {len(policy.tests)} test(s), mode {policy.mode}")
+        if path.is_dir():
+            loaded, problems = check_dir(path)
+            if not loaded and not problems:
+                out.print(f"{path}: no *.yaml policies in this directory", highlight=False, markup=False)
+        else:
+            try:
+                loaded, problems = {path: load(path)}, []
+            except PolicyError as exc:
+                loaded, problems = {}, exc.problems
+        for file, policy in loaded.items():
+            out.print(
+                f"{file}: ok: {policy.repository}, {len(policy.tests)} test(s), mode {policy.mode}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+        for problem in problems:
+            err.print(problem, highlight=False, markup=False, soft_wrap=True)
+        failed = failed or bool(problems)
     raise typer.Exit(2 if failed else 0)

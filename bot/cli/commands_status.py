@@ -1,67 +1,265 @@
-"""`revert-bisect status`: the recent bisections, or one with its runs."""
+"""`revert-bisect status`: the recent bisections, or one with its runs; a table that reads at 80 columns
+(short SHAs of 12 characters, never cut further), full SHAs with --full, JSON with --json."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from bot.adapters.store.db import connect
+from bot.adapters.store.models import BisectionRow, StepRow
 from bot.adapters.store.store import Store
 from bot.cli.consoles import err, out
 from bot.cli.wording import said
 from bot.domain.errors import RevertBisectError
 from bot.domain.outcome import BisectionOutcome, outcome_of
 
+SHORT = 12  # a short SHA: unambiguous in any repository this side of Linux's, and 80 columns fit
+GAP = 2  # spaces between two columns
+FOLDED = 4  # the least a column that may wrap is given before a SHA column would be cut
+
 
 def status(
     bisection_id: Annotated[int | None, typer.Argument(metavar="ID", help="Show one bisection in detail.")] = None,
-    db: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store.")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="How many recent bisections to list.")] = 20,
+    db: Annotated[str | None, typer.Option(metavar="URL", help="SQLAlchemy URL of the store.")] = None,
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="How many recent bisections to list.")] = 20,
+    full: Annotated[
+        bool, typer.Option("--full", help=f"Full 40-character SHAs (the table is wider than 80 columns), not {SHORT}.")
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print JSON instead: a list of bisections, or with ID the one bisection and its runs."
+        ),
+    ] = False,
 ) -> None:
     """List recent bisections, or show one with its runs."""
     try:
         store = Store(connect(db))
         if bisection_id is None:
-            table = Table("id", "repo", "range", "state", "culprit", "P", "runs", "created")
-            for row in store.recent(limit):
-                outcome = outcome_of(row) or BisectionOutcome()
-                culprit = outcome.culprit or row.guess
-                ran = sum(s.state in ("done", "lost") for s in row.steps)
-                p = outcome.confidence or row.guess_probability
-                table.add_row(
-                    str(row.id),
-                    Path(row.repo).name,
-                    f"{row.good[:8]}..{row.bad[:8]}",
-                    row.status or row.phase,
-                    (culprit or "-")[:12],
-                    f"{p:.3f}" if p else "-",
-                    str(ran),
-                    f"{row.created_at:%Y-%m-%d %H:%M}",
-                )
-            out.print(table)
+            rows = store.recent(limit)
+            if as_json:
+                _print_json([_summary(row) for row in rows])
+            elif rows:
+                _print_list(rows, full)
+            else:
+                out.print("no bisections in this store yet: `revert-bisect bisect` starts one", highlight=False)
             return
         row = store.get(bisection_id)
-        out.print(f"#{row.id} {row.repo} {row.good_rev}..{row.bad_rev}: {row.status or row.phase}")
-        if outcome := outcome_of(row):
-            out.print(said(outcome.message, outcome.reason, outcome.facts))
-        table = Table("step", "round", "kind", "sha", "state", "verdict", "exit", "metric", "s", "runner")
-        for s in row.steps:
-            table.add_row(
-                str(s.id),
-                str(s.round),
-                s.kind,
-                s.sha[:12],
-                s.state,
-                s.verdict or "-",
-                "-" if s.exit_code is None else str(s.exit_code),
-                "-" if s.metric is None else f"{s.metric:.6g}",
-                f"{s.duration_s:.1f}" if s.duration_s else "-",
-                s.runner or "-",
-            )
-        out.print(table)
+        if as_json:
+            _print_json(_detail(row))
+        else:
+            _print_detail(row, full)
     except RevertBisectError as exc:
-        err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"revert-bisect: error: {exc}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+# --- JSON ---------------------------------------------------------------------------------------------------
+
+
+def _time(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC (SQLite hands timestamps back without their zone: they were written in UTC)."""
+    if value is None:
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC).isoformat()
+
+
+def _ran(row: BisectionRow) -> int:
+    return sum(s.state in ("done", "lost") for s in row.steps)
+
+
+def _summary(row: BisectionRow) -> dict[str, Any]:
+    outcome = outcome_of(row) or BisectionOutcome()
+    return {
+        "id": row.id,
+        "repo": row.repo,
+        "good": row.good,
+        "bad": row.bad,
+        "good_rev": row.good_rev,
+        "bad_rev": row.bad_rev,
+        "status": row.status,  # the outcome (bisect's exit-code table), null while it runs
+        "phase": row.phase,
+        "culprit": outcome.culprit,
+        "confidence": outcome.confidence,
+        "guess": row.guess,
+        "guess_probability": row.guess_probability,
+        "runs": _ran(row),
+        "created_at": _time(row.created_at),
+        "finished_at": _time(row.finished_at),
+    }
+
+
+def _step(step: StepRow) -> dict[str, Any]:
+    return {
+        "id": step.id,
+        "sha": step.sha,
+        "kind": step.kind,
+        "round": step.round,
+        "state": step.state,
+        "verdict": step.verdict,
+        "exit_code": step.exit_code,
+        "metric": step.metric,
+        "infra_reason": step.infra_reason,
+        "duration_s": step.duration_s,
+        "runner": step.runner,
+        "started_at": _time(step.started_at),
+        "finished_at": _time(step.finished_at),
+    }
+
+
+def _detail(row: BisectionRow) -> dict[str, Any]:
+    outcome = outcome_of(row)
+    return {
+        **_summary(row),
+        "command": row.command,
+        "message": said(outcome.message, outcome.reason, outcome.facts) if outcome and outcome.message else None,
+        "candidates": outcome.candidates if outcome else [],
+        "steps": [_step(s) for s in row.steps],
+    }
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2))
+
+
+# --- tables -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Col:
+    header: str
+    wraps: bool = False  # may wrap (or fold) to fit; a SHA column never does
+    right: bool = False
+
+
+def _widths(cols: list[Col], cells: list[list[str]]) -> list[int]:
+    return [max([len(c.header), *(len(row[i]) for row in cells)]) for i, c in enumerate(cols)]
+
+
+def _natural(cols: list[Col], cells: list[list[str]]) -> int:
+    """How wide the table is with nothing wrapped."""
+    return sum(_widths(cols, cells)) + GAP * (len(cols) - 1)
+
+
+def _least(cols: list[Col], cells: list[list[str]]) -> int:
+    """How narrow it can be with no SHA, number or time cut: only the columns that wrap give way."""
+    widths = _widths(cols, cells)
+    return sum(min(w, FOLDED) if c.wraps else w for c, w in zip(cols, widths)) + GAP * (len(cols) - 1)
+
+
+def _print_table(cols: list[Col], cells: list[list[str]]) -> None:
+    table = Table(box=None, padding=(0, GAP // 2), pad_edge=False, show_edge=False, header_style="bold")
+    for c in cols:
+        table.add_column(c.header, justify="right" if c.right else "left", no_wrap=not c.wraps, overflow="fold")
+    for row in cells:
+        table.add_row(*row)
+    if _least(cols, cells) <= out.width:  # the columns that wrap give way, if need be
+        out.print(table)
+        return
+    # A terminal too narrow for the SHAs (--full at 80 columns): each row on one line, longer than the terminal,
+    # never a SHA cut.
+    width = out.width
+    out.width = _natural(cols, cells)
+    try:
+        out.print(table)
+    finally:
+        out.width = width
+
+
+def _sha(sha: str | None, full: bool) -> str:
+    if not sha:
+        return "-"
+    return sha if full else sha[:SHORT]
+
+
+def _print_list(rows: Any, full: bool) -> None:
+    """One line per bisection. At 80 columns the range (see `status ID`) and then P give way to the rest;
+    with --full the range is always there."""
+    entries = []
+    for row in rows:
+        outcome = outcome_of(row) or BisectionOutcome()
+        p = outcome.confidence or row.guess_probability
+        entries.append(
+            {
+                "id": str(row.id),
+                "repo": Path(row.repo).name,
+                "range": f"{_sha(row.good, full)}..{_sha(row.bad, full)}",
+                "state": row.status or row.phase,
+                "culprit": _sha(outcome.culprit or row.guess, full),
+                "P": f"{p:.3f}" if p else "-",
+                "runs": str(_ran(row)),
+                "created": f"{row.created_at:%Y-%m-%d %H:%M}",
+            }
+        )
+    every = {
+        "id": Col("id", right=True),
+        "repo": Col("repo", wraps=True),
+        "range": Col("range"),
+        "state": Col("state", wraps=True),
+        "culprit": Col("culprit"),
+        "P": Col("P", right=True),
+        "runs": Col("runs", right=True),
+        "created": Col("created"),
+    }
+    variants = [list(every), [k for k in every if k != "range"], [k for k in every if k not in ("range", "P")]]
+    if full:
+        variants = [list(every), [k for k in every if k != "P"]]
+    for keys in variants:
+        cols, cells = [every[k] for k in keys], [[e[k] for k in keys] for e in entries]
+        if _natural(cols, cells) <= out.width:
+            break
+    _print_table(cols, cells)
+
+
+def _given(rev: str, sha: str) -> str:
+    """The revision as the user gave it, when it says more than the SHA (a branch, a tag, HEAD~20)."""
+    return "" if sha.startswith(rev) else f" ({rev})"
+
+
+def _result(step: StepRow) -> str:
+    """What a run gave: its verdict once done, else where it is (running, lost: never believed)."""
+    return step.verdict if step.state == "done" and step.verdict else step.state
+
+
+def _print_detail(row: BisectionRow, full: bool) -> None:
+    text = {"highlight": False, "markup": False}
+    out.print(f"#{row.id} {row.repo}: {row.status or row.phase}", **text)
+    out.print(f"good     {_sha(row.good, full)}{_given(row.good_rev, row.good)}", **text)
+    out.print(f"bad      {_sha(row.bad, full)}{_given(row.bad_rev, row.bad)}", **text)
+    if outcome := outcome_of(row):
+        if outcome.culprit:
+            out.print(f"culprit  {_sha(outcome.culprit, full)}", **text)
+        out.print(said(outcome.message, outcome.reason, outcome.facts), **text)
+    cols = [
+        Col("step", right=True),
+        Col("round", right=True),
+        Col("kind", wraps=True),
+        Col("sha"),
+        Col("result", wraps=True),
+        Col("exit", right=True),
+        Col("metric", right=True),
+        Col("s", right=True),
+        Col("runner", wraps=True),
+    ]
+    cells = [
+        [
+            str(s.id),
+            str(s.round),
+            s.kind,
+            _sha(s.sha, full),
+            _result(s),
+            "-" if s.exit_code is None else str(s.exit_code),
+            "-" if s.metric is None else f"{s.metric:.6g}",
+            f"{s.duration_s:.1f}" if s.duration_s else "-",
+            s.runner or "-",
+        ]
+        for s in row.steps
+    ]
+    _print_table(cols, cells)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from rich.console import Console
 
 err = Console(stderr=True, soft_wrap=True)
-out = Console()
-if not out.is_terminal:  # piped or captured: keep table rows on one line each
-    out = Console(width=200)
+out = Console()  # as wide as the terminal, or as $COLUMNS says (rich reads it, piped or not)
+if not out.is_terminal and not (os.environ.get("COLUMNS", "").isdigit() and int(os.environ["COLUMNS"]) > 0):
+    out = Console(width=200)  # piped or captured with no $COLUMNS: keep table rows on one line each

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
 from bot.adapters.git.clones import GIT_CLONES
@@ -15,11 +16,97 @@ from bot.adapters.store.store import Store
 from bot.cli.progress import LiveProgress
 from bot.cli.wording import said
 from bot.domain.bisect.model import Status
-from bot.service.driver import Driver
+from bot.domain.outcome import NOT_RUN_EXITS, BisectionOutcome, RunSeen, explain, outcome_of, run_cause
+from bot.domain.reasons import Reason
+from bot.ports.store import StepRecord
+from bot.service.config import BisectConfig
+from bot.service.driver import Driver, Snapshot
 from bot.service.report import EXIT_CODES, replay_log, summary, to_json
 from bot.service.setup import Loaded
 
 INTERRUPTED = 130
+OUTPUT_UNWRITTEN = 2  # the answer is printed, but a --json or --log asked for could not be written
+COMMAND_NOT_RUN = 11  # every run exited 126/127: the command never started, at any commit
+
+
+def exit_code(status: str | Status, reason: str | None = None) -> int:
+    """The exit code of a finished bisection: its status's, or 11 when the command could not be run at all."""
+    if reason == Reason.COMMAND_NOT_RUN.value:
+        return COMMAND_NOT_RUN
+    return EXIT_CODES[Status(status)]
+
+
+def _metric_mode(config: BisectConfig) -> str | None:
+    return "regex" if config.metric_regex else "file" if config.metric_file else None
+
+
+def _seen(step: StepRecord, pool: LocalPool) -> RunSeen:
+    log = pool.log_of(step.id, step.runner)
+    return RunSeen(step.sha, step.exit_code, step.metric, step.infra_reason, step.log_tail or "", log and str(log))
+
+
+class _WithLogs:
+    """The live display, plus a line under each run that failed or said nothing about its commit: what it did
+    and where its whole log is."""
+
+    def __init__(self, progress: LiveProgress, store: Store, loaded: Loaded, pool: LocalPool, err: Console):
+        self.progress, self.store, self.loaded, self.pool, self.err = progress, store, loaded, pool, err
+        self._runs = 0
+        self._told: set[int] = set()
+
+    def __call__(self, snap: Snapshot) -> None:
+        self.progress(snap)
+        if len(snap.runs) == self._runs:
+            return
+        self._runs = len(snap.runs)
+        config = self.loaded.config
+        for step in self.store.get(self.loaded.id).steps:
+            if step.id in self._told or step.state != "done" or step.verdict not in ("bad", "skip", "infra"):
+                continue
+            self._told.add(step.id)
+            seen = _seen(step, self.pool)
+            cause = run_cause(seen, _metric_mode(config), config.timeout_s)
+            where = f"; its log: {seen.log}" if seen.log else ""
+            self.err.print(f"        {step.sha[:12]} {cause}{where}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _explained(store: Store, loaded: Loaded, pool: LocalPool) -> tuple[str, BisectionOutcome]:
+    """The finished bisection's status and outcome with the real cause named (bot.domain.outcome.explain), stored
+    so that `status` and a later `--resume` say the same."""
+    row = store.get(loaded.id)
+    outcome = outcome_of(row) or BisectionOutcome()
+    runs = [_seen(s, pool) for s in row.steps if s.state == "done"]
+    config = loaded.config
+    status, told = explain(row.status, outcome, runs, loaded.problem.good, _metric_mode(config), config.timeout_s)
+    if status != row.status or told != outcome:
+        store.save_progress(loaded.id, status=status, outcome=told.as_json())
+    return status or row.status or "", told
+
+
+def _summary(report: dict, outcome: BisectionOutcome) -> str:
+    """report.summary's sentence; for a command that could not be run, said so rather than a verdict."""
+    code = outcome.facts.get("exit_code")
+    if outcome.reason != Reason.COMMAND_NOT_RUN.value and code not in NOT_RUN_EXITS:
+        return summary(report)
+    # the runs spent, as summary words them (a cancelled bisection's headline is its bare status)
+    spent = summary({**report, "status": Status.CANCELLED.value}).removeprefix(f"{Status.CANCELLED.value}; ")
+    if outcome.reason == Reason.COMMAND_NOT_RUN.value:
+        return f"not run: the command could not be run at any commit (exit {code}); {spent}"
+    return f"untestable: GOOD could not run the command (exit {code}); {spent}"
+
+
+def _write(path: Path, text: str, flag: str, err: Console) -> bool:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        err.print(
+            f"revert-bisect: error: cannot write {flag} {path}: {exc.strerror or exc} (the answer is above)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return False
+    return True
 
 
 def run_bisection(
@@ -39,33 +126,45 @@ def run_bisection(
         f"revert-bisect #{loaded.id}: {len(problem.graph)} commits in "
         f"{problem.good[:12]}..{problem.bad[:12]}, {config.workers} worker(s)"
     )
+    for note in loaded.notes:
+        err.print(note, markup=False, highlight=False, soft_wrap=True)
     pool = LocalPool(
         loaded.repo, config.workers, worktree_root(loaded.repo.path, Path(config.workdir) if config.workdir else None)
     )
     try:
         with LiveProgress(err, subjects) as progress:
             outcome = Driver(
-                store, loaded.id, problem, config, pool, progress, reverter_for(loaded.repo), cancelled=cancelled
+                store,
+                loaded.id,
+                problem,
+                config,
+                pool,
+                _WithLogs(progress, store, loaded, pool, err),
+                reverter_for(loaded.repo),
+                cancelled=cancelled,
             ).run()
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: resume with `revert-bisect bisect --resume {loaded.id}`")
         return INTERRUPTED, None  # the worktrees stay registered, for the resumed run
     pool.remove_worktrees()  # finished: nothing will resume it, so the user's clone keeps no worktrees of ours
+    status, told = _explained(store, loaded, pool)
     row = store.get(loaded.id)
     report = to_json(row, problem, loaded.repo, GIT_CLONES)
-    message = said(outcome.message, outcome.reason, outcome.facts)
+    message = said(told.message, told.reason, told.facts)
     report["message"] = message  # the JSON is read by CLI users: the remedy in flags, as on stderr
-    if json_out:
-        json_out.write_text(json.dumps(report, indent=2) + "\n")
-    if log_out:
-        log_out.write_text(replay_log(row, problem, loaded.repo))
-    style = "green" if outcome.status is Status.FOUND else "yellow"
-    err.print(f"[{style}]{outcome.status.value}[/]: {message}")
+    report["reason"] = told.reason
+    style = "green" if status == Status.FOUND.value else "yellow"
+    err.print(f"[{style}]{status}[/]: {escape(message)}")
     if outcome.culprit:
         out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip())
     for sha in outcome.candidates:
         out.print(f"  candidate {sha}")
     if report.get("revert") and report["revert"]["sha"]:
         out.print(f"revert {report['revert']['sha']} on branch {report['revert']['branch']}")
-    err.print(summary(report), highlight=False)
-    return EXIT_CODES[outcome.status], report
+    err.print(_summary(report, told), highlight=False)
+    written = True  # checked writable before the first run; a disk that filled meanwhile still loses no answer
+    if json_out:
+        written &= _write(json_out, json.dumps(report, indent=2) + "\n", "--json", err)
+    if log_out:
+        written &= _write(log_out, replay_log(row, problem, loaded.repo), "--log", err)
+    return (exit_code(status, told.reason) if written else OUTPUT_UNWRITTEN), report

@@ -12,6 +12,11 @@ REMEDIES: Remedies = {
     Reason.BAD_PASSES: "check the command and the BAD revision (--bad)",
     Reason.GOOD_FAILS: "pass an older --good",
     Reason.METRIC_MISSING: "check --metric-regex / --metric-file",
+    Reason.COMMAND_NOT_RUN: (
+        "check that COMMAND runs in a checkout of the --bad revision (a relative path is taken from the repository "
+        "root, or from your checkout when the commits lack it)"
+    ),
+    Reason.TIMED_OUT: "raise --timeout",
     Reason.FLAKY_UNDER_ZERO: "re-run with --flake-rate auto",
     Reason.TOO_FLAKY: "raise --flake-rate or lower --confidence",
 }

@@ -9,9 +9,12 @@ loses nothing) or hold a value of the wrong type (dropped to its default rather 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from bot.domain.reasons import Reason
 
 
 class AB(BaseModel):
@@ -93,3 +96,141 @@ def outcome_of(row: Any) -> BisectionOutcome | None:
     """The row's outcome, or None while it has none (the bisection is still running)."""
     data = getattr(row, "outcome", None)
     return parse_outcome(data) if data else None
+
+
+# -- the cause an outcome names: what the runs behind it did, and where their logs are ---------------------------
+
+NOT_RUN_EXITS = (126, 127)  # a shell's "found but not executable" and "not found": the command never started
+
+
+@dataclass(frozen=True)
+class RunSeen:
+    """A finished run, as far as telling an outcome's cause goes."""
+
+    sha: str
+    exit_code: int | None
+    metric: float | None = None
+    infra_reason: str | None = None
+    log_tail: str = ""
+    log: str | None = None  # where the run's whole log is, when its backend keeps one
+
+    @property
+    def not_run(self) -> bool:
+        return self.infra_reason is None and self.exit_code in NOT_RUN_EXITS
+
+
+def run_cause(run: RunSeen, metric: str | None = None, timeout_s: float | None = None) -> str:
+    """What one run did, in words: `exited 1`, `killed at the timeout after 60 s`, `exited 127 (cannot run
+    './test.sh': No such file or directory)`, `the metric regex never matched the output (the test exited 0)`.
+    `metric`: how the bisection reads a metric ("regex", "file"), None when the exit code decides."""
+    if run.infra_reason is not None:
+        if run.infra_reason.startswith("timeout") and timeout_s is not None:
+            return f"killed at the timeout after {timeout_s:g} s"
+        return run.infra_reason
+    code = run.exit_code
+    if code is None:
+        return "gave no exit status"
+    if code == 0 and run.metric is None and metric == "regex":
+        return "the metric regex never matched the output (the test exited 0)"
+    if code == 0 and run.metric is None and metric == "file":
+        return "the test wrote no metric to $REVERT_BISECT_RESULT (it exited 0)"
+    said = f"exited {code}"
+    if code == 125:
+        said += " (cannot be tested)"
+    if run.not_run and (last := _last_line(run.log_tail)):
+        said += f" ({last})"
+    if run.metric is not None:
+        said += f", metric {run.metric:g}"
+    return said
+
+
+def _last_line(tail: str) -> str:
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1].removeprefix("revert-bisect: ")[:200] if lines else ""
+
+
+def _said_nothing(run: RunSeen, metric: str | None) -> bool:
+    """A run that is no evidence about its commit: infra, a skip, or (judged by a metric) one with no reading."""
+    code = run.exit_code
+    return (
+        run.infra_reason is not None
+        or code is None
+        or code >= 128
+        or code < 0
+        or code == 125
+        or bool(metric and code == 0 and run.metric is None)
+    )
+
+
+def _with_log(cause: str, run: RunSeen) -> str:
+    return f"{cause}; its log: {run.log}" if run.log else cause
+
+
+def explain(
+    status: str | None,
+    outcome: BisectionOutcome,
+    runs: list[RunSeen],
+    good: str,
+    metric: str | None = None,
+    timeout_s: float | None = None,
+) -> tuple[str | None, BisectionOutcome]:
+    """The outcome with its real cause named, from the runs behind it (`runs`: the finished ones, oldest first):
+    a command that could not be run anywhere (status untestable, Reason.COMMAND_NOT_RUN) rather than "GOOD fails
+    too"; a GOOD that could not run it rather than one that fails; the timeout, the metric that was never read,
+    the exit code -- each with the log of the run that tells it. (status, outcome), unchanged when the runs add
+    nothing."""
+
+    def cause(run: RunSeen) -> str:
+        return _with_log(run_cause(run, metric, timeout_s), run)
+
+    def at(sha: str) -> list[RunSeen]:
+        return [r for r in runs if r.sha == sha]
+
+    def updated(new_status: str | None, **changes: Any) -> tuple[str | None, BisectionOutcome]:
+        return new_status, outcome.with_facts(**changes)
+
+    if runs and all(r.not_run for r in runs):
+        first = runs[0]
+        return updated(
+            "untestable",
+            message=f"the command could not be run at any commit: {cause(first)}",
+            reason=Reason.COMMAND_NOT_RUN.value,
+            facts={"exit_code": first.exit_code, "log": first.log},
+        )
+    reason, facts = outcome.reason, dict(outcome.facts)
+    mine = at(good)
+    if status == "good_fails" and mine and all(r.not_run for r in mine):
+        facts = dict(endpoint="GOOD", side="good", sha=good, log=mine[0].log, exit_code=mine[0].exit_code)
+        return updated(
+            "untestable",
+            message=f"the GOOD endpoint {good[:12]} could not run the command: {cause(mine[0])}",
+            reason=Reason.ENDPOINT_UNTESTABLE.value,
+            facts=facts,
+        )
+    if status == "good_fails" and (failed := [r for r in mine if r.exit_code not in (0, None)]):
+        return updated(status, message=f"{outcome.message}; GOOD's first run {cause(failed[0])}")
+    if reason == Reason.ENDPOINT_UNTESTABLE.value and facts.get("sha"):
+        said = [r for r in at(facts["sha"]) if _said_nothing(r, metric)]
+        if not said:
+            return status, outcome
+        name, first, facts = facts.get("endpoint", "the"), said[0], {**facts, "log": said[0].log}
+        if metric and all(r.infra_reason is None and r.exit_code == 0 for r in said):
+            return updated(
+                status,
+                message=f"the {name} endpoint {facts['sha'][:12]} could not be judged: {cause(first)}",
+                reason=Reason.METRIC_MISSING.value,
+                facts=facts,
+            )
+        if timeout_s is not None and all((r.infra_reason or "").startswith("timeout") for r in said):
+            facts["timeout_s"] = timeout_s
+            return updated(
+                status, message=f"{outcome.message}: {cause(first)}", reason=Reason.TIMED_OUT.value, facts=facts
+            )
+        if first.exit_code == 125 and first.infra_reason is None:
+            return updated(status, message=_with_log(outcome.message or "", first), facts=facts)
+        return updated(status, message=f"{outcome.message}: {cause(first)}", facts=facts)
+    if reason == Reason.METRIC_MISSING.value:
+        unread = [r for r in runs if r.metric is None and r.infra_reason is None]
+        if unread:
+            return updated(status, message=f"{outcome.message}; {unread[0].sha[:12]} {cause(unread[0])}")
+    return status, outcome

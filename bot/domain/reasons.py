@@ -14,10 +14,12 @@ from typing import Any
 
 
 class Reason(enum.StrEnum):
-    ENDPOINT_UNTESTABLE = "endpoint_untestable"  # facts: endpoint ("GOOD" | "BAD"), side ("good" | "bad"), sha
+    ENDPOINT_UNTESTABLE = "endpoint_untestable"  # facts: endpoint ("GOOD" | "BAD"), side ("good" | "bad"), sha[, log]
     BAD_PASSES = "bad_passes"  # facts: sha (BAD)
     GOOD_FAILS = "good_fails"  # facts: sha (GOOD)
-    METRIC_MISSING = "metric_missing"
+    METRIC_MISSING = "metric_missing"  # facts (when a run tells why): endpoint, side, sha, log
+    COMMAND_NOT_RUN = "command_not_run"  # every run exited 126/127: facts exit_code, log (the first run's)
+    TIMED_OUT = "timed_out"  # facts: endpoint, side, sha, timeout_s, log
     FLAKY_UNDER_ZERO = "flaky_under_zero"  # a flake rate of 0 met contradicting results
     TOO_FLAKY = "too_flaky"  # facts: confidence
 

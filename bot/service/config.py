@@ -32,6 +32,9 @@ class BisectConfig:
     workdir: str | None = None  # the CLI's --workdir: where the local pool's worktrees go (None: the user cache)
     test_run: dict | None = None  # runners.spec.TestRun as JSON: the repository's own test, narrowed to its cases
     needs: dict | None = None  # runners.spec.Needs as JSON: GPUs, models, files the runner must hold
+    # the CLI's --json and --log (absolute paths): written again by `--resume ID` unless it is given others
+    json_out: str | None = None
+    log_out: str | None = None
 
     def own_test(self) -> TestRun | None:
         return None if self.test_run is None else TestRun.from_json(self.test_run)
@@ -64,7 +67,7 @@ class BisectConfig:
 
     @classmethod
     def from_json(cls, data: dict) -> BisectConfig:
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)}  # a row stored by an older version lacks the newer keys: their defaults
         values = {k: v for k, v in data.items() if k in known}
         values["command"] = tuple(values["command"])
         return cls(**values)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.domain.bisect.model import Kind, Phase, Problem
-from bot.domain.errors import CommandError, RepoError
+from bot.domain.errors import CommandError, RepoError, RevertBisectError
 from bot.domain.requests import CiReading
 from bot.ports import Git
 from bot.ports.store import BisectionRecord, BisectionStore, NewBisection, NewStep, StepReport
 from bot.service.config import BisectConfig
+from runners.git import run as git_run
 from runners.step import RUNNER_PYTHON
 
 
@@ -24,26 +26,119 @@ class Loaded:
     problem: Problem
     config: BisectConfig
     row: BisectionRecord
+    notes: tuple[str, ...] = ()  # what the pre-checks found the user should know (how the command will run)
 
 
-def check_command(repo: Git, command: tuple[str, ...]) -> None:
+def check_command(
+    repo: Git,
+    command: tuple[str, ...],
+    bad: str | None = None,
+    good: str | None = None,
+    cwd: Path | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The command as it will run, and what the user should know about that (one line each).
+
+    A relative program (`./test.sh`) is each commit's own when BAD has it; one BAD lacks -- a script the user keeps
+    untracked in the clone, as with `git bisect run` -- runs from the user's checkout (the repository root, else
+    `cwd`) by its absolute path, still in each commit's worktree: otherwise every run would exit 127."""
     if not command:
         raise CommandError("no test command: put it after `--`, e.g. `revert-bisect bisect ... -- ./run-test.sh`")
     exe = command[0]
     if exe == RUNNER_PYTHON:  # the interpreter the step runs under, wherever that is
-        return
-    if "/" in exe:
-        path = Path(exe) if os.path.isabs(exe) else repo.path / exe
-        if not path.is_file():
-            raise CommandError(
-                f"test command {exe!r} does not exist (relative paths are taken from the repository root)"
+        return command, ()
+    if "/" not in exe:
+        if shutil.which(exe) is None:
+            raise CommandError(f"test command {exe!r} is not on PATH")
+        return command, ()
+    if os.path.isabs(exe):
+        _runnable(Path(exe), exe, "does not exist")
+        return command, ()
+    rel = os.path.normpath(exe)
+    if bad is None or _in_commit(repo, bad, rel):
+        mine = repo.path / rel
+        if bad is None or mine.exists():  # the checkout's copy says whether the commits' is executable
+            _runnable(mine, exe, "does not exist (relative paths are taken from the repository root)")
+        if bad is None:
+            return command, ()
+        if good is not None and not _in_commit(repo, good, rel):
+            return command, (
+                f"{exe} is in BAD {bad[:12]} but not in GOOD {good[:12]}: the commits without it cannot run it",
             )
-        if not os.access(path, os.X_OK):
-            raise CommandError(
-                f"test command {exe!r} is not executable (chmod +x it, or run it through its interpreter)"
+        return command, (f"{exe} is in the tested commits: running each commit's own copy, in its worktree",)
+    places = [repo.path / rel] + ([cwd / exe] if cwd is not None and (cwd / exe) != repo.path / rel else [])
+    for path in places:
+        if path.is_file():
+            _runnable(path, exe, "does not exist")
+            where = os.path.abspath(path)
+            return (where, *command[1:]), (
+                f"{exe} is not in the tested commits: running {where} from your checkout, in each commit's worktree",
             )
-    elif shutil.which(exe) is None:
-        raise CommandError(f"test command {exe!r} is not on PATH")
+    looked = " nor ".join(str(p) for p in places)
+    raise CommandError(
+        f"test command {exe!r} does not exist: BAD {bad[:12]} does not have it, nor is it at {looked} "
+        "(relative paths are taken from the repository root)"
+    )
+
+
+def _in_commit(repo: Git, sha: str, rel: str) -> bool:
+    """Whether commit `sha` has a file at `rel` (relative to the repository root)."""
+    if rel.startswith(".."):
+        return False
+    found = git_run(repo.path, "cat-file", "-t", f"{sha}:{rel}", check=False)
+    return found.returncode == 0 and found.stdout.strip() == "blob"
+
+
+def _runnable(path: Path, exe: str, missing: str) -> None:
+    if not path.is_file():
+        raise CommandError(f"test command {exe!r} {missing}")
+    if not os.access(path, os.X_OK):
+        raise CommandError(f"test command {exe!r} is not executable (chmod +x it, or run it through its interpreter)")
+
+
+def check_writable(path: Path, flag: str) -> Path:
+    """`path` (for `flag`, e.g. --json) as an absolute path, once it is known that a file can be written there:
+    checked before the first run, so a bisection never ends on an answer it cannot write. Leaves nothing behind."""
+    path = Path(os.path.abspath(path))
+    if path.is_dir():
+        raise RevertBisectError(f"cannot write {flag} {path}: it is a directory (name a file in it)")
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        raise RevertBisectError(f"cannot write {flag} {path}: {_why(exc, path)}") from None
+    if not existed:
+        path.unlink(missing_ok=True)
+    return path
+
+
+def check_workdir(path: Path) -> Path:
+    """--workdir as an absolute path, once it is known that its worktrees can be made there (nothing is left)."""
+    path = Path(os.path.abspath(path))
+    base = path
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise RevertBisectError(f"cannot use --workdir {path}: {base} is a file, not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".revert-bisect-check-", dir=base))
+    except OSError as exc:
+        raise RevertBisectError(f"cannot use --workdir {path}: {_why(exc, base)}") from None
+    return path
+
+
+def _why(exc: OSError, path: Path) -> str:
+    """An OSError in words, naming the directory that is missing when that is the cause."""
+    why = (exc.strerror or str(exc)).lower()
+    parent = path.parent
+    if isinstance(exc, FileNotFoundError) and not parent.exists():
+        missing = parent
+        while not missing.parent.exists():
+            missing = missing.parent
+        return f"{why}: the directory {missing} does not exist (create it, or name another path)"
+    if isinstance(exc, NotADirectoryError):
+        return f"{why}: a part of the path is a file"
+    return why
 
 
 def create(
@@ -55,10 +150,16 @@ def create(
     origin: dict | None = None,
     origin_key: str | None = None,
     ci: Sequence[CiReading] = (),
+    cwd: Path | None = None,
 ) -> Loaded:
-    check_command(repo, config.command)
+    """The bisection stored, validated first; `cwd`: where the CLI was started (a relative test command the
+    repository's root lacks is looked for there too)."""
+    if not config.command:
+        check_command(repo, config.command)  # says how to give one
     good = repo.resolve(good_rev, "--good")
     bad = repo.resolve(bad_rev, "--bad")
+    command, notes = check_command(repo, config.command, bad, good, cwd)
+    config = replace(config, command=command)
     if good == bad:
         raise RepoError(f"--good and --bad are the same commit {good[:12]}: nothing to bisect")
     if not repo.is_ancestor(good, bad):
@@ -91,7 +192,7 @@ def create(
     bisection_id = store.create(new, Phase.CALIBRATING.value)
     record_ci(store, bisection_id, [c for c in ci if c.sha == good or c.sha in graph])
     return Loaded(
-        bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id)
+        bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id), notes
     )
 
 

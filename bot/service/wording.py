@@ -24,6 +24,11 @@ REMEDIES: Mapping[Reason, tuple[str, str | None]] = {
         "check that the test prints the metric `metric.name` names in the form `results.log.metric` reads",
         None,
     ),
+    Reason.COMMAND_NOT_RUN: (
+        "check the test's `probe` in the policy: its command must exist and be executable at the tested commits",
+        None,
+    ),
+    Reason.TIMED_OUT: ("raise the test's `runner.timeout_minutes` in the policy", None),
     Reason.FLAKY_UNDER_ZERO: ("set `bisect.flake_rate: auto` in the policy and bisect again", None),
     Reason.TOO_FLAKY: ("raise `bisect.flake_rate` or lower `bisect.confidence` in the policy", None),
 }

@@ -72,7 +72,7 @@ def test_defaults_are_the_safe_ones():
         ),
         (MINIMAL + "default_branch: trunk\n", "default_branch 'trunk' must be one of branches"),
         (MINIMAL.replace("{name: command, command: [./run.sh]}", "{name: command}"), "probe `command` needs"),
-        ("repository: [unclosed\n", "p.yaml:2: not valid YAML"),
+        ("repository: [unclosed\n", "p.yaml:1: not valid YAML: the [ here is not closed"),  # where it opens
         ("- just\n- a list\n", "p.yaml:1: a policy is a mapping"),
     ],
 )

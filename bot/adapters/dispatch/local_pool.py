@@ -28,6 +28,19 @@ def worktree_root(repo: Path, base: Path | None = None) -> Path:
     return (base or Path(user_cache_dir("revert-bisect", appauthor=False)) / "worktrees") / f"{repo.name}-{tag}"
 
 
+def step_dir(root: Path, step_id: int, tree: str) -> Path:
+    """Where a step run by the local pool keeps its files (test.log, probe.json), by its id and its worktree."""
+    return root / "steps" / f"{step_id}-{tree}"
+
+
+def step_log(root: Path, step_id: int, runner: str | None) -> Path | None:
+    """The whole log of a step the local pool ran (its `runner` is `local/<worktree>`), if it is still there."""
+    if not runner or not runner.startswith("local/"):
+        return None
+    path = step_dir(root, step_id, runner.removeprefix("local/")) / "test.log"
+    return path if path.is_file() else None
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -103,6 +116,10 @@ class LocalPool:
             slot.release()
         self._held.clear()
 
+    def log_of(self, step_id: int, runner: str | None) -> Path | None:
+        """The whole log of a step this pool (or an earlier one on the same root) ran, if it is still there."""
+        return step_log(self.root, step_id, runner)
+
     def remove_worktrees(self) -> None:
         """Close, and take this pool's worktrees out of the repository's `git worktree list` (its work is
         over: nothing to resume); one another pool took meanwhile is left to it. Environments and step
@@ -117,7 +134,7 @@ class LocalPool:
         slot = self._slots.get()
         started, t0 = _now(), time.monotonic()
         try:
-            out = self.root / "steps" / f"{spec.step_id}-{slot.tree.name}"
+            out = step_dir(self.root, spec.step_id, slot.tree.name)
             result = run_in_tree(
                 spec,
                 slot.tree,
