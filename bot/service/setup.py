@@ -40,7 +40,36 @@ def check_command(
 
     A relative program (`./test.sh`) is each commit's own when BAD has it; one BAD lacks -- a script the user keeps
     untracked in the clone, as with `git bisect run` -- runs from the user's checkout (the repository root, else
-    `cwd`) by its absolute path, still in each commit's worktree: otherwise every run would exit 127."""
+    `cwd`) by its absolute path, still in each commit's worktree: otherwise every run would exit 127. So does a
+    script given to an interpreter (`python test.py`, `sh test.sh`)."""
+    command, notes = _program(repo, command, bad, good, cwd)
+    if bad is None:
+        return command, notes
+    arguments, more = _script_arguments(repo, command, bad, cwd)
+    return arguments, notes + more
+
+
+def _script_arguments(
+    repo: Git, command: tuple[str, ...], bad: str, cwd: Path | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Each argument naming a file of the user's checkout that BAD lacks, as its absolute path."""
+    out, notes = [command[0]], []
+    for arg in command[1:]:
+        rel = os.path.normpath(arg)
+        places = [repo.path / rel] + ([cwd / arg] if cwd is not None else [])
+        found = None if arg.startswith("-") or os.path.isabs(arg) else next((p for p in places if p.is_file()), None)
+        if found is None or _in_commit(repo, bad, rel):
+            out.append(arg)
+            continue
+        where = os.path.abspath(found)
+        out.append(where)
+        notes.append(f"{arg} is not in the tested commits: passing {where} from your checkout, to each run")
+    return tuple(out), tuple(notes)
+
+
+def _program(
+    repo: Git, command: tuple[str, ...], bad: str | None, good: str | None, cwd: Path | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if not command:
         raise CommandError("no test command: put it after `--`, e.g. `revert-bisect bisect ... -- ./run-test.sh`")
     exe = command[0]

@@ -257,3 +257,13 @@ def test_resume_with_a_command_or_flags_that_do_not_apply_names_them(synth, cli,
     no_traceback(r)
     assert r.code == 0, r.stderr
     assert json.loads(other.read_text())["culprit"] == repo.culprit
+
+
+def test_an_untracked_script_given_to_an_interpreter_runs_from_the_checkout_too(synth, cli):
+    """`git bisect run sh test.sh`: the script is the user's, the tree each run reads is the commit's."""
+    repo = synth(12, 5)
+    script = untracked_script(repo)
+    r = cli(*bisect_args(repo, "--workers", "2", command=["sh", "test.sh"]))
+    no_traceback(r)
+    assert r.code == 0 and r.json["culprit"] == repo.culprit, r.stderr
+    assert f"test.sh is not in the tested commits: passing {script} from your checkout, to each run" in r.stderr
