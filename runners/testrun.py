@@ -177,6 +177,7 @@ def _unittest(output: str) -> _Seen:
 _PT_LINE = re.compile(r"^(?P<node>\S+::\S+) (?P<outcome>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b", re.M)
 _PT_SUMMARY = re.compile(r"^(?P<outcome>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (?P<node>\S+::\S+)", re.M)
 _PT_SECTION = re.compile(r"^_{3,} (?P<name>\S+?)(?: \[\S+\])? _{3,}$", re.M)
+_PT_BANNER = re.compile(r"^={3,} .* ={3,}$", re.M)
 _PT_NOT_FOUND = re.compile(r"^ERROR: (?:not found|file or directory not found): (?P<what>.+)$", re.M)
 _PT_RAN = re.compile(r"^=+ .*\b(?:passed|failed|error|errors|skipped|no tests ran)\b.* in [\d.]+s", re.M)
 
@@ -185,11 +186,12 @@ def _pytest(output: str, run: TestRun) -> _Seen:
     outcomes: dict[str, str] = {}
     for m in list(_PT_LINE.finditer(output)) + list(_PT_SUMMARY.finditer(output)):
         outcomes[m.group("node").split("::", 1)[1]] = m.group("outcome")
-    sections = list(_PT_SECTION.finditer(output))
     stretches: dict[str, str] = {}
-    for i, m in enumerate(sections):
-        end = sections[i + 1].start() if i + 1 < len(sections) else len(output)
-        stretches[m.group("name").replace(".", "::")] = output[m.end() : end]
+    for m in _PT_SECTION.finditer(output):
+        # a test's section ends at the next one, or at pytest's next `=== ... ===` banner (the short summary, whose
+        # lines quote other tests' messages in full on CI)
+        ends = [x.start() for x in (_PT_SECTION.search(output, m.end()), _PT_BANNER.search(output, m.end())) if x]
+        stretches[m.group("name").replace(".", "::")] = output[m.end() : min(ends, default=len(output))]
     started = {case: stretches.get(case, "") for case in outcomes}
     failed = {c for c, o in outcomes.items() if o in ("FAILED", "ERROR", "XPASS")}
     skipped = {c for c, o in outcomes.items() if o in ("SKIPPED", "XFAIL")}

@@ -22,6 +22,7 @@ _RULE = re.compile(r"^(?:={70}|-{70})\s*$", re.M)
 _UNITTEST = re.compile(r"^(?P<kind>FAIL|ERROR): (?P<method>\w+) \((?P<where>[\w.]+)\)\s*$", re.M)
 _PYTEST = re.compile(r"^(?:FAILED|ERROR) (?P<node>\S+?\.py)::(?P<case>\S+)(?: - (?P<msg>.*))?$", re.M)
 _PYTEST_SECTION = re.compile(r"^_{3,} (?P<name>\S+?)(?: \[\S+\])? _{3,}\s*$", re.M)
+_BANNER = re.compile(r"^={3,} .* ={3,}\s*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,12 @@ def failures(text: str) -> list[Failure]:
         case = m.group("case")
         block = m.group("msg") or ""
         if (section := sections.get(case.split("[", 1)[0])) is not None:
-            nxt = _PYTEST_SECTION.search(text, section.end())
-            block = text[section.end() : nxt.start() if nxt else len(text)] + "\n" + block
+            # up to the next test's section or pytest's next `=== ... ===` banner (the short summary quotes others)
+            ends = [
+                x.start()
+                for x in (_PYTEST_SECTION.search(text, section.end()), _BANNER.search(text, section.end()))
+                if x
+            ]
+            block = text[section.end() : min(ends, default=len(text))] + "\n" + block
         found.setdefault(case, block)
     return [Failure(c, b) for c, b in found.items()]
