@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import sqlalchemy
-
-from tests.support.cli import bisect_args
+from tests.support.cli import bisect_args, interrupted
 
 LOG = re.compile(r"its log: (\S+/test\.log)")
 
@@ -208,21 +204,9 @@ def test_each_failed_run_and_good_fails_point_to_their_own_logs(synth, cli, tmp_
 def _interrupted(repo, tmp_path, *flags: str) -> str:
     """A bisection started with `flags`, interrupted (Ctrl-C) after its first finished run: its store's URL."""
     db = f"sqlite:///{tmp_path / 'resume.db'}"
-    argv = [sys.executable, "-m", "bot.cli.main", "bisect", "--db", db, *flags]
+    argv = ["bisect", "--db", db, *flags]
     argv += ["--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad, "--", *repo.command()]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    engine = sqlalchemy.create_engine(db)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-        try:
-            with engine.connect() as conn:
-                if conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar() >= 1:
-                    break
-        except sqlalchemy.exc.OperationalError:
-            continue
-    engine.dispose()
-    proc.send_signal(signal.SIGINT)
+    proc = interrupted(db, argv, after=1)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     return db

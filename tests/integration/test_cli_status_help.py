@@ -8,6 +8,7 @@ import pytest
 
 from scenarios.synthetic import build
 from tests.support.cli import bisect_args
+from tests.support.policies import MINIMAL
 
 COLUMNS_80 = {"COLUMNS": "80"}
 HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
@@ -204,16 +205,6 @@ def test_sandbox_bad_port_or_option_is_one_line(cli, tmp_path):
 
 
 # --- check-policy -------------------------------------------------------------------------------------------
-
-MINIMAL = """\
-repository: acme/engine
-watch:
-  - workflow: Nightly
-tests:
-  - id: kl
-    match: test_kl
-    probe: {name: command, command: [./run.sh]}
-"""
 
 
 def test_check_policy_names_the_bad_file_in_a_directory(cli, tmp_path):

@@ -4,21 +4,19 @@ in words, no worktrees or lock files left in the user's clone and data directory
 import importlib.metadata
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
 import time
 
 import pytest
-import sqlalchemy
 import typer
 
 from bot.adapters.dispatch.local_pool import worktree_root
 from bot.cli.main import app
 from bot.service.report import summary
 from runners import locks
-from tests.support.cli import bisect_args
+from tests.support.cli import bisect_args, interrupted
 
 
 def flat(text: str) -> str:
@@ -182,38 +180,9 @@ def test_interrupted_bisection_keeps_its_worktrees_until_resumed(synth, tmp_path
     repo = synth(40, 27, sleep=0.3)
     db = f"sqlite:///{tmp_path / 'ctrl-c.db'}"
     workdir = tmp_path / "work"
-    argv = [
-        sys.executable,
-        "-m",
-        "bot.cli.main",
-        "bisect",
-        "--db",
-        db,
-        "--workers",
-        "2",
-        "--workdir",
-        str(workdir),
-        "--repo",
-        str(repo.path),
-        "--good",
-        repo.good,
-        "--bad",
-        repo.bad,
-        "--",
-        *repo.command(),
-    ]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    engine = sqlalchemy.create_engine(db)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-        try:
-            with engine.connect() as conn:
-                if conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar() >= 3:
-                    break
-        except sqlalchemy.exc.OperationalError:
-            continue
-    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    argv = ["bisect", "--db", db, "--workers", "2", "--workdir", str(workdir)]
+    argv += ["--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad, "--", *repo.command()]
+    proc = interrupted(db, argv, after=3)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "--resume 1" in stderr

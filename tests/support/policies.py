@@ -5,6 +5,16 @@ from datetime import UTC, datetime
 from bot.adapters.policy_files import parse
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+# the smallest policy that loads: what check-policy and the policy tests start from
+MINIMAL = """\
+repository: acme/engine
+watch:
+  - workflow: Nightly
+tests:
+  - id: kl
+    match: test_kl
+    probe: {name: command, command: [./run.sh]}
+"""
 POLICY = parse(
     """
 repository: o/r

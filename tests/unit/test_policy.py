@@ -6,18 +6,9 @@ import pytest
 
 from bot.adapters.policy_files import PolicyError, load, load_dir, parse
 from bot.domain.policy import RevertAction
+from tests.support.policies import MINIMAL
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
-
-MINIMAL = """\
-repository: acme/engine
-watch:
-  - workflow: Nightly
-tests:
-  - id: kl
-    match: test_kl
-    probe: {name: command, command: [./run.sh]}
-"""
 
 
 def test_shipped_policies_load():
