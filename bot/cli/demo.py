@@ -38,7 +38,7 @@ class DemoResult:
 
 
 def scheduled_run(repo: GitRepo, sha: str, test: TestRun, env: EnvSpec, metric: str, err: Console) -> StepResult:
-    """Run the nightly's test file once at HEAD, whole, as the scheduled CI job did."""
+    """Run the nightly's test file once at HEAD, whole (up to its first failure), as the scheduled CI job did."""
     pool = LocalPool(repo, 1, worktree_root(repo.path))
     try:
         pool.submit(StepSpec(0, sha, (), metric_regex=metric, env_spec=env, test=test))
@@ -81,7 +81,8 @@ def run(
     repo = GitRepo(scenario.repo)
     rule = MetricRule(scenario.threshold)
     env = EnvSpec(offline=True)  # the environment of the commit's pins, layered on this interpreter
-    nightly = scheduled_run(repo, scenario.bad, scenario.own_test(), env, METRIC_REGEX, err)
+    # as the nightly's run_suite runs the file: `-f`, so it names the first failed case, which the steps then run
+    nightly = scheduled_run(repo, scenario.bad, scenario.own_test(args=("-f",)), env, METRIC_REGEX, err)
     value = nightly.metric
     # the steps run what failed there (a flake may have failed nothing: then the KL method the nightly watches)
     cases = tuple(c.case for c in nightly.cases if c.outcome == "bad") or (KL_CASE,)

@@ -72,15 +72,15 @@ class Scenario:
     test_cwd: str = TEST_CWD
     schema: int = 2  # 2: the repository's own test file, no probe command
 
-    def own_test(self, python: str | None = None, cases: tuple[str, ...] = ()) -> TestRun:
+    def own_test(self, python: str | None = None, cases: tuple[str, ...] = (), args: tuple[str, ...] = ()) -> TestRun:
         """The nightly's KL test file as a step runs it at a commit; `python` (default: this interpreter) stands
-        for the nightly's `python3`."""
+        for the nightly's `python3`; `args`: the file's own (run_suite passes `-f`)."""
         return TestRun(
             "unittest",
             self.test_file,
             self.test_cwd,
             python or sys.executable,
-            (),
+            args,
             tuple(sorted(TEST_ENV.items())),
             cases,
             None,
