@@ -85,12 +85,20 @@ class Env:
 
 def pins(worktree: Path, spec: EnvSpec) -> list[str]:
     """The requirement strings the commit pins, sorted; EnvError when its pyproject is missing or broken."""
-    path = worktree / spec.project
     try:
-        project = tomllib.loads(path.read_text()).get("project", {})
+        text = (worktree / spec.project).read_text()
     except FileNotFoundError:
         raise EnvError(f"{spec.project} does not exist at this commit") from None
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EnvError(f"{spec.project} cannot be read: {exc}") from None
+    return pins_of(text, spec)
+
+
+def pins_of(text: str, spec: EnvSpec) -> list[str]:
+    """`pins` of a pyproject.toml's text (read from a commit without checking it out, say)."""
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError as exc:
         raise EnvError(f"{spec.project} cannot be read: {exc}") from None
     reqs = list(project.get("dependencies", []))
     optional = project.get("optional-dependencies", {})

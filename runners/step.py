@@ -209,7 +209,7 @@ Ended = tuple[int | None, str | None, float | None, list[CaseResult]]  # exit co
 def _own_test(spec: StepSpec, run: TestRun, tree: Path, variables, log_path: Path, log, pidfile, started) -> Ended:
     """The repository's own test (runners.testrun): its plan at this commit, its build, what the runner must hold,
     GPUs of its own, the run, then a verdict per case."""
-    plan = testrun.plan(run, tree, transplant=run.transplant_from is not None)
+    plan = testrun.plan(run, tree)
     if plan.missing:
         log(f"revert-bisect: untestable here: {plan.missing}")
         return 125, None, None, [CaseResult(c, testrun.SKIP, None, plan.missing) for c in run.cases]

@@ -27,7 +27,6 @@ GOOD, BAD, SKIP, INFRA = "good", "bad", "skip", "infra"
 class Plan:
     argv: list[str]
     cwd: Path
-    env: dict[str, str]
     missing: str | None = None  # why this commit cannot run the test (untestable), else None
     transplanted: bool = False
 
@@ -80,15 +79,15 @@ def argv_of(run: TestRun) -> list[str]:
     return [run.python, run.file, "-v", *run.args, *run.cases]
 
 
-def plan(run: TestRun, tree: Path, transplant: bool = False) -> Plan:
-    """What runs at the commit checked out in `tree`; with `transplant`, a missing file or class is taken from
-    `run.transplant_from` (written into the tree) when that commit has it."""
+def plan(run: TestRun, tree: Path) -> Plan:
+    """What runs at the commit checked out in `tree`; a missing file or class is taken from `run.transplant_from`
+    (written into the tree) when the policy transplants and that commit has it."""
     cwd = tree / run.cwd
     target = cwd / run.file
     source = target.read_text(errors="replace") if target.is_file() else None
     why = absent(run, source)
     moved = False
-    if why and transplant and run.transplant_from:
+    if why and run.transplant_from:
         other = _git_show(tree, run.transplant_from, _path(run))
         if other is not None and absent(run, other) is None:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +95,7 @@ def plan(run: TestRun, tree: Path, transplant: bool = False) -> Plan:
             why, moved = None, True
         else:
             why += f" (nor can {run.transplant_from[:12]}'s copy stand in)"
-    return Plan(argv_of(run), cwd, env_of(run), why, moved)
+    return Plan(argv_of(run), cwd, why, moved)
 
 
 def env_of(run: TestRun, needs: Needs | None = None) -> dict[str, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +11,7 @@ import typer
 
 from bot.cli.consoles import err
 from runners import testrun
-from runners.envs import EnvError, EnvSpec, env_key, pins
+from runners.envs import EnvError, EnvSpec, env_key, pins_of
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -30,13 +29,10 @@ def _environment(repo: Path, sha: str, spec: EnvSpec, python: str) -> dict:
     text = _show(repo, sha, spec.project)
     if text is None:
         return {"project": spec.project, "error": f"{spec.project} does not exist at this commit"}
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / spec.project).parent.mkdir(parents=True, exist_ok=True)
-        (Path(tmp) / spec.project).write_text(text)
-        try:
-            requirements = pins(Path(tmp), spec)
-        except EnvError as exc:
-            return {"project": spec.project, "error": str(exc)}
+    try:
+        requirements = pins_of(text, spec)
+    except EnvError as exc:
+        return {"project": spec.project, "error": str(exc)}
     return {"project": spec.project, "key": env_key(requirements, python), "pins": requirements}
 
 
