@@ -78,3 +78,5 @@ def test_the_readmes_first_commands_install_extras_that_exist():
     assert "revert-bisect[demo]" in extras["test"]  # the tests run the demo
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install --quiet -e '.[test]'" in ci and "python -m pytest" in ci  # CI runs the README's command
+    # what the README says .ci/run installs when a fresh machine lacks it: Debian's chromium and PostgreSQL
+    assert "apt-get install -y chromium" in ci and "apt-get install -y postgresql" in ci
