@@ -133,6 +133,7 @@ class StepSpec:
     test: TestRun | None = None  # the repository's own test (then `command` is derived from it, see runners.testrun)
     needs: Needs | None = None
     higher_is_worse: bool = True  # which way a case's metric is worse, when the step reports the worst case's
+    junit: str | None = None  # a JUnit XML report the command writes, relative to the worktree: a result per case
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runners import gpus, preflight, testrun
+from runners import gpus, junit, preflight, testrun
 from runners import result as result_json
 from runners.envs import EnvCache, EnvError, EnvSpec
 from runners.git import checkout as git_checkout
@@ -85,6 +85,7 @@ class Request:
             "test_run": None if s.test is None else s.test.to_json(),
             "needs": None if s.needs is None else s.needs.to_json(),
             "higher_is_worse": s.higher_is_worse,
+            "junit": s.junit,
         }
 
     @classmethod
@@ -119,6 +120,7 @@ class Request:
                 test=test,
                 needs=None if data.get("needs") is None else Needs.from_json(data["needs"]),
                 higher_is_worse=bool(data.get("higher_is_worse", True)),
+                junit=data.get("junit"),
             )
             return cls(
                 str(data["repository"]),
@@ -194,13 +196,37 @@ def run_in_tree(
     )
     if spec.test is None:
         argv = [sys.executable if a == RUNNER_PYTHON else a for a in spec.command]
+        report = None
+        if spec.junit:  # a stale report from the worktree's last step must never stand for this one
+            report = tree / spec.junit
+            report.unlink(missing_ok=True)
+            variables["REVERT_BISECT_JUNIT"] = str(report)
         done = run_logged(argv, tree, variables, spec.timeout_s, log_path, pidfile, started)
+        if report is not None:
+            code, infra, reported = _junit_cases(done.code, done.infra, report, spec.junit or "", log)
+            return finish(code, infra, None, env, reported)
         metric = metric_from_file(probe_result)
         if metric is None and spec.metric_regex:
             metric = metric_from_output(log_path.read_text(errors="replace"), compile_metric_regex(spec.metric_regex))
         return finish(done.code, done.infra, metric, env)
     code, infra, metric, cases = _own_test(spec, spec.test, tree, variables, log_path, log, pidfile, started)
     return finish(code, infra, metric, env, cases)
+
+
+def _junit_cases(
+    code: int | None, infra: str | None, report: Path, shown: str, log
+) -> tuple[int | None, str | None, tuple[CaseResult, ...]]:
+    """(exit code, infra reason, cases) of a command that writes a JUnit report: a skip (125) or an infra
+    exit keeps its meaning for every case; otherwise each case's verdict is the report's, and a missing or
+    malformed report is an infra result naming it."""
+    if infra is not None or code is None or code == 125 or code >= 128:
+        return code, infra, ()
+    try:
+        cases = junit.read(report, shown)
+    except junit.ReportError as exc:
+        log(f"revert-bisect: {exc}")
+        return code, str(exc), ()
+    return code, None, cases
 
 
 Ended = tuple[int | None, str | None, float | None, list[CaseResult]]  # exit code, infra reason, metric, cases

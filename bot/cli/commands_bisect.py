@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -51,6 +52,24 @@ def _given(ctx: typer.Context) -> list[str]:
         if source is not None and source.name == "COMMANDLINE":  # typer's Click may not be the one installed
             given.append(param.opts[0] if param.param_type_name == "option" else (param.metavar or param.name.upper()))
     return given
+
+
+def _check_junit(junit: Path | None, tests: str | None, metric: object) -> None:
+    if junit is None:
+        if tests is not None:
+            raise RevertBisectError("--tests picks among the tests of a JUnit report: add --junit PATH")
+        return
+    if junit.is_absolute() or ".." in junit.parts:
+        raise RevertBisectError(
+            f"--junit {junit} must be a path inside the worktree (relative, e.g. report.xml): each run writes its own"
+        )
+    if metric:
+        raise RevertBisectError("--junit judges each test by its report; --metric-regex/--metric-file judge one number")
+    if tests is not None:
+        try:
+            re.compile(tests)
+        except re.error as exc:
+            raise RevertBisectError(f"--tests {tests!r} is not a valid regular expression: {exc}") from None
 
 
 def bisect(
@@ -112,6 +131,18 @@ def bisect(
     higher_is_worse: Annotated[
         bool, typer.Option("--higher-is-worse/--lower-is-worse", help="Which way the metric gets worse.")
     ] = True,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PATH",
+            help="COMMAND writes a JUnit XML report at PATH (relative to the worktree; also $REVERT_BISECT_JUNIT), "
+            "as `pytest --junitxml` does: each test case red at BAD is bisected, all in one search.",
+        ),
+    ] = None,
+    tests: Annotated[
+        str | None,
+        typer.Option(metavar="REGEX", help="With --junit: only the test cases (`classname.name`) REGEX matches."),
+    ] = None,
     timeout: Annotated[
         float | None,
         typer.Option(min=0.001, metavar="SECONDS", help="Seconds before a run is killed (an infra result, retried)."),
@@ -179,6 +210,7 @@ def bisect(
                 raise RevertBisectError(f"missing {', '.join(missing)} (or pass --resume ID)")
             if metric_regex and metric_file:
                 raise RevertBisectError("give --metric-regex or --metric-file, not both")
+            _check_junit(junit, tests, metric_regex or metric_file)
             if threshold is not None and not (metric_regex or metric_file):
                 raise RevertBisectError("--threshold needs a metric: add --metric-regex RE or --metric-file")
             from bot.adapters.git.repo import GitRepo
@@ -197,6 +229,8 @@ def bisect(
                 verify_revert=verify_revert,
                 onto=onto,
                 workdir=str(workdir) if workdir else None,
+                junit=str(junit) if junit else None,
+                tests=tests,
                 json_out=str(json_out) if json_out else None,
                 log_out=str(log_out) if log_out else None,
             )

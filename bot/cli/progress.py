@@ -57,4 +57,8 @@ class LiveProgress:
             table.add_row("best guess", f"{guess}  P={snap.guess_probability:.3f}")
         if snap.flake_rate:
             table.add_row("flake rate", f"{snap.flake_rate:.3f}")
+        for test, view in snap.tests.items():  # a group: a row per test
+            culprit = view.culprit or (view.guess if view.probability else None)
+            said = f"{culprit[:12]} P={view.probability:.3f}" if culprit and not view.culprit else (culprit or "")[:12]
+            table.add_row(test[-40:], f"{view.status:<16} {said}  {view.runs} runs")
         return Group(Text(f"revert-bisect #{snap.bisection_id}", style="bold"), table)

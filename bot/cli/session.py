@@ -109,6 +109,24 @@ def _write(path: Path, text: str, flag: str, err: Console) -> bool:
     return True
 
 
+def _per_test(report: dict, subjects: dict[str, str], err: Console, out: Console) -> None:
+    """A group's answer: a row per test on stderr; each culprit once on stdout, with the tests it broke."""
+    width = max(len(t["test"]) for t in report["tests"]) if report["tests"] else 0
+    for t in report["tests"]:
+        said_of = f"{t['culprit'][:12]} {subjects.get(t['culprit'], '')[:50]}" if t["culprit"] else "-"
+        err.print(
+            f"  {t['test']:<{width}}  {t['outcome']:<16} {said_of}  ({t['runs']} runs)".rstrip(),
+            markup=False,
+            highlight=False,
+        )
+    broke: dict[str, list[str]] = {}
+    for t in report["tests"]:
+        if t["culprit"]:
+            broke.setdefault(t["culprit"], []).append(t["test"])
+    for culprit, tests in broke.items():
+        out.print(f"{culprit} {subjects.get(culprit, '')}".rstrip() + f"  ({', '.join(tests)})", markup=False)
+
+
 def run_bisection(
     store: Store,
     loaded: Loaded,
@@ -155,7 +173,9 @@ def run_bisection(
     report["reason"] = told.reason
     style = "green" if status == Status.FOUND.value else "yellow"
     err.print(f"[{style}]{status}[/]: {escape(message)}")
-    if outcome.culprit:
+    if report.get("tests") is not None:
+        _per_test(report, subjects, err, out)
+    elif outcome.culprit:
         out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip())
     for sha in outcome.candidates:
         out.print(f"  candidate {sha}")

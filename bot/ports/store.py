@@ -38,6 +38,7 @@ class NewBisection:
     origin: dict | None = None
     origin_key: str | None = None
     commits: list[list[str]] | None = None
+    tests: dict | None = None  # several tests bisected together: test id -> {"good": its own GOOD}
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class NewStep:
     round: int
     runner_ref: str | None = None
     backend: str | None = None  # 'local' or 'github_actions': the backend dispatching it
+    results: dict | None = None  # a step of several tests: test id -> {"kind": its kind of run}
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class StepReport:
     log_tail: str
     env_key: str | None = None
     env_reused: bool | None = None
+    results: dict | None = None  # a step of several tests: test id -> its kind and own result (bot.service.steps)
 
 
 class StepRecord(Protocol):
@@ -84,6 +87,7 @@ class StepRecord(Protocol):
     env_key: str | None
     env_reused: bool | None
     runner_ref: str | None
+    results: dict | None
 
 
 class BisectionRecord(Protocol):
@@ -116,6 +120,7 @@ class BisectionRecord(Protocol):
     boundary: float | None
     status: str | None
     outcome: dict | None
+    tests: dict | None
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None

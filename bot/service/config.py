@@ -32,6 +32,8 @@ class BisectConfig:
     workdir: str | None = None  # the CLI's --workdir: where the local pool's worktrees go (None: the user cache)
     test_run: dict | None = None  # runners.spec.TestRun as JSON: the repository's own test, narrowed to its cases
     needs: dict | None = None  # runners.spec.Needs as JSON: GPUs, models, files the runner must hold
+    junit: str | None = None  # the CLI's --junit: the command's JUnit report, relative to the worktree (a group)
+    tests: str | None = None  # the CLI's --tests: which of the report's tests (a regex over `classname.name`)
     # the CLI's --json and --log (absolute paths): written again by `--resume ID` unless it is given others
     json_out: str | None = None
     log_out: str | None = None

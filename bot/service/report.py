@@ -36,22 +36,27 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
     for s in ran:
         rounds[s.kind].add(s.round)
         runs_by_kind[s.kind] += 1
+    grouped = row.tests is not None
+    # a step's verdict as the calibrated boundary judges it now (same order: finished_runs keeps row order); a
+    # group's steps keep the word stored for them, and each test's own result beside it
+    verdicts = [s.verdict or "infra" for s in ran] if grouped else [v.value for _, v in evidence.verdicts]
     steps = []
-    for step, (_, verdict) in zip(ran, evidence.verdicts):  # same order: finished_runs keeps row order
+    for step, verdict in zip(ran, verdicts):
         steps.append(
             dict(
                 sha=step.sha,
                 kind=step.kind,
                 round=step.round,
-                verdict=verdict.value,
+                verdict=verdict,
                 exit_code=step.exit_code,
                 metric=step.metric,
                 infra_reason=step.infra_reason,
                 duration_s=step.duration_s,
                 runner=step.runner,
+                **({"tests": step.results or {}} if grouped else {}),
             )
         )
-    return dict(
+    report = dict(
         id=row.id,
         status=row.status,
         message=outcome.message,
@@ -73,6 +78,21 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         revert=_revert_info(row, repo, clones),
         ab=outcome.ab.as_json() if outcome.ab else None,
     )
+    if grouped:
+        report["tests"] = tests_of(row)
+    return report
+
+
+def tests_of(row: BisectionRecord) -> list[dict]:
+    """Each test of a group: its culprit (or null), how it ended, and the runs that carried it."""
+    out = []
+    for test, info in (row.tests or {}).items():
+        told = BisectionOutcome.model_validate(info.get("outcome") or {})
+        runs = sum(1 for s in row.steps if s.state in ("done", "lost") and test in (s.results or {}))
+        status = info.get("status") or (info.get("state") or {}).get("phase")
+        culprit = told.culprit if status == Status.FOUND.value else None
+        out.append(dict(test=test, culprit=culprit, outcome=status, runs=runs, message=told.message))
+    return out
 
 
 KIND_WORDS = {  # in the order a bisection spends them
@@ -99,7 +119,8 @@ def _endpoint_tally(report: dict, name: str, verdict: str) -> tuple[int, int]:
 def _headline(report: dict) -> str:
     status, culprit = Status(report["status"]), report["culprit"]
     if status is Status.FOUND:
-        return f"found {culprit[:10]}"
+        found = {t["culprit"] for t in report.get("tests", []) if t["culprit"]}
+        return f"found {len(found)} culprits" if len(found) > 1 else f"found {(culprit or found.pop())[:10]}"
     if status is Status.AMBIGUOUS:
         return f"ambiguous: the culprit is one of {len(report['candidates'])} commits ending at {culprit[:10]}"
     if status in (Status.NOT_REPRODUCIBLE, Status.NO_CULPRIT):
@@ -152,12 +173,19 @@ def _revert_info(row: BisectionRecord, repo: Git, clones: Clones) -> dict | None
 
 
 def replay_log(row: BisectionRecord, problem: Problem, repo: Git) -> str:
-    evidence = Evidence.of(problem, finished_runs(row))
+    """What `git bisect replay` accepts. A group's log is its first test with a culprit (else its first test's):
+    git bisects one test."""
+    runs, culprit = finished_runs(row), (outcome_of(row) or BisectionOutcome()).culprit
+    if row.tests is not None:
+        found = [t for t in tests_of(row) if t["culprit"]] or tests_of(row)[:1]
+        test = found[0]["test"] if found else ""
+        runs, culprit = [r for r in runs if r.test == test], found[0]["culprit"] if found else None
+    evidence = Evidence.of(problem, runs)
     verdicts = defaultdict(list)
     for run, verdict in evidence.verdicts:
         if run.kind in BISECT_KINDS:
             verdicts[run.sha].append(verdict)
-    culprit = (outcome_of(row) or BisectionOutcome()).culprit if row.status == Status.FOUND.value else None
+    culprit = culprit if row.status == Status.FOUND.value or row.tests is not None else None
     first_parent = culprit is None or culprit in first_parent_chain(problem.graph, problem.bad)
     subjects = repo.subjects(list(verdicts) + ([culprit] if culprit else []))
     return render(problem.graph, problem.good, problem.bad, first_parent, verdicts, subjects, culprit)

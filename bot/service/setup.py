@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -180,9 +180,11 @@ def create(
     origin_key: str | None = None,
     ci: Sequence[CiReading] = (),
     cwd: Path | None = None,
+    tests: Sequence[str] = (),
 ) -> Loaded:
     """The bisection stored, validated first; `cwd`: where the CLI was started (a relative test command the
-    repository's root lacks is looked for there too)."""
+    repository's root lacks is looked for there too); `tests`: the red tests bisected together (the cases a red run
+    failed, each a test of its own: bot.domain.bisect.group), when there are several."""
     if not config.command:
         check_command(repo, config.command)  # says how to give one
     good = repo.resolve(good_rev, "--good")
@@ -217,21 +219,46 @@ def create(
         origin,
         origin_key,
         repo.first_parent_log(good, bad),
+        group_of_tests(config, tests, good),
     )
     bisection_id = store.create(new, Phase.CALIBRATING.value)
-    record_ci(store, bisection_id, [c for c in ci if c.sha == good or c.sha in graph])
+    record_ci(store, bisection_id, [c for c in ci if c.sha == good or c.sha in graph], new.tests, bad)
     return Loaded(
         bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id), notes
     )
 
 
-def record_ci(store: BisectionStore, bisection_id: int, readings: Sequence[CiReading]) -> None:
+def group_of_tests(config: BisectConfig, tests: Sequence[str], good: str) -> dict | None:
+    """bisections.tests: a JUnit report's tests are learnt from BAD's report (bot.service.discovery: {} until then);
+    several red tests are a group, each with its GOOD; one test keeps its state in the bisection's own columns."""
+    if config.junit:
+        return {}
+    return {t: {"good": good} for t in tests} if len(tests) > 1 else None
+
+
+def record_ci(
+    store: BisectionStore,
+    bisection_id: int,
+    readings: Sequence[CiReading],
+    tests: Mapping | None = None,
+    bad: str | None = None,
+) -> None:
     """CI's readings, stored as steps already done (kind ci, backend ci): the engine learns from them as from
-    any run, and no backend ever dispatches them."""
+    any run, and no backend ever dispatches them. For a group of tests (the cases of one test file), a pass is
+    every case's pass and BAD's failure every red case's; a failure elsewhere does not say which case failed, so
+    it says nothing of any."""
+    if tests:
+        readings = [c for c in readings if c.passed or c.sha == bad]
     ids = store.add_steps(bisection_id, [NewStep(c.sha, Kind.CI.value, 0, backend="ci") for c in readings])
     for step_id, c in zip(ids, readings):
         verdict = "good" if c.passed else "bad"
-        store.finish_step(step_id, StepReport(0 if c.passed else 1, c.metric, None, verdict, c.url, 0.0, ""))
+        code = 0 if c.passed else 1
+        results = (
+            {t: dict(kind=Kind.CI.value, exit_code=code, metric=None, verdict=verdict) for t in tests}
+            if tests
+            else None
+        )
+        store.finish_step(step_id, StepReport(code, c.metric, None, verdict, c.url, 0.0, "", results=results))
 
 
 def load(store: BisectionStore, bisection_id: int, open_repo: Callable[[str], Git]) -> Loaded:

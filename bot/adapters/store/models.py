@@ -53,6 +53,9 @@ class BisectionRow(Base):
     # Outcome, once done.
     status: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     outcome: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # several red tests bisected together: each test's GOOD, engine state, latest view and outcome (None: one test,
+    # whose state is the columns above)
+    tests: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
@@ -85,6 +88,8 @@ class StepRow(Base):
     env_key: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the environment, by dependency pins
     env_reused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     runner_ref: Mapped[str | None] = mapped_column(String(128), nullable=True)  # how the backend finds its run again
+    # a step of several tests: each test's kind of run and, once done, its own result (None: a step of one test)
+    results: Mapped[dict | None] = mapped_column(JSON, nullable=True)
 
     bisection: Mapped[BisectionRow] = relationship(back_populates="steps")
 

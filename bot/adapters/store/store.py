@@ -31,6 +31,7 @@ class Store:
                 origin=new.origin,
                 origin_key=new.origin_key,
                 commits=new.commits,
+                tests=new.tests,
                 phase=phase,
                 merges=[],
                 confirm_round=0,
@@ -108,6 +109,7 @@ class Store:
                     state="running",
                     runner_ref=st.runner_ref,
                     backend=st.backend,
+                    results=st.results,
                 )
                 for st in steps
             ]

@@ -45,7 +45,12 @@ def first_parent_chain(graph: Graph, head: str) -> list[str]:
 
 
 def first_parent_scope(graph: Graph, good: str, bad: str) -> Scope:
-    return Scope(good, tuple(reversed(first_parent_chain(graph, bad))))
+    """BAD's first-parent chain down to GOOD, which may lie inside the graph (a test of a group whose own GOOD is
+    later than the group's range)."""
+    chain = first_parent_chain(graph, bad)
+    if good in chain:
+        chain = chain[: chain.index(good)]
+    return Scope(good, tuple(reversed(chain)))
 
 
 def ancestors(graph: Graph, head: str) -> set[str]:

@@ -50,7 +50,7 @@ def confirmation_round(
     # A trusted test: --flake-rate 0 believes the search's FAIL and PASS as `git bisect run` does; auto
     # re-runs the culprit once, since a flake (a good commit failing) can only mislead through a FAIL:
     # in the model a pass is proof, so re-running the parent could not change the answer.
-    culprit_x, parent_x = ((0 if s.flake_rate == 0 else 1), 0) if trust else (x, x)
+    culprit_x, parent_x = ((0 if s.flake_rate == 0 else s.trusted_reruns), 0) if trust else (x, x)
 
     def decided(probes: tuple[Probe, ...] = (), wants_revert: str | None = None) -> Decision:
         return Decision(state, probes, guess=guess, flake_rate=flake, boundary=ev.boundary, wants_revert=wants_revert)

@@ -49,10 +49,13 @@ def decide(
     runs: Sequence[Run],
     in_flight: Sequence[Probe] = (),
     free: int = 1,
+    next_round: int | None = None,
 ) -> Decision:
-    """The next state and the probes to dispatch now (possibly none: wait), or the outcome."""
+    """The next state and the probes to dispatch now (possibly none: wait), or the outcome. `next_round`: the
+    round new probes belong to, when the caller numbers rounds over more than these runs (a group of tests)."""
     evidence = Evidence.of(problem, runs)
-    next_round = 1 + max([r.round for r in runs] + [p.round for p in in_flight] + [0])
+    if next_round is None:
+        next_round = 1 + max([r.round for r in runs] + [p.round for p in in_flight] + [0])
     if state.phase is Phase.CALIBRATING:
         return _calibrate(problem, state, evidence, in_flight, free, next_round)
     if state.phase is Phase.DONE:
@@ -223,7 +226,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     if state.phase is Phase.CONFIRMING:
         # The confirmation round (or later evidence) disagreed: back to searching.
         if any(pr.kind in CONFIRMATION_KINDS for pr in in_flight):
-            return Decision(state, (), guess=guess, flake_rate=flake, boundary=ev.boundary)
+            return Decision(state, (), guess=guess, flake_rate=flake, boundary=ev.boundary, posterior=post)
         retries = state.confirmations + 1
         if retries >= s.max_confirmations:
             found = f"confirmation failed {retries} times: the test is too flaky for confidence {s.confidence}"
@@ -274,4 +277,4 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             )
         )
     probes = tuple(recalibrate) + tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
-    return Decision(state, probes, obsolete, guess=guess, flake_rate=flake, boundary=ev.boundary)
+    return Decision(state, probes, obsolete, guess=guess, flake_rate=flake, boundary=ev.boundary, posterior=post)

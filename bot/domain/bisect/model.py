@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from bot.domain.bisect.candidates import Graph, Scope, first_parent_scope, merge_scope
+from bot.domain.bisect.posterior import Posterior
 from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
 from bot.domain.reasons import Reason
 
@@ -57,6 +58,7 @@ class Settings:
     max_infra_per_commit: int = 3
     max_confirmations: int = 3
     max_runs: int | None = None  # None: a generous bound derived from the range size
+    trusted_reruns: int = 1  # re-runs of a trusted (deterministic-looking) test's culprit under auto
 
     def run_budget(self, n: int) -> int:
         return self.max_runs or 12 * max(1, math.ceil(math.log2(n + 1))) + 8 * self.calibration_runs + 20
@@ -99,6 +101,7 @@ class Run:
     kind: Kind
     raw: RawResult
     round: int = 0
+    test: str = ""  # which test of a group (bot.domain.bisect.group) this result is; "" for a bisection of one
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class Probe:
     sha: str
     kind: Kind
     round: int = 0
+    test: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,7 @@ class Decision:
     flake_rate: float = 0.0
     boundary: float | None = None
     wants_revert: str | None = None  # make the revert of this culprit on problem.head, then decide again
+    posterior: Posterior | None = None  # while searching: over problem.scope(state.merges), for a group's riders
 
 
 # -- evidence ---------------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.domain.bisect.engine import decide
+from bot.domain.bisect.group import Group, decide_group
 from bot.domain.bisect.model import Kind, Outcome, Problem, Run, Settings, State
 from bot.domain.bisect.verdict import RawResult
 
@@ -31,6 +32,22 @@ class FlakyTest:
         return RawResult(1 if failed else 0)
 
 
+@dataclass
+class RedFirst:
+    """A test as a red run leaves it: its first reading of BAD fails (that is why it is being bisected), whatever
+    it is; every later run is the test's own (a flaky test's failure there may have been its flake)."""
+
+    test: FlakyTest
+    bad: str
+    seen: bool = False
+
+    def run(self, sha: str) -> RawResult:
+        if sha == self.bad and not self.seen:
+            self.seen = True
+            return RawResult(1)
+        return self.test.run(sha)
+
+
 @dataclass(frozen=True)
 class SimResult:
     outcome: Outcome
@@ -44,7 +61,7 @@ class SimResult:
 
 
 def simulate(
-    n: int, test: FlakyTest, workers: int, settings: Settings = Settings(), ci: Sequence[int] = ()
+    n: int, test: FlakyTest | RedFirst, workers: int, settings: Settings = Settings(), ci: Sequence[int] = ()
 ) -> SimResult:
     """Run the engine in synchronous rounds of `workers` parallel runs each; `ci`: positions CI already
     tested (a scheduled run at each), their results given to the engine before it starts (kind CI)."""
@@ -71,6 +88,47 @@ def simulate(
         for kind in {p.kind for p in decision.probes}:
             rounds[kind] += 1
         runs += [Run(p.sha, p.kind, test.run(p.sha), p.round) for p in decision.probes]
+
+
+@dataclass(frozen=True)
+class GroupSimResult:
+    outcomes: dict[str, Outcome]
+    runs: int  # runner runs (steps), however many tests each carried
+    rounds: int
+    results: dict[str, int]  # results each test got (its own asks and the steps it rode)
+
+    def culprit_index(self, test: str) -> int | None:
+        culprit = self.outcomes[test].culprit
+        return int(culprit[1:]) if culprit else None
+
+
+def simulate_group(
+    n: int,
+    tests: Mapping[str, FlakyTest | RedFirst],
+    workers: int,
+    settings: Settings = Settings(),
+    goods: Mapping[str, int] = {},
+) -> GroupSimResult:
+    """The tests bisected together (bot.domain.bisect.group) in synchronous rounds of `workers` steps; `goods`: a
+    test's own GOOD position where it is later than c0."""
+    graph, good, bad = linear_graph(n)
+    group = Group({t: Problem(graph, f"c{goods[t]}" if t in goods else good, bad, settings) for t in tests})
+    states = {t: State() for t in tests}
+    runs: list[Run] = []
+    outcomes: dict[str, Outcome] = {}
+    steps = rounds = 0
+    while True:
+        decision = decide_group(group, states, runs, (), workers)
+        states = dict(decision.states)
+        outcomes.update(decision.outcomes)
+        if decision.done:
+            results = {t: sum(r.test == t for r in runs) for t in tests}
+            return GroupSimResult(outcomes, steps, rounds, results)
+        if not decision.steps:
+            raise RuntimeError("the group neither probed nor finished with nothing in flight")
+        rounds += 1
+        steps += len(decision.steps)
+        runs += [Run(p.sha, p.kind, tests[p.test].run(p.sha), p.round, p.test) for step in decision.steps for p in step]
 
 
 def git_bisect(n: int, test: FlakyTest) -> tuple[int, int]:

@@ -1,0 +1,166 @@
+"""Benchmark: several red tests bisected together (bot.domain.bisect.group) against one bisection per test.
+
+    python bench/group_bench.py              # 400 incidents per k (~1 minute on 2 cores)
+    python bench/group_bench.py --quick      # 60 incidents per k
+
+Simulated incidents on a linear range of --commits commits: 2-6 red tests, 1-3 distinct culprits among them,
+0-2 flaky tests (no culprit: they fail anywhere with --flaky-rate, and their red reading at BAD was one such
+failure); every test fails a good commit with --flake-rate. Each test's first reading of BAD is red (the red
+run it comes from). The same incident, with the same tests, is bisected both ways at k = 1 and 4 runners:
+
+- together: one search, a step runs every undecided test at its commit and counts as one GPU run;
+- alone: one bisection per test, each with its own GPU runs, one after the other on the same k runners.
+
+A test is right when a culprit test names its culprit (found) and a flaky test names none (no found or
+ambiguous outcome). Prints markdown tables (progress on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shlex
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import tables  # noqa: E402  (bench/tables.py, beside this script)
+
+from bot.domain.bisect.model import Status  # noqa: E402
+from bot.domain.bisect.simulate import FlakyTest, RedFirst, simulate, simulate_group  # noqa: E402
+
+COMMAND = "python " + shlex.join(["bench/group_bench.py", *sys.argv[1:]])
+NAMED = (Status.FOUND, Status.AMBIGUOUS)
+
+
+@dataclass(frozen=True)
+class Incident:
+    culprits: dict[str, int | None]  # test -> its culprit's position (None: a flaky test)
+
+    @property
+    def distinct(self) -> int:
+        return len({c for c in self.culprits.values() if c is not None})
+
+
+def incident(rng: random.Random, n: int) -> Incident:
+    tests = rng.randint(2, 6)
+    flaky = rng.randint(0, min(2, tests - 1))
+    real = tests - flaky
+    positions = rng.sample(range(1, n + 1), rng.randint(1, min(3, real)))
+    culprits: dict[str, int | None] = {}
+    for i in range(real):  # each culprit breaks at least one test
+        culprits[f"t{i}"] = positions[i] if i < len(positions) else rng.choice(positions)
+    for j in range(flaky):
+        culprits[f"flaky{j}"] = None
+    return Incident(culprits)
+
+
+def tests_of(inc: Incident, n: int, flake: float, flaky_rate: float, seed: int) -> dict[str, RedFirst]:
+    return {
+        t: RedFirst(
+            FlakyTest(n + 1 if c is None else c, flaky_rate if c is None else flake, random.Random(seed * 1000 + i)),
+            f"c{n}",
+        )
+        for i, (t, c) in enumerate(inc.culprits.items())
+    }
+
+
+def right(inc: Incident, test: str, status: Status, culprit: str | None) -> bool:
+    expected = inc.culprits[test]
+    if expected is None:
+        return status not in NAMED
+    return status is Status.FOUND and culprit == f"c{expected}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--incidents", type=int, default=400)
+    parser.add_argument("--commits", type=int, default=64)
+    parser.add_argument("--flake-rate", type=float, default=0.05)
+    parser.add_argument("--flaky-rate", type=float, default=0.3)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    count = 60 if args.quick else args.incidents
+    n = args.commits
+    rows, by_shape = [], []
+    for k in (1, 4):
+        runs = {"together": [], "alone": []}
+        rounds = {"together": [], "alone": []}
+        ratios: list[float] = []
+        good = {(how, flaky): 0 for how in ("together", "alone") for flaky in (False, True)}
+        judged = {False: 0, True: 0}
+        shapes: dict[int, list[float]] = {}
+        for seed in range(count):
+            inc = incident(random.Random(seed), n)
+            together = simulate_group(n, tests_of(inc, n, args.flake_rate, args.flaky_rate, seed), k)
+            alone = {
+                t: simulate(n, test, k) for t, test in tests_of(inc, n, args.flake_rate, args.flaky_rate, seed).items()
+            }
+            spent_alone = sum(r.runs for r in alone.values())
+            runs["together"].append(together.runs)
+            runs["alone"].append(spent_alone)
+            rounds["together"].append(together.rounds)
+            rounds["alone"].append(sum(r.total_rounds for r in alone.values()))
+            ratios.append(together.runs / spent_alone)
+            shapes.setdefault(inc.distinct, []).append(together.runs / spent_alone)
+            for t, culprit in inc.culprits.items():
+                flaky = culprit is None
+                judged[flaky] += 1
+                out = together.outcomes[t]
+                good["together", flaky] += right(inc, t, out.status, out.culprit)
+                good["alone", flaky] += right(inc, t, alone[t].outcome.status, alone[t].outcome.culprit)
+            if seed % 50 == 49:
+                print(f"k={k}: {seed + 1}/{count} incidents", file=sys.stderr, flush=True)
+        total = sum(runs["together"]) / sum(runs["alone"])
+        for how in ("alone", "together"):
+            rows.append(
+                [
+                    str(k),
+                    how,
+                    f"{statistics.fmean(runs[how]):.1f}",
+                    f"{statistics.median(runs[how]):g}",
+                    f"{statistics.fmean(rounds[how]):.1f}",
+                    *(
+                        f"{good[how, flaky]}/{judged[flaky]} ({100 * good[how, flaky] / judged[flaky]:.1f}%)"
+                        for flaky in (False, True)
+                    ),
+                    f"{total:.2f}x (median {statistics.median(ratios):.2f}x)" if how == "together" else "1",
+                ]
+            )
+        for distinct, values in sorted(shapes.items()):
+            by_shape.append([str(k), str(distinct), str(len(values)), f"{statistics.median(values):.2f}x"])
+    tables.table(
+        f"Several red tests: one search against one bisection per test (n = {n}, {count} incidents per k)",
+        COMMAND,
+        [
+            "k",
+            "how",
+            "GPU runs (mean)",
+            "GPU runs (median)",
+            "rounds (mean)",
+            "culprit tests right",
+            "flaky tests blamed on nothing",
+            "runs vs alone",
+        ],
+        rows,
+        [
+            f"Incidents: 2-6 red tests, 1-3 distinct culprits, 0-2 flaky tests (failing anywhere at "
+            f"{args.flaky_rate:.0%}); every test fails a good commit at {args.flake_rate:.0%}. `runs vs alone`: the "
+            "total GPU runs of all incidents together over alone, and the median of the per-incident ratios. Alone, "
+            "the bisections run one after another on the same k runners, so their rounds add up."
+        ],
+    )
+    tables.table(
+        "Runs together over alone, by the number of distinct culprits",
+        COMMAND,
+        ["k", "distinct culprits", "incidents", "median ratio"],
+        by_shape,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""Several red tests, one search: a posterior per test over shared runs (pure, like `engine.decide`).
+
+Each test keeps its own `State`, flake rate and posterior, decided by `engine.decide` over the results
+of that test alone; what is shared is the runner. A step is one run at one commit that runs every test
+it carries and reports a result per test, so the unit of cost is the step, not the test:
+
+- every test still undecided asks for its probes as if it had every free runner;
+- the steps are chosen among those asks: a commit several tests want first, then the one that splits
+  the most remaining mass over all tests (a confirmation or calibration run before a search run);
+- each chosen step also carries every other test still searching whose result there is uncertain (a
+  rider costs no runner), so tests with one culprit converge together and tests with different
+  culprits part where their posteriors do;
+- a test that ends (its culprit confirmed, or no culprit: its BAD passes on a re-run, it contradicts a
+  deterministic reading, it fails at GOOD) rides no further step.
+
+Each test's confirmation and A/B proof follow the rules of a bisection of one; a culprit shared by
+several tests is reverted once (`wants_revert` names each culprit once).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from bot.domain.bisect.engine import decide
+from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State
+from bot.domain.bisect.planner import USEFUL
+from bot.domain.bisect.verdict import classify
+
+# A group's test reads its BAD this many times (the red reading included) before its search goes on alone: a red run
+# of several tests often holds one that failed by a flake, and a step at BAD carries every such test at once.
+BAD_READINGS = 3
+# A group's trusted test re-runs its culprit twice, not once: each test rides more steps than it would alone, so a
+# commit below the culprit failing twice by a flake is likelier; a third failure is what it takes (each culprit's
+# re-runs are one step for all the tests it broke).
+TRUSTED_RERUNS = 2
+Step = tuple[Probe, ...]  # one run at one commit: a probe per test it carries, all of one sha
+
+
+@dataclass(frozen=True)
+class Group:
+    """The tests bisected together: one problem each, over one graph and BAD (each test's GOOD its own)."""
+
+    problems: Mapping[str, Problem]
+
+    def __post_init__(self) -> None:
+        if not self.problems:
+            raise ValueError("a group needs at least one test")
+        if len({(p.bad, p.head) for p in self.problems.values()}) != 1:
+            raise ValueError("the tests of a group share BAD and the branch head")
+        if len(self.problems) > 1:
+            object.__setattr__(
+                self,
+                "problems",
+                {
+                    t: replace(
+                        p, settings=replace(p.settings, trusted_reruns=max(TRUSTED_RERUNS, p.settings.trusted_reruns))
+                    )
+                    for t, p in self.problems.items()
+                },
+            )
+
+    @property
+    def tests(self) -> tuple[str, ...]:
+        return tuple(self.problems)
+
+
+@dataclass(frozen=True)
+class GroupDecision:
+    states: Mapping[str, State]
+    decisions: Mapping[str, Decision]  # each undecided test's own, this time
+    steps: tuple[Step, ...] = ()  # to dispatch now, one run each
+    obsolete: tuple[Probe, ...] = ()  # probes in flight whose result no longer matters to their test
+    wants_revert: tuple[str, ...] = ()  # culprits to revert on the head before deciding again, once each
+
+    @property
+    def outcomes(self) -> dict[str, Outcome]:
+        """Every test's outcome, once it has one."""
+        return {t: d.outcome for t, d in self.decisions.items() if d.outcome is not None}
+
+    @property
+    def done(self) -> bool:
+        return all(s.phase is Phase.DONE for s in self.states.values())
+
+
+def decide_group(
+    group: Group,
+    states: Mapping[str, State],
+    runs: Sequence[Run],
+    in_flight: Sequence[Probe] = (),
+    free: int = 1,
+) -> GroupDecision:
+    """Each undecided test's decision, and the steps that serve them best on `free` runners."""
+    rnd = 1 + max([r.round for r in runs] + [p.round for p in in_flight] + [0])
+    decisions: dict[str, Decision] = {}
+    new_states = dict(states)
+    for test, problem in group.problems.items():
+        if states[test].phase is Phase.DONE:
+            continue
+        mine = [r for r in runs if r.test == test]
+        flying = [p for p in in_flight if p.test == test]
+        # asked as if a runner were free even when none is: a test with nothing in flight of its own must not read
+        # "no runner" as "nothing left to test" (the steps chosen below never exceed `free`)
+        decision = decide(problem, states[test], mine, flying, max(free, 1), next_round=rnd)
+        decisions[test] = decision
+        new_states[test] = decision.state
+    live = {t for t, d in decisions.items() if d.outcome is None}
+    # A run in flight for a test that has ended, or that its test calls settled, is obsolete for that test.
+    obsolete = tuple(
+        p for p in in_flight if p.test in decisions and (p.test not in live or p in decisions[p.test].obsolete)
+    )
+    wants = tuple(dict.fromkeys(d.wants_revert for d in decisions.values() if d.wants_revert))
+    if wants:  # the reverts first: the confirmation rounds wait for them, as in a bisection of one
+        return GroupDecision(new_states, decisions, (), obsolete, wants)
+    busy = [p for p in in_flight if p not in obsolete]
+    asks = {t: [replace(p, test=t, round=rnd) for p in decisions[t].probes] for t in sorted(live)}
+    if len(group.problems) > 1:
+        for t in live:
+            if _unreproduced(group.problems[t], decisions[t], [r for r in runs if r.test == t], busy, t):
+                asks[t].append(Probe(group.problems[t].bad, Kind.CALIBRATE, rnd, t))
+    steps = _choose(group, asks, decisions, busy, free)
+    return GroupDecision(new_states, decisions, steps, obsolete)
+
+
+def _unreproduced(problem: Problem, decision: Decision, runs: Sequence[Run], busy: Sequence[Probe], test: str) -> bool:
+    """A searching test of a group whose BAD has failed only once: in a red run of several tests, one may have
+    failed by a flake, so each test's BAD is read a second time (one step for every such test at once) before its
+    search goes further than the others'. A test of one keeps the engine's calibration."""
+    if decision.state.phase is not Phase.SEARCHING or any(p.test == test and p.sha == problem.bad for p in busy):
+        return False
+    rule = problem.settings.metric
+    read = [r for r in runs if r.sha == problem.bad and classify(r.raw, rule, decision.boundary).is_evidence]
+    return len(read) < BAD_READINGS
+
+
+def _choose(
+    group: Group,
+    asks: Mapping[str, list[Probe]],
+    decisions: Mapping[str, Decision],
+    busy: Sequence[Probe],
+    free: int,
+) -> tuple[Step, ...]:
+    """Up to `free` steps: each a commit some test asked for, with every test asking for it there aboard."""
+    pending: dict[str, dict[str, list[Probe]]] = defaultdict(lambda: defaultdict(list))  # sha -> test -> its asks
+    for test, probes in asks.items():
+        for p in probes:
+            pending[p.sha][test].append(p)
+    aboard: dict[str, set[str]] = defaultdict(set)  # sha -> tests already running there (in flight or chosen)
+    for p in busy:
+        aboard[p.sha].add(p.test)
+    steps: list[Step] = []
+    while len(steps) < free and pending:
+        sha = max(pending, key=lambda s: _worth(group, decisions, pending[s], s, aboard[s]))
+        wanted = pending[sha]
+        step = [wanted[t].pop(0) for t in sorted(wanted)]
+        for t in [t for t in wanted if not wanted[t]]:
+            del wanted[t]
+        if not wanted:
+            del pending[sha]
+        carried = {p.test for p in step}
+        riders = [
+            Probe(sha, Kind.SEARCH, step[0].round, t)
+            for t in sorted(decisions)
+            if t not in carried and t not in aboard[sha] and _uncertain(group, decisions, t, sha)
+        ]
+        aboard[sha] |= carried | {p.test for p in riders}
+        steps.append(tuple(step + riders))
+    return tuple(steps)
+
+
+def _worth(
+    group: Group, decisions: Mapping[str, Decision], wanted: Mapping[str, list[Probe]], sha: str, aboard: set[str]
+) -> tuple[int, int, float]:
+    """A commit's claim on a runner: asked for beyond search (calibration, confirmation, the A/B proof) first,
+    then by how many tests ask for it, then by the uncertainty it settles over every test not yet aboard."""
+    beyond_search = sum(1 for probes in wanted.values() if probes[0].kind is not Kind.SEARCH)
+    settles = sum(_split(group, decisions, t, sha) for t in decisions if t not in aboard)
+    return beyond_search, len(wanted), settles
+
+
+def _split(group: Group, decisions: Mapping[str, Decision], test: str, sha: str) -> float:
+    """The smaller side of the test's posterior mass that a result at `sha` separates (0: it settles nothing)."""
+    decision = decisions[test]
+    post = decision.posterior
+    if post is None:
+        return 0.0
+    pos = group.problems[test].scope(decision.state.merges).position(sha)
+    if pos is None:
+        return 0.0
+    cdf = post.cdf(pos)
+    return min(cdf, 1 - cdf)
+
+
+def _uncertain(group: Group, decisions: Mapping[str, Decision], test: str, sha: str) -> bool:
+    return (
+        decisions[test].outcome is None
+        and decisions[test].state.phase is Phase.SEARCHING
+        and _split(group, decisions, test, sha) > USEFUL
+    )

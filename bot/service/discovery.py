@@ -1,0 +1,116 @@
+"""Which tests a bisection of a JUnit report bisects: those red at BAD (among `--tests`), learnt from BAD's report.
+
+The first step runs the command at BAD (and at GOOD on a second runner: the calibration run every test would ask
+for anyway). Every test of BAD's report becomes a test of the group: one failing there is bisected, one passing
+there ends at once as not reproducible. Discovery steps are calibration runs of round 0; their results are stored
+per test, so the engine counts them, and a resumed bisection does not run them again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from bot.domain.bisect.model import Kind, Outcome, Phase, Problem, State, Status
+from bot.domain.bisect.verdict import RawResult, Verdict, classify
+from bot.domain.reasons import Reason
+from bot.ports.store import BisectionStore, NewStep, StepRecord, StepReport
+from bot.service.group_rows import outcome_json, raw_results, state_json, step_report, step_results, step_verdict
+from runners.spec import Backend, StepResult, StepSpec, new_ref
+
+ROUND = 0
+
+
+def _usable(step: StepRecord) -> bool:
+    return step.state == "done" and step.infra_reason is None and step.exit_code != 125
+
+
+def discover(
+    store: BisectionStore,
+    bisection_id: int,
+    problem: Problem,
+    pattern: str | None,
+    max_infra: int,
+    backend: Backend,
+    spec: Callable[[int, str, str], StepSpec],  # (step id, sha, runner ref) -> the step to run
+) -> dict[str, dict] | str:
+    """The group's tests (bisections.tests), stored; or why there are none to bisect (the bisection then ends)."""
+    wanted = re.compile(pattern) if pattern else None
+    while True:
+        steps = [s for s in store.get(bisection_id).steps if s.kind == Kind.CALIBRATE.value and s.round == ROUND]
+        at_bad = [s for s in steps if s.sha == problem.bad]
+        usable = [s for s in at_bad if _usable(s)]
+        if usable:
+            return _tests(store, bisection_id, problem, usable[-1])
+        if at_bad and at_bad[-1].exit_code == 125 and at_bad[-1].state == "done":
+            return f"the command exited 125 (cannot be tested) at BAD {problem.bad[:12]}: no test to bisect"
+        if len(at_bad) >= max_infra:
+            why = at_bad[-1].infra_reason or "no report"
+            return f"BAD {problem.bad[:12]} said nothing of its tests {len(at_bad)} times: {why}"
+        ran = {s.sha for s in steps if s.state == "done"}
+        shas = [problem.bad] + ([problem.good] if backend.free >= 2 and problem.good not in ran else [])
+        _run(store, bisection_id, shas, backend, spec, wanted)
+
+
+def _run(
+    store: BisectionStore,
+    bisection_id: int,
+    shas: Sequence[str],
+    backend: Backend,
+    spec: Callable[[int, str, str], StepSpec],
+    wanted: re.Pattern[str] | None,
+) -> None:
+    refs = [new_ref() for _ in shas]
+    name = getattr(backend, "name", None)
+    ids = store.add_steps(
+        bisection_id, [NewStep(sha, Kind.CALIBRATE.value, ROUND, ref, name, {}) for sha, ref in zip(shas, refs)]
+    )
+    for step_id, sha, ref in zip(ids, shas, refs):
+        backend.submit(spec(step_id, sha, ref))
+    pending = set(ids)
+    while pending:
+        for result in backend.wait(timeout=1.0):
+            if result.step_id in pending:
+                pending.discard(result.step_id)
+                store.finish_step(result.step_id, _report(result, wanted))
+
+
+def _report(result: StepResult, wanted: re.Pattern[str] | None) -> StepReport:
+    tests = [c.case for c in result.cases if wanted is None or wanted.search(c.case)]
+    raws = raw_results(result, tests)
+    verdicts = {t: classify(raw, None, None) for t, raw in raws.items()}
+    results = step_results({t: Kind.CALIBRATE for t in tests}, raws, verdicts)
+    verdict = classify(RawResult(result.exit_code, None, result.infra_reason), None, None)
+    if result.infra_reason is None and verdicts:
+        verdict = step_verdict(list(verdicts.values()))
+    return step_report(result, verdict, results)
+
+
+def _tests(store: BisectionStore, bisection_id: int, problem: Problem, at_bad: StepRecord) -> dict[str, dict] | str:
+    results = at_bad.results or {}
+    if not results:
+        return f"BAD {problem.bad[:12]}'s JUnit report has no test to bisect (none matches --tests, or it is empty)"
+    tests: dict[str, dict] = {}
+    for test, r in results.items():
+        entry: dict = {"good": problem.good}
+        if r.get("verdict") != Verdict.BAD.value:
+            passed = r.get("verdict") == Verdict.GOOD.value
+            entry.update(
+                state=state_json(State(Phase.DONE)),
+                status=(Status.NOT_REPRODUCIBLE if passed else Status.UNTESTABLE).value,
+                outcome=_ended_outcome(problem, passed),
+            )
+        tests[test] = entry
+    store.save_progress(bisection_id, tests=tests)
+    return tests
+
+
+def _ended_outcome(problem: Problem, passed: bool) -> dict:
+    if passed:
+        message = f"passes at BAD {problem.bad[:12]}: not bisected"
+        return outcome_json(
+            Outcome(Status.NOT_REPRODUCIBLE, message, reason=Reason.BAD_PASSES, facts={"sha": problem.bad})
+        )
+    message = f"skipped at BAD {problem.bad[:12]}: not bisected"
+    facts = {"endpoint": "BAD", "side": "bad", "sha": problem.bad}
+    return outcome_json(Outcome(Status.UNTESTABLE, message, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts))

@@ -1,0 +1,198 @@
+"""A bisection's tests as the store holds them: each test's problem and state, each step's runs per test, and a
+step's result read per test. A bisection of one test keeps its state in the bisection's own columns and its steps
+one result each (as before groups); a group keeps them in `bisections.tests` and `steps.results`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from bot.domain.bisect.group import Group
+from bot.domain.bisect.model import Kind, Outcome, Phase, Problem, Run, State, Status
+from bot.domain.bisect.verdict import SKIP_EXIT, RawResult, Verdict, classify
+from bot.domain.outcome import AB, BisectionOutcome
+from bot.ports.store import BisectionRecord, StepRecord, StepReport
+from runners.spec import StepResult
+
+SOLO = ""  # the one test of a bisection of one
+EXIT_OF = {"good": 0, "bad": 1, "skip": SKIP_EXIT}  # a case's outcome as the exit code a run of it alone gives
+
+
+def state_of(row: BisectionRecord) -> State:
+    return State(
+        Phase(row.phase),
+        tuple(row.merges or ()),
+        row.confirming,
+        row.confirm_round,
+        row.confirmations,
+        row.revert,
+        row.revert_error,
+    )
+
+
+def state_json(state: State) -> dict:
+    return dict(
+        phase=state.phase.value,
+        merges=list(state.merges),
+        confirming=state.confirming,
+        confirm_round=state.confirm_round,
+        confirmations=state.confirmations,
+        revert=state.revert,
+        revert_error=state.revert_error,
+    )
+
+
+def state_from_json(data: Mapping | None) -> State:
+    if not data:
+        return State()
+    return State(
+        Phase(data["phase"]),
+        tuple(data.get("merges") or ()),
+        data.get("confirming"),
+        data.get("confirm_round", 0),
+        data.get("confirmations", 0),
+        data.get("revert"),
+        data.get("revert_error"),
+    )
+
+
+def is_group(row: BisectionRecord) -> bool:
+    return row.tests is not None
+
+
+def group_of(problem: Problem, row: BisectionRecord) -> tuple[Group, dict[str, State]]:
+    """The tests of the bisection with their problems (each its own GOOD) and states."""
+    if not is_group(row):
+        return Group({SOLO: problem}), {SOLO: state_of(row)}
+    tests = row.tests or {}
+    problems = {t: replace(problem, good=info.get("good") or problem.good) for t, info in tests.items()}
+    return Group(problems), {t: state_from_json(info.get("state")) for t, info in tests.items()}
+
+
+def runs_of(step: StepRecord) -> list[Run]:
+    """What the engine learns from a step: one run per test it carried (done and lost steps; cancelled ones said
+    nothing). A lost step, or one that failed on infrastructure, is an infra run for each of its tests."""
+    if step.state not in ("done", "lost"):
+        return []
+    if not step.results:
+        return [Run(step.sha, Kind(step.kind), RawResult(step.exit_code, step.metric, step.infra_reason), step.round)]
+    runs = []
+    for test, r in step.results.items():
+        infra = step.infra_reason or (None if "exit_code" in r else "the step reported nothing for this test")
+        raw = RawResult(r.get("exit_code"), r.get("metric"), infra)
+        runs.append(Run(step.sha, Kind(r["kind"]), raw, step.round, test))
+    return runs
+
+
+def raw_results(result: StepResult, tests: Sequence[str]) -> dict[str, RawResult]:
+    """Each test's own result in a step that ran several: its case in the report (a test missing from it did not
+    run at this commit: a skip, as a case a commit lacks); a step that failed on infrastructure, infra for all."""
+    by_case = {c.case: c for c in result.cases}
+    out = {}
+    for test in tests:
+        case = by_case.get(test)
+        if result.infra_reason is not None:
+            out[test] = RawResult(result.exit_code, None, result.infra_reason)
+        elif case is None:
+            out[test] = RawResult(SKIP_EXIT)
+        else:
+            out[test] = RawResult(EXIT_OF.get(case.outcome, SKIP_EXIT), case.metric)
+    return out
+
+
+def step_results(kinds: Mapping[str, Kind], raws: Mapping[str, RawResult], verdicts: Mapping[str, Verdict]) -> dict:
+    return {
+        t: dict(kind=kinds[t].value, exit_code=raws[t].exit_code, metric=raws[t].metric, verdict=verdicts[t].value)
+        for t in kinds
+    }
+
+
+def step_verdict(verdicts: Sequence[Verdict]) -> Verdict:
+    """One word for a step of several tests, for displays: infra, else bad if any test failed, else good if any
+    passed, else skip."""
+    for v in (Verdict.INFRA, Verdict.BAD, Verdict.GOOD):
+        if v in verdicts:
+            return v
+    return Verdict.SKIP
+
+
+def classify_all(raws: Mapping[str, RawResult], group: Group, boundaries: Mapping[str, float | None]) -> dict:
+    return {t: classify(raw, group.problems[t].settings.metric, boundaries.get(t)) for t, raw in raws.items()}
+
+
+def outcome_json(out: Outcome) -> dict:
+    return BisectionOutcome(
+        message=out.message,
+        culprit=out.culprit,
+        first_parent_culprit=out.first_parent_culprit,
+        confidence=out.confidence,
+        candidates=list(out.candidates),
+        revert_error=out.revert_error,
+        reason=out.reason.value if out.reason else None,
+        facts=dict(out.facts),
+        ab=None
+        if out.ab is None
+        else AB(
+            head=out.ab.head,
+            revert=out.ab.revert,
+            passed=out.ab.passed,
+            head_verdicts=[v.value for v in out.ab.head_verdicts],
+            revert_verdicts=[v.value for v in out.ab.revert_verdicts],
+        ),
+    ).as_json()
+
+
+# A group's status, from its tests': a culprit when every bisected test has one, else the first of these a test
+# ended with (what most needs the user's eye first).
+_WORST_FIRST = (
+    Status.CANCELLED,
+    Status.INCONCLUSIVE,
+    Status.AMBIGUOUS,
+    Status.UNTESTABLE,
+    Status.NO_CULPRIT,
+    Status.GOOD_FAILS,
+    Status.NOT_REPRODUCIBLE,
+)
+_NOT_BISECTED = (Status.NOT_REPRODUCIBLE, Status.GOOD_FAILS, Status.NO_CULPRIT)  # nothing to revert, nothing wrong
+
+
+def group_outcome(tests: Mapping[str, Mapping]) -> tuple[Status, dict]:
+    """The group's status (see _WORST_FIRST) and outcome (BisectionOutcome's JSON), from each test's stored entry
+    (its `status` and `outcome`): the culprit when its tests agree on one, the per-test answers in `facts.tests`."""
+    statuses = {t: Status(e["status"]) for t, e in tests.items()}
+    outcomes = {t: BisectionOutcome.model_validate(e.get("outcome") or {}) for t, e in tests.items()}
+    culprits = list(dict.fromkeys(o.culprit for t, o in outcomes.items() if statuses[t] is Status.FOUND))
+    found = bool(culprits) and all(s is Status.FOUND or s in _NOT_BISECTED for s in statuses.values())
+    status = Status.FOUND if found else next(s for s in (*_WORST_FIRST, Status.FOUND) if s in statuses.values())
+    first = outcomes[next(t for t, s in statuses.items() if s is status)]
+    one = len(culprits) == 1
+    head = f"{len(culprits)} culprit{'s' if len(culprits) != 1 else ''} for {len(tests)} tests"
+    lines = [f"{t}: {statuses[t].value}: {o.message}" for t, o in outcomes.items()]
+    told = BisectionOutcome(
+        message="; ".join([head, *lines]),
+        culprit=culprits[0] if one else None,
+        first_parent_culprit=first.first_parent_culprit if one else None,
+        confidence=min((o.confidence or 0.0 for t, o in outcomes.items() if statuses[t] is Status.FOUND), default=0.0),
+        ab=first.ab if one else None,
+        reason=None if found else first.reason,
+        facts={} if found else dict(first.facts),
+    )
+    return status, told.as_json()
+
+
+def step_report(result: StepResult, verdict: Verdict, results: dict | None) -> StepReport:
+    """What the store keeps of a step's result: the runner's facts, its verdict (one word for several tests) and
+    each test's own result."""
+    return StepReport(
+        result.exit_code,
+        result.metric,
+        result.infra_reason,
+        verdict.value,
+        result.runner,
+        result.duration_s,
+        result.log_tail,
+        result.env_key,
+        result.env_reused if result.env_key else None,
+        results,
+    )
