@@ -120,6 +120,22 @@ class CaseResult:
 
 
 @dataclass(frozen=True)
+class NamedRun:
+    """One of several tests a step runs in turn (a group's), under the id its result is reported by."""
+
+    id: str
+    run: TestRun
+    higher_is_worse: bool = True
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "test_run": self.run.to_json(), "higher_is_worse": self.higher_is_worse}
+
+    @classmethod
+    def from_json(cls, data: dict) -> NamedRun:
+        return cls(str(data["id"]), TestRun.from_json(data["test_run"]), bool(data.get("higher_is_worse", True)))
+
+
+@dataclass(frozen=True)
 class StepSpec:
     step_id: int
     sha: str
@@ -134,6 +150,7 @@ class StepSpec:
     needs: Needs | None = None
     higher_is_worse: bool = True  # which way a case's metric is worse, when the step reports the worst case's
     junit: str | None = None  # a JUnit XML report the command writes, relative to the worktree: a result per case
+    tests: tuple[NamedRun, ...] = ()  # several of the repository's own tests, run in turn: a result per test id
 
 
 @dataclass(frozen=True)

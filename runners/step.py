@@ -32,7 +32,7 @@ import shutil
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from runners.git import git_auth, has_commit, revert_into, sync_clone
 from runners.git import run as git_run
 from runners.metric import compile_metric_regex, metric_from_file, metric_from_output
 from runners.proc import run_logged
-from runners.spec import CaseResult, Needs, RevertOf, StepResult, StepSpec, TestRun
+from runners.spec import CaseResult, NamedRun, Needs, RevertOf, StepResult, StepSpec, TestRun
 from runners.worktrees import acquire
 
 SPEC_SCHEMA = 1
@@ -86,6 +86,7 @@ class Request:
             "needs": None if s.needs is None else s.needs.to_json(),
             "higher_is_worse": s.higher_is_worse,
             "junit": s.junit,
+            "tests": [t.to_json() for t in s.tests],
         }
 
     @classmethod
@@ -102,7 +103,8 @@ class Request:
             test = None if data.get("test_run") is None else TestRun.from_json(data["test_run"])
             if not (isinstance(command, list) and all(isinstance(a, str) for a in command)):
                 raise SpecError("command must be a list of strings")
-            if not command and test is None:
+            tests = tuple(NamedRun.from_json(t) for t in data.get("tests") or ())
+            if not command and test is None and not tests:
                 raise SpecError("the step spec has neither a command nor a test_run")
             sha = _sha(data["sha"], "sha")
             revert = data.get("revert")
@@ -121,6 +123,7 @@ class Request:
                 needs=None if data.get("needs") is None else Needs.from_json(data["needs"]),
                 higher_is_worse=bool(data.get("higher_is_worse", True)),
                 junit=data.get("junit"),
+                tests=tests,
             )
             return cls(
                 str(data["repository"]),
@@ -194,7 +197,7 @@ def run_in_tree(
             "REVERT_BISECT_STEP_ID": str(spec.step_id),
         }
     )
-    if spec.test is None:
+    if spec.test is None and not spec.tests:
         argv = [sys.executable if a == RUNNER_PYTHON else a for a in spec.command]
         report = None
         if spec.junit:  # a stale report from the worktree's last step must never stand for this one
@@ -209,8 +212,37 @@ def run_in_tree(
         if metric is None and spec.metric_regex:
             metric = metric_from_output(log_path.read_text(errors="replace"), compile_metric_regex(spec.metric_regex))
         return finish(done.code, done.infra, metric, env)
+    if spec.test is None:
+        code, infra, per_test = _own_tests(spec, tree, variables, log_path, log, pidfile, started)
+        return finish(code, infra, None, env, per_test)
     code, infra, metric, cases = _own_test(spec, spec.test, tree, variables, log_path, log, pidfile, started)
     return finish(code, infra, metric, env, cases)
+
+
+def _own_tests(
+    spec: StepSpec, tree: Path, variables, log_path: Path, log, pidfile, started
+) -> tuple[int | None, str | None, list[CaseResult]]:
+    """Several of the repository's own tests (a group's), one after another in this worktree, each as alone: a
+    result per test id (its verdict, its worst case's metric, why it said nothing). The step's own exit code is 1
+    when one failed, else 0; it is infra only when no test said anything."""
+    results = []
+    for named in spec.tests:
+        log(f"revert-bisect: test {named.id}")
+        mine = replace(spec, higher_is_worse=named.higher_is_worse)
+        code, infra, metric, _ = _own_test(mine, named.run, tree, dict(variables), log_path, log, pidfile, started)
+        results.append(_as_case(named.id, code, infra, metric))
+    said = [c for c in results if c.outcome != testrun.INFRA]
+    if not said:
+        return None, "; ".join(f"{c.case}: {c.why}" for c in results), results
+    return (1 if any(c.outcome == testrun.BAD for c in said) else 0), None, results
+
+
+def _as_case(test: str, code: int | None, infra: str | None, metric: float | None) -> CaseResult:
+    if infra is not None or code is None or code < 0 or code >= 128:
+        return CaseResult(test, testrun.INFRA, metric, infra or f"exited {code}")
+    if code == 125:
+        return CaseResult(test, testrun.SKIP, None, "untestable at this commit")
+    return CaseResult(test, testrun.GOOD if code == 0 else testrun.BAD, metric)
 
 
 def _junit_cases(

@@ -16,6 +16,17 @@ class CiReading:
 
 
 @dataclass(frozen=True)
+class Member:
+    """One red test of a run bisected with others (bot.domain.bisect.group): its own GOOD (its last pass), the cases
+    it failed and CI's readings of it."""
+
+    test: str
+    good: str
+    cases: tuple[str, ...] = ()
+    ci: tuple[CiReading, ...] = ()
+
+
+@dataclass(frozen=True)
 class StartRequest:
     """A validated request to bisect, handed to whatever runs bisections for this deployment: a `/revert-bisect`
     comment (`thread`, `comment_id`, `requested_by`), or a red scheduled run (`run`; no thread to answer in)."""
@@ -32,18 +43,23 @@ class StartRequest:
     run: int | None = None
     ci: tuple[CiReading, ...] = ()  # the test's readings in scheduled runs from GOOD to BAD, oldest first
     cases: tuple[str, ...] = ()  # the test's cases that failed on the red run (Class.method): what each step runs
+    # several red tests of the run, bisected together over the union range (`good` the oldest of theirs; `test` the
+    # first's id): empty for one test
+    members: tuple[Member, ...] = ()
 
     @property
     def key(self) -> str:
         """One bisection per key: a retried job resumes it instead of starting another (a red run's: one per range)."""
         if self.run is not None:
-            return f"{self.repo}@{self.test}:{self.good}..{self.bad}"
+            tests = "+".join(m.test for m in self.members) or self.test
+            return f"{self.repo}@{tests}:{self.good}..{self.bad}"
         return f"{self.repo}#comment:{self.comment_id}"
 
     def origin(self) -> dict:
         """Where the bisection was asked for, as stored with it (the dashboard, holds and `status` read it)."""
         if self.run is not None:
-            return dict(repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run)
+            tests = {"tests": [m.test for m in self.members]} if self.members else {}
+            return dict(repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run, **tests)
         return dict(
             repo=self.repo,
             thread=self.thread,

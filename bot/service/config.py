@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields, replace
 
 from bot.domain.bisect.model import Settings
 from bot.domain.bisect.verdict import MetricRule
 from bot.domain.policy import Direction, Policy, Test
 from bot.service.probe import needs, probe_argv, test_run
 from runners.envs import EnvSpec
-from runners.spec import Needs, TestRun
+from runners.spec import NamedRun, Needs, TestRun
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class BisectConfig:
     needs: dict | None = None  # runners.spec.Needs as JSON: GPUs, models, files the runner must hold
     junit: str | None = None  # the CLI's --junit: the command's JUnit report, relative to the worktree (a group)
     tests: str | None = None  # the CLI's --tests: which of the report's tests (a regex over `classname.name`)
+    # several of the policy's tests bisected together (bot.domain.bisect.group): test id -> its own test run, metric
+    # rule ("threshold", "higher_is_worse", "metric": whether it has one); each step runs the tests it carries
+    members: dict | None = None
     # the CLI's --json and --log (absolute paths): written again by `--resume ID` unless it is given others
     json_out: str | None = None
     log_out: str | None = None
@@ -62,6 +66,24 @@ class BisectConfig:
             max_infra_per_commit=self.max_infra_per_commit,
         )
 
+    def settings_for(self, test: str) -> Settings:
+        """A group member's settings: the group's, with that test's own metric rule."""
+        member = (self.members or {}).get(test)
+        if member is None:
+            return self.settings()
+        rule = (
+            MetricRule(member.get("threshold"), member.get("higher_is_worse", True)) if member.get("metric") else None
+        )
+        return replace(self.settings(), metric=rule)
+
+    def named_runs(self, tests: Iterable[str]) -> tuple[NamedRun, ...]:
+        """What a step carrying `tests` runs: each member's own test, in a stable order."""
+        members = self.members or {}
+        return tuple(
+            NamedRun(t, TestRun.from_json(members[t]["test_run"]), members[t].get("higher_is_worse", True))
+            for t in sorted(tests)
+        )
+
     def to_json(self) -> dict:
         data = asdict(self)
         data["command"] = list(self.command)
@@ -73,6 +95,52 @@ class BisectConfig:
         values = {k: v for k, v in data.items() if k in known}
         values["command"] = tuple(values["command"])
         return cls(**values)
+
+
+def group_config(
+    policy: Policy, members: Sequence[tuple[Test, tuple[str, ...]]], bad: str, dry_run: bool, bad_sha: str | None
+) -> BisectConfig:
+    """Several of the policy's tests bisected together, each with the cases its red run failed: one bisection over
+    their runner (bot.service.intake groups only tests with the same `runner`), a step running each in turn."""
+    first = bisect_config(policy, members[0][0], bad, dry_run, members[0][1], bad_sha)
+    runs = {}
+    gpus, models, datasets, files = 0, [], [], []
+    for test, cases in members:
+        own = test_run(test, cases, bad_sha)
+        if own is None:
+            raise ValueError(
+                f"test {test.id}: only the repository's own tests (probe unittest or pytest) run in a group"
+            )
+        runs[test.id] = dict(
+            test_run=own.to_json(),
+            metric=test.metric is not None,
+            threshold=test.metric.threshold if test.metric else None,
+            higher_is_worse=test.metric is None or test.metric.direction is Direction.HIGHER_IS_WORSE,
+        )
+        needed = needs(test) or Needs()
+        gpus = max(gpus, needed.gpus)
+        models += needed.hf_models
+        datasets += needed.hf_datasets
+        files += needed.files
+    timeout = max(t.runner.timeout_minutes for t, _ in members) * 60
+    merged = Needs(
+        gpus, first.needed().gpu_idle_timeout_s if first.needs else 1800.0, *map(_unique, (models, files, datasets))
+    )
+    measured = any(t.metric is not None for t, _ in members)
+    return replace(
+        first,
+        command=(),
+        test_run=None,
+        metric_regex=policy.results.log.metric if measured else None,
+        metric_file=False,
+        timeout_s=timeout,
+        members=runs,
+        needs=merged.to_json() if merged != Needs() else None,
+    )
+
+
+def _unique(items: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
 
 
 def bisect_config(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.domain.bisect.evidence import Evidence
@@ -18,6 +18,7 @@ from bot.service.pr_body import (
     AB,
     Culprit,
     FailingTest,
+    FixedTest,
     PullRequestDraft,
     RevertEvidence,
     Row,
@@ -54,11 +55,13 @@ def draft(
     test: FailingTest,
     prs: Mapping[str, PrRecord] = {},
     followups: list[int] = (),
+    fixes: Sequence[str] = (),
 ) -> PullRequestDraft:
-    """The revert PR for a found, proven culprit."""
-    outcome = outcome_of(row) or BisectionOutcome()
+    """The revert PR for a found, proven culprit. `fixes`: the tests of a group (bot.domain.bisect.group) that this
+    culprit broke, each listed with its own A/B; the first one's runs make the bisect table (`test` is it)."""
+    outcome = member_outcome(row, fixes[0]) if fixes else outcome_of(row) or BisectionOutcome()
     culprit = outcome.culprit
-    evidence = Evidence.of(problem, finished_runs(row))
+    evidence = Evidence.of(problem, runs_of_test(row, fixes[0] if fixes else None))
     by_sha: dict[str, list] = defaultdict(list)
     by_ci: dict[str, list] = defaultdict(list)  # CI's readings: free evidence, shown apart from the runner's
     for run, verdict in evidence.verdicts:
@@ -96,19 +99,21 @@ def draft(
         record.author if record else None,
         merge=len(parents) > 1,
     )
-    ab_runs: dict[Kind, list] = defaultdict(list)
-    for run, verdict in evidence.verdicts:
-        if run.kind in (Kind.AB_HEAD, Kind.AB_REVERT):
-            ab_runs[run.kind].append((verdict, run.raw))
-    ab = AB(
-        revert.onto,
-        revert.sha,
-        _summary([v for v, _ in ab_runs[Kind.AB_HEAD]]),
-        _summary([v for v, _ in ab_runs[Kind.AB_REVERT]]),
-        _values([r.metric for _, r in ab_runs[Kind.AB_HEAD]], [r.exit_code for _, r in ab_runs[Kind.AB_HEAD]]),
-        _values([r.metric for _, r in ab_runs[Kind.AB_REVERT]], [r.exit_code for _, r in ab_runs[Kind.AB_REVERT]]),
-        bool(outcome.ab and outcome.ab.passed),
-    )
+    ab = _ab(evidence, revert, bool(outcome.ab and outcome.ab.passed))
+    fixed = []
+    for test in fixes:
+        told = member_outcome(row, test)
+        theirs = _ab(Evidence.of(problem, runs_of_test(row, test)), revert, bool(told.ab and told.ab.passed))
+        fixed.append(
+            FixedTest(
+                test,
+                theirs.head_verdicts,
+                theirs.revert_verdicts,
+                theirs.head_values,
+                theirs.revert_values,
+                theirs.passed,
+            )
+        )
     metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
     body = RevertEvidence(
         repo_slug=repo_slug,
@@ -119,7 +124,7 @@ def draft(
         ab=ab,
         files=revert.files,
         diffstat=revert.diffstat,
-        replay_log=replay_log(row, problem, repo).rstrip(),
+        replay_log=replay_log(row, problem, repo, fixes[0] if fixes else None).rstrip(),
         bisection_id=row.id,
         confidence=outcome.confidence or 0.0,
         runs=sum(s.state in ("done", "lost") and s.kind != Kind.CI.value for s in row.steps),
@@ -128,5 +133,34 @@ def draft(
         before=metric(parent),
         after=metric(culprit),
         followups=list(followups),
+        fixes=fixed,
     )
     return render(body, revert.branch)
+
+
+def member_outcome(row: BisectionRecord, test: str) -> BisectionOutcome:
+    """A group member's own outcome (bisections.tests)."""
+    return BisectionOutcome.model_validate(((row.tests or {}).get(test) or {}).get("outcome") or {})
+
+
+def runs_of_test(row: BisectionRecord, test: str | None):
+    """The runs of one member of a group (None: a bisection of one test, every run)."""
+    runs = finished_runs(row)
+    return runs if test is None else [r for r in runs if r.test == test]
+
+
+def _ab(evidence: Evidence, revert: Revert, passed: bool) -> AB:
+    ab_runs: dict[Kind, list] = defaultdict(list)
+    for run, verdict in evidence.verdicts:
+        if run.kind in (Kind.AB_HEAD, Kind.AB_REVERT):
+            ab_runs[run.kind].append((verdict, run.raw))
+    head, reverted = ab_runs[Kind.AB_HEAD], ab_runs[Kind.AB_REVERT]
+    return AB(
+        revert.onto,
+        revert.sha,
+        _summary([v for v, _ in head]),
+        _summary([v for v, _ in reverted]),
+        _values([r.metric for _, r in head], [r.exit_code for _, r in head]),
+        _values([r.metric for _, r in reverted], [r.exit_code for _, r in reverted]),
+        passed,
+    )

@@ -122,7 +122,7 @@ class Driver:
         if row.tests == {} and (ended := self._discovered()) is not None:
             return ended
         row = self.store.get(self.id)
-        self.group, states = group_of(self.problem, row)
+        self.group, states = group_of(self.problem, row, self.config.settings_for)
         self.grouped = is_group(row)
         self.tests: dict[str, dict] = {t: dict(info) for t, info in (row.tests or {}).items()}
         flying = self._adopt(row, states)
@@ -292,9 +292,11 @@ class Driver:
     def _spec(self, step_id: int, step: Step, states: dict[str, State], ref: str | None) -> StepSpec:
         reverting = next((states[p.test].confirming for p in step if p.kind is Kind.AB_REVERT), None)
         revert = RevertOf(reverting, self.problem.head) if reverting and self.problem.head else None
-        own = self.own_test
-        if own is not None and self.grouped:  # the step runs exactly the tests it carries
+        own, named = self.own_test, ()
+        if own is not None and self.grouped:  # the step runs exactly the tests (the file's cases) it carries
             own = replace(own, cases=tuple(sorted(p.test for p in step)))
+        if self.config.members:  # several of the policy's tests: each it carries, in turn
+            named = self.config.named_runs(p.test for p in step)
         return StepSpec(
             step_id,
             step[0].sha,
@@ -308,6 +310,7 @@ class Driver:
             needs=self.needs,
             higher_is_worse=self.config.higher_is_worse,
             junit=self.config.junit,
+            tests=named,
         )
 
     def _adopt(self, row: BisectionRecord, states: dict[str, State]) -> dict[int, Step]:

@@ -5,11 +5,11 @@ one result each (as before groups); a group keeps them in `bisections.tests` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from bot.domain.bisect.group import Group
-from bot.domain.bisect.model import Kind, Outcome, Phase, Problem, Run, State, Status
+from bot.domain.bisect.model import Kind, Outcome, Phase, Problem, Run, Settings, State, Status
 from bot.domain.bisect.verdict import SKIP_EXIT, RawResult, Verdict, classify
 from bot.domain.outcome import AB, BisectionOutcome
 from bot.ports.store import BisectionRecord, StepRecord, StepReport
@@ -61,12 +61,22 @@ def is_group(row: BisectionRecord) -> bool:
     return row.tests is not None
 
 
-def group_of(problem: Problem, row: BisectionRecord) -> tuple[Group, dict[str, State]]:
-    """The tests of the bisection with their problems (each its own GOOD) and states."""
+def group_of(
+    problem: Problem, row: BisectionRecord, settings_for: Callable[[str], Settings] | None = None
+) -> tuple[Group, dict[str, State]]:
+    """The tests of the bisection with their problems (each its own GOOD and, with `settings_for`, its own metric
+    rule) and states."""
     if not is_group(row):
         return Group({SOLO: problem}), {SOLO: state_of(row)}
     tests = row.tests or {}
-    problems = {t: replace(problem, good=info.get("good") or problem.good) for t, info in tests.items()}
+    problems = {
+        t: replace(
+            problem,
+            good=info.get("good") or problem.good,
+            settings=settings_for(t) if settings_for else problem.settings,
+        )
+        for t, info in tests.items()
+    }
     return Group(problems), {t: state_from_json(info.get("state")) for t, info in tests.items()}
 
 
@@ -87,7 +97,8 @@ def runs_of(step: StepRecord) -> list[Run]:
 
 def raw_results(result: StepResult, tests: Sequence[str]) -> dict[str, RawResult]:
     """Each test's own result in a step that ran several: its case in the report (a test missing from it did not
-    run at this commit: a skip, as a case a commit lacks); a step that failed on infrastructure, infra for all."""
+    run at this commit: a skip, as a case a commit lacks; one that said nothing, infra); a step that failed on
+    infrastructure, infra for all."""
     by_case = {c.case: c for c in result.cases}
     out = {}
     for test in tests:
@@ -96,6 +107,8 @@ def raw_results(result: StepResult, tests: Sequence[str]) -> dict[str, RawResult
             out[test] = RawResult(result.exit_code, None, result.infra_reason)
         elif case is None:
             out[test] = RawResult(SKIP_EXIT)
+        elif case.outcome == "infra":  # it said nothing of this commit (a lost GPU, its own timeout): never evidence
+            out[test] = RawResult(None, case.metric, case.why or "no result")
         else:
             out[test] = RawResult(EXIT_OF.get(case.outcome, SKIP_EXIT), case.metric)
     return out

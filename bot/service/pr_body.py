@@ -54,6 +54,18 @@ class AB:
 
 
 @dataclass(frozen=True)
+class FixedTest:
+    """One test of several the revert fixes (a culprit of a group: bot.domain.bisect.group), with its own A/B."""
+
+    name: str
+    head_verdicts: str
+    revert_verdicts: str
+    head_values: str
+    revert_values: str
+    passed: bool
+
+
+@dataclass(frozen=True)
 class PullRequestDraft:
     title: str
     body: str
@@ -80,6 +92,7 @@ class RevertEvidence:
     before: list[float] = field(default_factory=list)
     after: list[float] = field(default_factory=list)
     followups: list[int] = field(default_factory=list)
+    fixes: list[FixedTest] = field(default_factory=list)  # every test the revert fixes, when several
 
 
 # Markdown, not HTML: no autoescaping; every value from elsewhere goes through a bot.domain.markdown filter.

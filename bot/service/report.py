@@ -172,12 +172,12 @@ def _revert_info(row: BisectionRecord, repo: Git, clones: Clones) -> dict | None
     )
 
 
-def replay_log(row: BisectionRecord, problem: Problem, repo: Git) -> str:
-    """What `git bisect replay` accepts. A group's log is its first test with a culprit (else its first test's):
-    git bisects one test."""
+def replay_log(row: BisectionRecord, problem: Problem, repo: Git, test: str | None = None) -> str:
+    """What `git bisect replay` accepts. A group's log is one test's (git bisects one test): `test`, else its first
+    test with a culprit, else its first test."""
     runs, culprit = finished_runs(row), (outcome_of(row) or BisectionOutcome()).culprit
     if row.tests is not None:
-        found = [t for t in tests_of(row) if t["culprit"]] or tests_of(row)[:1]
+        found = [t for t in tests_of(row) if t["test"] == test or (test is None and t["culprit"])] or tests_of(row)[:1]
         test = found[0]["test"] if found else ""
         runs, culprit = [r for r in runs if r.test == test], found[0]["culprit"] if found else None
     evidence = Evidence.of(problem, runs)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.domain.bisect.model import Kind, Phase, Problem
 from bot.domain.errors import CommandError, RepoError, RevertBisectError
-from bot.domain.requests import CiReading
+from bot.domain.requests import CiReading, Member
 from bot.ports import Git
 from bot.ports.store import BisectionRecord, BisectionStore, NewBisection, NewStep, StepReport
 from bot.service.config import BisectConfig
@@ -180,11 +180,11 @@ def create(
     origin_key: str | None = None,
     ci: Sequence[CiReading] = (),
     cwd: Path | None = None,
-    tests: Sequence[str] = (),
+    members: Sequence[Member] = (),
 ) -> Loaded:
     """The bisection stored, validated first; `cwd`: where the CLI was started (a relative test command the
-    repository's root lacks is looked for there too); `tests`: the red tests bisected together (the cases a red run
-    failed, each a test of its own: bot.domain.bisect.group), when there are several."""
+    repository's root lacks is looked for there too); `members`: the red tests bisected together, each with its
+    own GOOD and CI's readings of it (bot.domain.bisect.group), when there are several."""
     if not config.command:
         check_command(repo, config.command)  # says how to give one
     good = repo.resolve(good_rev, "--good")
@@ -219,44 +219,37 @@ def create(
         origin,
         origin_key,
         repo.first_parent_log(good, bad),
-        group_of_tests(config, tests, good),
+        group_of_tests(config, members, repo),
     )
     bisection_id = store.create(new, Phase.CALIBRATING.value)
-    record_ci(store, bisection_id, [c for c in ci if c.sha == good or c.sha in graph], new.tests, bad)
+    in_range = lambda readings: [c for c in readings if c.sha == good or c.sha in graph]  # noqa: E731
+    record_ci(store, bisection_id, in_range(ci))
+    for member in members:
+        record_ci(store, bisection_id, in_range(member.ci), member.test)
     return Loaded(
         bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id), notes
     )
 
 
-def group_of_tests(config: BisectConfig, tests: Sequence[str], good: str) -> dict | None:
+def group_of_tests(config: BisectConfig, members: Sequence[Member], repo: Git) -> dict | None:
     """bisections.tests: a JUnit report's tests are learnt from BAD's report (bot.service.discovery: {} until then);
-    several red tests are a group, each with its GOOD; one test keeps its state in the bisection's own columns."""
+    several red tests are a group, each with its own GOOD; one test keeps its state in the bisection's own columns."""
     if config.junit:
         return {}
-    return {t: {"good": good} for t in tests} if len(tests) > 1 else None
+    if not members:
+        return None
+    return {m.test: {"good": repo.resolve(m.good, f"{m.test}'s GOOD")} for m in members}
 
 
-def record_ci(
-    store: BisectionStore,
-    bisection_id: int,
-    readings: Sequence[CiReading],
-    tests: Mapping | None = None,
-    bad: str | None = None,
-) -> None:
+def record_ci(store: BisectionStore, bisection_id: int, readings: Sequence[CiReading], test: str | None = None) -> None:
     """CI's readings, stored as steps already done (kind ci, backend ci): the engine learns from them as from
-    any run, and no backend ever dispatches them. For a group of tests (the cases of one test file), a pass is
-    every case's pass and BAD's failure every red case's; a failure elsewhere does not say which case failed, so
-    it says nothing of any."""
-    if tests:
-        readings = [c for c in readings if c.passed or c.sha == bad]
+    any run, and no backend ever dispatches them. A group member's (`test`) say nothing of the others'."""
     ids = store.add_steps(bisection_id, [NewStep(c.sha, Kind.CI.value, 0, backend="ci") for c in readings])
     for step_id, c in zip(ids, readings):
         verdict = "good" if c.passed else "bad"
         code = 0 if c.passed else 1
         results = (
-            {t: dict(kind=Kind.CI.value, exit_code=code, metric=None, verdict=verdict) for t in tests}
-            if tests
-            else None
+            None if test is None else {test: dict(kind=Kind.CI.value, exit_code=code, metric=c.metric, verdict=verdict)}
         )
         store.finish_step(step_id, StepReport(code, c.metric, None, verdict, c.url, 0.0, "", results=results))
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.ports.store import BisectionRecord
-from bot.service.driver import Snapshot
+from bot.service.snapshot import Snapshot, TestView
 from bot.service.wording import said
 
 
@@ -31,7 +32,7 @@ def render_status(
             + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else ".")
         )
         lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
-        return "\n".join(lines)
+        return "\n".join(lines + _tests_table(row.tests))
     if snap is None:
         return f"{head}\n\nStarting: calibrating the endpoints."
     counts = Counter(v.value for _, _, v, _ in snap.runs)
@@ -44,7 +45,7 @@ def render_status(
         f"| {len(snap.in_flight) - len(snap.waiting)} | {guess} |"
     )
     infra = snap.infra[-3:]
-    lines = [table]
+    lines = [table, *_tests_table({t: _entry(v) for t, v in snap.tests.items()} if snap.tests else None)]
     if snap.waiting:
         lines.append(
             f"\nWaiting for a runner ({len(snap.waiting)} steps):\n" + "\n".join(f"- {code(w)}" for w in snap.waiting)
@@ -55,3 +56,24 @@ def render_status(
             + "\n".join(f"- `{sha[:12]}`: {text(why)}" for sha, why in infra)
         )
     return "\n".join(lines)
+
+
+def _entry(view: TestView) -> dict:
+    return dict(
+        status=view.status, culprit=view.culprit, guess=view.guess, probability=view.probability, runs=view.runs
+    )
+
+
+def _tests_table(tests: Mapping[str, Mapping] | None) -> list[str]:
+    """A group's tests, a row each: how each stands or ended, its culprit (or best guess), the runs that carried it."""
+    if not tests:
+        return []
+    rows = ["", "| test | status | culprit | runs |", "|---|---|---|---|"]
+    for test, info in tests.items():
+        told = info.get("outcome") or {}
+        status = info.get("status") or (info.get("state") or {}).get("phase") or "calibrating"
+        culprit = info.get("culprit") or (told.get("culprit") if status == "found" else None)
+        guess = info.get("guess") if not culprit and info.get("probability") else None
+        said_of = f"`{culprit[:12]}`" if culprit else f"`{guess[:12]}`? (P={info['probability']:.2f})" if guess else "-"
+        rows.append(f"| {code(test)} | {status} | {said_of} | {info.get('runs', '')} |")
+    return rows

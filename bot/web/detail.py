@@ -28,6 +28,7 @@ from bot.web.models import (
     PosteriorView,
     RoundView,
     StepView,
+    TestRowView,
     TimelineEntry,
 )
 from bot.web.views import step_view, summary, text_or_none, version
@@ -241,4 +242,24 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         ab=ab,
         revert_pr_body=body,
         culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
+        tests=tests_of(row),
     )
+
+
+def tests_of(row: BisectionRecord) -> list[TestRowView]:
+    """A group's tests, each with its answer and the steps that carried it."""
+    rows = []
+    for test, info in (row.tests or {}).items():
+        told = BisectionOutcome.model_validate(info.get("outcome") or {})
+        status = str(info.get("status") or (info.get("state") or {}).get("phase") or "calibrating")
+        rows.append(
+            TestRowView(
+                test=test,
+                status=status,
+                culprit=text_or_none(told.culprit) if status == "found" else None,
+                message=text_or_none(told.message),
+                steps=sum(1 for s in row.steps if test in (s.results or {})),
+                revert_pr=told.revert_pr,
+            )
+        )
+    return rows

@@ -55,6 +55,20 @@ class StepView(BaseModel):
     env_reused: bool | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    tests: dict[str, str] = Field({}, description="a group's step: each test it carried and that test's verdict there")
+
+
+class TestRowView(BaseModel):
+    """One test of a group bisected together (bot.domain.bisect.group)."""
+
+    __test__ = False
+
+    test: str
+    status: str = Field(description="its phase while it runs, how it ended once it did")
+    culprit: str | None = None
+    message: str | None = None
+    steps: int = Field(description="steps that carried it (shared with the other tests they carried)")
+    revert_pr: int | None = None
 
 
 class TimelineEntry(BaseModel):
@@ -156,6 +170,7 @@ class BisectionDetail(BaseModel):
     posterior: PosteriorView
     ab: ABView | None = None
     revert_pr_body: str | None = None
+    tests: list[TestRowView] = Field([], description="a group's tests, each with its own answer; empty for one test")
     culprit: CommitView | None = Field(
         None, description="the culprit with its PR, title and author (from the recorded range)"
     )

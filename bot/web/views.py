@@ -140,6 +140,7 @@ def step_view(step: StepRecord, verdict: str | None = None) -> StepView:
         infra_reason=step.infra_reason,
         env_key=step.env_key,
         env_reused=step.env_reused,
+        tests={t: str(r.get("verdict") or "running") for t, r in (step.results or {}).items()},
         started_at=aware(step.started_at),
         finished_at=aware(step.finished_at),
     )

@@ -75,18 +75,18 @@ def test_a_result_arriving_for_a_step_cancelled_as_obsolete_is_ignored(tmp_path)
 def test_an_engine_that_cancels_what_it_asked_for_is_stopped_before_it_burns_the_runners(tmp_path, monkeypatch):
     """The engine once asked for a run, then cancelled it as settled, over and over (1,600 step runs in 80 s): the
     driver stops the bisection, inconclusive, once those cancellations exceed the run budget."""
+    from bot.domain.bisect import group as group_module
     from bot.domain.bisect.model import Decision, Kind, Probe
-    from bot.service import driver as driver_module
 
     repo = build(tmp_path / "repo", 12, 99)
     store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
     loaded = setup.create(store, GitRepo(repo.path), repo.good, repo.bad, BisectConfig(command=("true",), workers=2))
 
-    def looping(problem, state, runs, in_flight, free):
+    def looping(problem, state, runs, in_flight, free, next_round=None):
         probe = Probe(problem.bad, Kind.SEARCH, 1)
         return Decision(state, (probe,), tuple(in_flight))  # wanted again, and what flies is settled
 
-    monkeypatch.setattr(driver_module, "decide", looping)
+    monkeypatch.setattr(group_module, "decide", looping)  # the engine each test of the driven group asks
     backend = EndpointsFirst(2, set())
     outcome = Driver(store, loaded.id, loaded.problem, loaded.config, backend).run()
     budget = loaded.problem.settings.run_budget(len(loaded.problem.graph))

@@ -260,3 +260,37 @@ def test_a_pytest_file_is_narrowed_by_node_id_and_read_per_test(tmp_path):
         "r",
     )
     assert missing.exit_code == 125
+
+
+def test_a_step_of_several_tests_runs_each_in_turn_and_reports_each_by_its_id(tmp_path):
+    """A group's step (bot.domain.bisect.group): each of the policy's tests it carries, as alone, one after the other
+    in the same worktree; a result per test id, and the spec travels to an Actions runner intact."""
+    from runners.spec import NamedRun
+    from runners.step import Request
+
+    tree = tmp_path / "repo"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_kl.py").write_text(PYTEST_FILE)
+    sg.git(tree.parent, "init", "-q", str(tree))
+    sg.git(tree, "add", "-A")
+    sg.git(tree, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "t")
+    sha = sg.git(tree, "rev-parse", "HEAD")
+    args = ("-p", "no:cacheprovider")
+    named = (
+        NamedRun(
+            "kl-decode", TestRun("pytest", "tests/test_kl.py", ".", sys.executable, args, (), ("TestKL::test_decode",))
+        ),
+        NamedRun("gsm8k", TestRun("pytest", "tests/test_kl.py", ".", sys.executable, args, (), ("test_gsm8k",))),
+        NamedRun("not-yet", TestRun("pytest", "tests/test_later.py", ".", sys.executable, args)),
+    )
+    spec = StepSpec(1, sha, (), 120, METRIC, tests=named)
+    assert Request.from_json(Request("o/r", spec).to_json()).spec == spec
+    result = run_in_tree(spec, tree, tmp_path / "out", None, "r")
+    assert {c.case: (c.outcome, c.metric) for c in result.cases} == {
+        "kl-decode": ("bad", 0.0065),
+        "gsm8k": ("good", None),
+        "not-yet": ("skip", None),  # the file is not in this commit: untestable for that test alone
+    }
+    assert result.exit_code == 1 and result.infra_reason is None
+    log = (tmp_path / "out" / "test.log").read_text()
+    assert log.index("revert-bisect: test kl-decode") < log.index("revert-bisect: test gsm8k")

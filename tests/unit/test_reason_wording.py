@@ -61,7 +61,7 @@ def test_a_good_fails_status_comment_says_how_to_pass_an_older_good_commit():
     assert out.reason is Reason.GOOD_FAILS and out.facts["sha"] == good
     assert "pass an older --good" in cli.said(out.message, out.reason, out.facts)
     stored = dict(message=out.message, reason=out.reason.value, facts=dict(out.facts))  # as the driver stores it
-    row = SimpleNamespace(status="good_fails", outcome=stored, steps=[])
+    row = SimpleNamespace(status="good_fails", outcome=stored, steps=[], tests=None)
     comment = render_status("kl-decode", problem, None, row)
     assert "pass an older good commit: `/revert-bisect kl-decode good=<sha>`" in comment, comment
     assert f"fails on GOOD {good[:12]}" in comment and not FLAG.search(comment)
