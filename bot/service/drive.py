@@ -55,7 +55,7 @@ def drive(
         admitted.test,
         loaded.config.workers,
         admitted.repo,
-        forge,
+        work.repo,
         workspace.clone_url(work.repo),
         admitted.policy.default_branch,
         loaded.id,

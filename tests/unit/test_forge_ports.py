@@ -1,6 +1,6 @@
-"""bot.ports.Forge as GitHubForge answers it, against the sandbox: plain values out (no PyGithub object), and a
-job's log redirect asked through PyGithub's requester, so it is counted (and retried) like every other GitHub call,
-and the signed URL it points at counted as a download."""
+"""bot.ports.Forge and bot.ports.CiReads as GitHubForge answers them, against the sandbox: plain values out (no
+PyGithub object), and a job's log redirect asked through PyGithub's requester, so it is counted (and retried) like
+every other GitHub call, and the signed URL it points at counted as a download."""
 
 import sys
 
