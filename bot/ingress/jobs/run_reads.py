@@ -19,23 +19,12 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from bot.domain.ci_results import FailedTest, Results, combine, failed_tests, named, read_artifacts, read_job
 from bot.domain.errors import RevertBisectError
 from bot.domain.joblog import plain
 from bot.domain.policy import Policy, Test, Watch
-from bot.domain.scope import FailedTest, Results, RunInfo, earlier_runs, failed_tests
-from bot.domain.signals import (
-    JobInfo,
-    Outcome,
-    Reading,
-    Signal,
-    combine,
-    fetchable,
-    latest_jobs,
-    may_run,
-    named,
-    read_artifacts,
-    read_job,
-)
+from bot.domain.scope import RunInfo, earlier_runs
+from bot.domain.signals import JobInfo, Outcome, Reading, Signal, fetchable, latest_jobs, may_run
 from bot.domain.suite_log import parse
 from bot.ports import CiReads
 
