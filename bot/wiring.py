@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Engine
 
 from bot.adapters.dispatch.actions import GitHubActionsBackend, Limits
@@ -18,7 +20,7 @@ from bot.ingress.jobs.command import CommandJob
 from bot.ingress.jobs.nightly import NightlyJob
 from bot.ingress.worker import Handler
 from bot.observability.github_api import install as install_github_api
-from bot.ports import Forge, Git
+from bot.ports import BackendFor, CiReads, Git
 from bot.service.backends import step_inputs
 from bot.service.bisections import Bisections
 from bot.settings import BotSettings, default_workspace
@@ -26,31 +28,35 @@ from runners.spec import Backend, StepSpec
 from runners.step import Request
 
 
-def backend_for(
-    test: Test, workers: int, repo: Git, forge: Forge, clone_url: str, branch: str, bisection_id: int
-) -> Backend:
-    """Where a policy's test runs its steps (bot.ports.BackendFor): the local pool, or the step workflow on
-    self-hosted runners."""
-    runner = test.runner
-    if runner.backend == "local":
-        return LocalPool(repo, workers, worktree_root(repo.path))
-    metric = test.metric
+def backends_over(ci_for: Callable[[str], CiReads]) -> BackendFor:
+    """Where a policy's test runs its steps (bot.ports.BackendFor): the local pool, or the step workflow on the
+    repository's self-hosted runners, whose runs `ci_for(repository)` dispatches and reads."""
 
-    def inputs_for(spec: StepSpec, correlation: str) -> dict[str, str]:
-        request = Request(
-            clone_url,
-            spec,
-            bisection_id,
-            test.id,
-            metric.name if metric else None,
-            metric.threshold if metric else None,
+    def backend_for(
+        test: Test, workers: int, repo: Git, repo_slug: str, clone_url: str, branch: str, bisection_id: int
+    ) -> Backend:
+        runner = test.runner
+        if runner.backend == "local":
+            return LocalPool(repo, workers, worktree_root(repo.path))
+        metric = test.metric
+
+        def inputs_for(spec: StepSpec, correlation: str) -> dict[str, str]:
+            request = Request(
+                clone_url,
+                spec,
+                bisection_id,
+                test.id,
+                metric.name if metric else None,
+                metric.threshold if metric else None,
+            )
+            return step_inputs(request, runner.labels, runner.timeout_minutes, correlation)
+
+        limits = Limits(poll_s=runner.poll_seconds, queue_timeout_s=runner.queue_timeout_minutes * 60)
+        return GitHubActionsBackend(
+            ci_for(repo_slug).actions(runner.workflow), branch, inputs_for, runner.parallelism, runner.labels, limits
         )
-        return step_inputs(request, runner.labels, runner.timeout_minutes, correlation)
 
-    limits = Limits(poll_s=runner.poll_seconds, queue_timeout_s=runner.queue_timeout_minutes * 60)
-    return GitHubActionsBackend(
-        forge.actions(runner.workflow), branch, inputs_for, runner.parallelism, runner.labels, limits
-    )
+    return backend_for
 
 
 def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
@@ -88,7 +94,7 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     bisections = Bisections(  # the service gets the store's ports (bot.ports.store), here the SQLAlchemy store
         Store(engine),
         Holds(engine),
-        backend_for,
+        backends_over(forge_for),
         GIT_CLONES,
         workspace,
         policies,

@@ -67,6 +67,11 @@ class BisectionOutcome(BaseModel):
             raise ValueError("a PR number, not a bool")
         return value.lstrip("#") if isinstance(value, str) else value
 
+    @property
+    def legacy_revert_pr(self) -> Any:
+        """The revert PR under `pr_number`, the key rows written before `revert_pr` kept (None when absent)."""
+        return (self.model_extra or {}).get("pr_number")
+
     def with_facts(self, **facts: Any) -> BisectionOutcome:
         """This outcome with the publisher's facts added (validated like a stored row)."""
         return parse_outcome({**self.as_json(), **facts})

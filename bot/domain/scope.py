@@ -1,8 +1,9 @@
 """Scoping a red scheduled run: which watched tests failed, with which metric, over which commit range.
 
 Pure: the caller fetches the run, its log (or results) and, per failed test, the signals of the workflow's earlier
-runs (bot.domain.signals); this module decides. GOOD is the newest earlier run in which the test ran and passed,
-not a run that succeeded as a whole. A failure it cannot scope says why, so it is reported instead of dropped.
+runs (bot.domain.signals); what the red run's log says of each test is read by bot.domain.ci_results; this module
+decides. GOOD is the newest earlier run in which the test ran and passed, not a run that succeeded as a whole. A
+failure it cannot scope says why, so it is reported instead of dropped.
 """
 
 from __future__ import annotations
@@ -11,13 +12,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from xml.etree import ElementTree
 
-from bot.domain import cases
-from bot.domain.joblog import plain
-from bot.domain.policy import Policy, Test, Watch
+from bot.domain.ci_results import FailedTest, Results, as_results, failed_tests
+from bot.domain.policy import Policy, Watch
 from bot.domain.signals import Outcome, Signal, good
-from bot.domain.suite_log import parse
 
 
 @dataclass(frozen=True)
@@ -57,15 +55,6 @@ def run_info(data: dict) -> RunInfo:
         updated_at=when,
         url=data.get("html_url") or "",
     )
-
-
-@dataclass(frozen=True)
-class FailedTest:
-    test: Test
-    name: str  # as the log spells it
-    metric: float | None = None
-    threshold: float | None = None
-    cases: tuple[str, ...] = ()  # the file's failed cases (bot.domain.cases): what each bisect step runs
 
 
 @dataclass(frozen=True)
@@ -134,91 +123,8 @@ def earlier_runs(policy: Policy, watch: Watch, red: RunInfo, runs: Sequence[RunI
     return out[: watch.history]
 
 
-@dataclass(frozen=True)
-class Results:
-    """What a run left behind: its log, and the artifacts the policy names when the run has them.
-
-    `log` is the text the policy's regexes read: a job log with GitHub's per-line timestamps and `##[...]`
-    markers already taken off (bot.domain.joblog.plain, applied once by whoever reads the log from GitHub;
-    `from_github` does it). A bare string given to the functions below is a raw job log: they take the
-    decorations off it, once, before any regex."""
-
-    log: str
-    junit: tuple[str, ...] = ()  # JUnit XML documents
-    metrics: dict | None = None  # a metrics JSON: {"metric": {"name", "value", "threshold"}}
-
-    @classmethod
-    def from_github(cls, raw_log: str, junit: tuple[str, ...] = (), metrics: dict | None = None) -> Results:
-        return cls(plain(raw_log), junit, metrics)
-
-
-def _results(results: Results | str) -> Results:
-    return Results.from_github(results) if isinstance(results, str) else results
-
-
-def junit_failures(documents: Sequence[str]) -> list[str]:
-    """`classname.name` (and `name`) of every testcase with a <failure> or <error>."""
-    names = []
-    for text in documents:
-        try:
-            root = ElementTree.fromstring(text)
-        except ElementTree.ParseError:
-            continue
-        for case in root.iter("testcase"):
-            if case.find("failure") is not None or case.find("error") is not None:
-                name = case.get("name", "")
-                names.append(f"{case.get('classname')}.{name}" if case.get("classname") else name)
-    return names
-
-
-def _metric_from_json(data: dict | None) -> dict | None:
-    metric = (data or {}).get("metric")
-    if isinstance(metric, dict) and isinstance(metric.get("value"), (int, float)):
-        return {"value": metric["value"], "threshold": metric.get("threshold")}
-    return None
-
-
-def _own_output(test: Test, log: str) -> str:
-    """The test file's own output in the log (run_suite's Begin/End frames of the files it matches, both attempts),
-    else the whole log."""
-    frames = [text for file, text in parse(log).outputs.items() if re.search(test.match, file)]
-    return "\n".join(frames) if frames else log
-
-
-def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
-    """Watched tests that failed (JUnit when the run has it, else the log), each with its failed cases and its
-    metric reading: the metrics artifact when present, else the failing case's own (the first failure that printed
-    one), else the log's last match."""
-    results = _results(results)
-    log = results.log
-    patterns = policy.results.log
-    if results.junit:  # `classname.name`, and the classname alone (a file's path, for a regex anchored at `.py$`)
-        names = [n for full in junit_failures(results.junit) for n in (full, full.rsplit(".", 1)[0])]
-    else:
-        names = [m.group("test") for m in re.finditer(patterns.failed, log)] if patterns.failed else []
-    readings = [m.groupdict() for m in re.finditer(patterns.metric, log)] if patterns.metric else []
-    artifact = _metric_from_json(results.metrics)
-    out: list[FailedTest] = []
-    for name in dict.fromkeys(names):
-        for test in policy.tests:
-            if re.search(test.match, name) and all(f.test.id != test.id for f in out):
-                found = cases.failures(_own_output(test, log)) if test.probe.name != "command" else []
-                own = [
-                    m.groupdict() for f in found for m in re.finditer(patterns.metric or "(?!)", f.block) if test.metric
-                ][:1]
-                reading = [artifact] if artifact is not None else own or readings[-1:]
-                value = threshold = None
-                if test.metric and reading:
-                    value = float(reading[0]["value"])
-                    given = reading[0].get("threshold")
-                    threshold = float(given) if given is not None else test.metric.threshold
-                out.append(FailedTest(test, name, value, threshold, tuple(f.case for f in found)))
-                break
-    return out
-
-
 def _summary(policy: Policy, results: Results | str) -> re.Match | None:
-    log = _results(results).log
+    log = as_results(results).log
     matches = list(re.finditer(policy.results.log.summary, log)) if policy.results.log.summary else []
     return matches[-1] if matches else None
 
@@ -226,7 +132,7 @@ def _summary(policy: Policy, results: Results | str) -> re.Match | None:
 def died_before_summary(policy: Policy, run: RunInfo, results: Results | str) -> str | None:
     """A red run whose log (JUnit aside) lacks the `results.log.summary` line never finished its suite: the job
     died (runner lost, OOM, setup step, timeout), which is reported as such, not scoped as a test failure."""
-    results = _results(results)
+    results = as_results(results)
     if not policy.results.log.summary or results.junit or _summary(policy, results):
         return None
     return (
@@ -248,7 +154,7 @@ def failures(policy: Policy, run: RunInfo, results: Results | str) -> list[Faile
     """The watched tests this red run failed, or why there is nothing to bisect in it."""
     if run.conclusion != "failure":
         return Unscoped(f"run {run.id} concluded {run.conclusion}: nothing to bisect")
-    results = _results(results)  # the log's GitHub decorations taken off, once
+    results = as_results(results)  # the log's GitHub decorations taken off, once
     if watched(policy, run) is None:
         return Unscoped(unwatched(policy, run))
     if died := died_before_summary(policy, run, results):

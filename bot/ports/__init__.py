@@ -2,10 +2,11 @@
 
 Only the methods `bot.service` (and the edges over it, `bot.ingress` and `bot.web`) call are here, so a fake in a
 test (or another forge, another database) implements a page, not PyGithub or SQLAlchemy; no PyGithub object and no
-ORM class crosses this line. This module: the forge (`bot.adapters.github.forge.GitHubForge`), the clone
-(`bot.adapters.git.repo.GitRepo`) and its operations (`bot.adapters.git.clones.GitClones`, with what reverting and
-looking for a revert give back), the backend a test's steps run on (`bot.wiring.backend_for`); `bot.ports.store`:
-the store (`bot.adapters.store`).
+ORM class crosses this line. This module: the forge in two parts, each consumer asking for the one it uses (`Forge`:
+the repository's people and PRs, and every write; `CiReads`: its CI's runs, jobs, logs and artifacts, and the step
+workflow's runs; `bot.adapters.github.forge.GitHubForge` is both), the clone (`bot.adapters.git.repo.GitRepo`) and
+its operations (`bot.adapters.git.clones.GitClones`, with what reverting and looking for a revert give back), the
+backend a test's steps run on (`bot.wiring.backends_over`); `bot.ports.store`: the store (`bot.adapters.store`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from bot.domain.policy import Test
 from bot.domain.scope import RunInfo
@@ -53,22 +54,42 @@ class CulpritFacts:
     labels: tuple[str, ...]
 
 
-class Forge(Protocol):
-    @property
-    def site(self) -> str:
-        """The repository's web page (https://github.com/o/r), for links in comments."""
+class StepRunState(Protocol):
+    """A dispatched step run as it is now (bot.adapters.github.actions.RunState)."""
 
     @property
-    def slug(self) -> str:
-        """owner/name."""
+    def status(self) -> str:
+        """queued, pending, waiting, in_progress, completed, ..."""
 
-    def culprit_facts(self, sha: str, subject_pr: int | None) -> CulpritFacts: ...
+    @property
+    def conclusion(self) -> str | None: ...
 
-    def role(self, user: str) -> str | None:
-        """admin | maintain | write | triage | read (or a custom role's name); None for a stranger."""
+    @property
+    def html_url(self) -> str: ...
 
-    def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
-        """The files of a run's artifact called `name` ({} when the run has none)."""
+    @property
+    def runner(self) -> str | None:
+        """The runner it ran on, when GitHub said."""
+
+
+class StepWorkflow(Protocol):
+    """The step workflow's runs, as the dispatch backend drives them (bot.adapters.github.actions.GitHubActions)."""
+
+    def dispatch(self, ref: str, inputs: dict[str, str]) -> int | None: ...
+
+    def find_runs(self, marker: str, since: datetime) -> list[int]: ...
+
+    def state(self, run_id: int) -> StepRunState: ...
+
+    def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes | None:
+        """One file of a run's artifact (bot.adapters.dispatch.actions.ArtifactUnreadable: it could not be read)."""
+
+    def cancel(self, run_id: int) -> bool: ...
+
+
+class CiReads(Protocol):
+    """What the forge's CI says: a workflow's runs, their attempts, jobs, logs and artifacts, and the step workflow's
+    runs (bot.adapters.github.forge.GitHubForge)."""
 
     def workflow_runs(self, workflow: int | str, branch: str, events: list[str], limit: int) -> list[RunInfo]:
         """Completed runs of a workflow (id, file name or path) on a branch for those events, newest first."""
@@ -84,6 +105,30 @@ class Forge(Protocol):
 
     def job_log(self, job_id: int) -> str | None:
         """One job's log as GitHub wrote it; None when GitHub no longer has it (past its retention)."""
+
+    def run_artifact(self, run_id: int, name: str) -> dict[str, bytes]:
+        """The files of a run's artifact called `name` ({} when the run has none)."""
+
+    def actions(self, workflow: str) -> StepWorkflow:
+        """The step workflow's runs, for the dispatch backend (bot.adapters.dispatch.actions)."""
+
+
+class Forge(Protocol):
+    """The repository's people and pull requests, and the bot's writes: comments, issues, PRs, labels, review
+    requests, reactions; the kill switch and the follow-up issues (bot.adapters.github.forge.GitHubForge)."""
+
+    @property
+    def site(self) -> str:
+        """The repository's web page (https://github.com/o/r), for links in comments."""
+
+    @property
+    def slug(self) -> str:
+        """owner/name."""
+
+    def culprit_facts(self, sha: str, subject_pr: int | None) -> CulpritFacts: ...
+
+    def role(self, user: str) -> str | None:
+        """admin | maintain | write | triage | read (or a custom role's name); None for a stranger."""
 
     def kill_switch(self, label: str, allowed_roles: list[str], allowed_users: list[str]) -> int | None: ...
 
@@ -106,17 +151,13 @@ class Forge(Protocol):
     def request_review(self, number: int, reviewers: list[str]) -> list[Skipped]:
         """The reviewers GitHub refused (skipped, not an error): publishing goes on without them."""
 
-    def actions(self, workflow: str) -> Any:
-        """The step workflow's runs (bot.adapters.dispatch.actions.Actions): the service only hands it to the
-        dispatch backend, which declares what it calls."""
-
 
 class BackendFor(Protocol):
-    """Where a policy's test runs its steps (bot.wiring.backend_for: the local pool here, or the step workflow on
-    self-hosted runners), as the dispatch backend the driver submits to."""
+    """Where a policy's test runs its steps (bot.wiring.backends_over: the local pool here, or the step workflow on
+    the repository's self-hosted runners), as the dispatch backend the driver submits to."""
 
     def __call__(
-        self, test: Test, workers: int, repo: Git, forge: Forge, clone_url: str, branch: str, bisection_id: int
+        self, test: Test, workers: int, repo: Git, repo_slug: str, clone_url: str, branch: str, bisection_id: int
     ) -> Backend: ...
 
 

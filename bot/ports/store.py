@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bot.domain.bisect.model import Phase
+from bot.domain.outcome import BisectionOutcome
 from bot.domain.signals import Flake
 
 # A step in one of these states has ended (what it said, if anything, is stored); `running` ones have not.
@@ -92,7 +93,8 @@ class StepRecord(Protocol):
 
 class BisectionRecord(Protocol):
     """One stored bisection with its steps (oldest first), as the service reads it: the state machine's fields,
-    where it was asked for, the latest view and, once done, its status and outcome (bot.domain.outcome reads it)."""
+    where it was asked for, the latest view and, once done, its status and outcome: `outcome` is the stored JSON,
+    which BisectionStore.outcome and bot.domain.outcome.outcome_of give back typed (never read by key)."""
 
     id: int
     repo: str
@@ -136,6 +138,9 @@ class BisectionStore(Protocol):
 
     def get(self, bisection_id: int) -> BisectionRecord:
         """Raises bot.domain.errors.NotFound for an unknown id."""
+
+    def outcome(self, bisection_id: int) -> BisectionOutcome | None:
+        """What the bisection ended with, typed (its stored JSON as bot.domain.outcome reads it); None while it runs."""
 
     def request_cancel(self, bisection_id: int, by: str) -> bool:
         """Ask the process driving an unfinished bisection to stop; False when it already finished."""

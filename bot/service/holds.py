@@ -14,6 +14,14 @@ HELD_COMMENT = (
 )
 
 
+def kill_switch(forge: Forge, policy: Policy) -> int | None:
+    """The open kill-switch issue, if any; read once per decision (the start, the revert): it may be turned on while
+    a bisection runs."""
+    return forge.kill_switch(
+        policy.revert.kill_switch_label, policy.revert.kill_switch_roles, policy.commands.allow_users
+    )
+
+
 def hold(forge: Forge, holds: HoldLog, policy: Policy, issue: int, held: Hold) -> None:
     """Idempotent: a retried job edits the same comment and records nothing twice."""
     link = f" See {held.link}." if held.link else ""

@@ -1,13 +1,11 @@
 """Publishing a proven revert: branch, PR, labels, review request, and the two comments that link it.
 
-What to publish is decided before (bot.service.bisections runs the guards): the publisher only writes what it is
-told, each write looked up first."""
+What to publish is decided before (bot.service.conclude runs the guards): the publisher only writes what it is
+told, each write looked up first. A Publisher is built once per concluded bisection from its Target."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from bot.domain.bisect.model import Problem
 from bot.domain.errors import WorkflowPushRefused
@@ -17,8 +15,6 @@ from bot.ports import Clones, CulpritFacts, Forge, Git, Revert, RevertFound
 from bot.service.draft import PrRecord
 from bot.service.draft import draft as draft_pr
 from bot.service.pr_body import FailingTest, PullRequestDraft
-
-Push = Callable[[Path, str, str, str, str], None]  # (clone, remote url, branch, sha, token): bot.ports.Clones.push
 
 CULPRIT_COMMENT = (
     "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) "
@@ -68,107 +64,10 @@ def branch_name(culprit_pr: int | None, culprit: str) -> str:
     return f"revert-bisect/{culprit_pr or 'commit'}-{culprit[:7]}"
 
 
-def publish(
-    forge: Forge,
-    policy: Policy,
-    repo_dir: Path,
-    remote_url: str,
-    token: str,
-    revert: Revert | None,
-    draft: PullRequestDraft | None,
-    *,
-    bisection_id: int,
-    test_id: str,
-    evidence: str,
-    culprit_pr: int | None,
-    culprit_author: str | None,
-    followup: int | None,
-    already: RevertFound | None = None,
-    push: Push,
-) -> Published:
-    """Every write is looked up first: re-running this after a crash changes nothing twice. (Shadow mode never
-    gets here: Bisections._publish stops before the first write.) `already`: the culprit is reverted on the
-    branch (no `revert` or `draft` then); like an open revert PR, that revert's PR gets the evidence, else the
-    culprit PR does, and nothing is pushed or opened. `push` pushes the revert's branch (bot.ports.Clones.push)."""
-    branch = branch_name(culprit_pr, (already or revert).culprit)
-    existing = already.pr if already else None
-    if existing is None and culprit_pr:
-        existing = forge.open_revert_of(culprit_pr, ours=branch)  # our own PR: a crashed publish, finished below
-    if existing or already:
-        if already:
-            by = (
-                f"`{already.sha[:12]}`" + (f" (#{already.pr})" if already.pr else "")
-                if already.sha
-                else "a later change"
-            )
-            text = ALREADY_COMMENT.format(
-                test=test_id,
-                culprit=f"#{culprit_pr}" if culprit_pr else f"`{already.culprit[:12]}`",
-                evidence=evidence,
-                by=by,
-                base=already.ref,
-                id=bisection_id,
-            )
-        else:
-            text = f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}."
-        if on := existing or culprit_pr:
-            forge.comment_once(on, f"evidence-{bisection_id}", text)
-        return Published(existing, None, None if already else branch, existing_revert=existing, evidence_on=on)
-    if (
-        policy.revert.action is RevertAction.COMMENT_ONLY
-    ):  # no branch, no PR: the evidence where the culprit's author looks
-        if culprit_pr:
-            forge.comment_once(
-                culprit_pr,
-                f"culprit-{bisection_id}",
-                EVIDENCE_COMMENT.format(test=test_id, base=draft.base_branch, evidence=evidence, body=draft.body),
-            )
-        return Published(None, None, None, evidence_on=culprit_pr)
-    try:
-        push(repo_dir, remote_url, branch, revert.sha, token)
-    except WorkflowPushRefused as exc:  # said where the culprit's author and the maintainers look; the job goes on
-        why = f"GitHub answered: {exc.reason}"
-        if culprit_pr:
-            files = ", ".join(f"`{f}`" for f in exc.workflow_files(revert.files)) or "under `.github/workflows/`"
-            forge.comment_once(
-                culprit_pr,
-                f"culprit-{bisection_id}",
-                WORKFLOWS_REFUSED_COMMENT.format(
-                    test=test_id, base=draft.base_branch, evidence=evidence, files=files, why=why, id=bisection_id
-                ),
-            )
-        return Published(None, None, None, evidence_on=culprit_pr, refused=exc.summary)
-    pr = forge.open_pr(
-        draft.title, draft.body, branch, draft.base_branch, draft=policy.revert.action is RevertAction.DRAFT_PR
-    )
-    forge.add_labels(pr.number, policy.revert.labels)
-    reviewers = list(policy.revert.reviewers)
-    if policy.revert.request_review_from_author and culprit_author:
-        reviewers.insert(0, culprit_author)
-    skipped = forge.request_review(pr.number, list(dict.fromkeys(reviewers))) or []  # a refused one stops nothing
-    notes = tuple(f"review not requested from {s.login}: {s.why}" for s in skipped)
-    revert_ref = f"#{pr.number}"
-    if culprit_pr:
-        note = f" (#{followup})" if followup else ""
-        forge.comment_once(
-            culprit_pr,
-            f"culprit-{bisection_id}",
-            CULPRIT_COMMENT.format(
-                test=test_id, base=draft.base_branch, evidence=evidence, revert_ref=revert_ref, followup_note=note
-            ),
-        )
-    if followup and culprit_pr:
-        forge.comment_once(
-            followup,
-            f"followup-{bisection_id}",
-            FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch),
-        )
-    return Published(pr.number, pr.url, branch, notes=notes)
-
-
 @dataclass(frozen=True)
-class Publisher:
-    """One bisection's writes about its culprit, given the culprit's facts (bot.ports.CulpritFacts)."""
+class Target:
+    """Where one concluded bisection publishes, and what it is about: the forge and the policy, the repository (its
+    slug, the bot's clone, the remote and the token the revert's branch is pushed with), the bisection and its test."""
 
     forge: Forge
     policy: Policy
@@ -180,33 +79,25 @@ class Publisher:
     test_id: str
     clones: Clones
 
+
+class Publisher:
+    """One bisection's writes about its culprit, given the culprit's facts (bot.ports.CulpritFacts)."""
+
+    def __init__(self, target: Target):
+        self.target = target
+
     def confirm(self, found: RevertFound, proof: str, facts: CulpritFacts) -> Published:
         """The culprit is reverted on the branch already: that revert's PR gets the evidence, nothing is opened."""
-        return publish(
-            self.forge,
-            self.policy,
-            self.repo.path,
-            self.remote_url,
-            self.token,
-            None,
-            None,
-            bisection_id=self.bisection_id,
-            test_id=self.test_id,
-            evidence=proof,
-            culprit_pr=facts.pr,
-            culprit_author=facts.author,
-            followup=None,
-            already=found,
-            push=self.clones.push,
-        )
+        return self.publish(None, None, proof, facts.pr, facts.author, None, already=found)
 
     def refused(self, facts: CulpritFacts, evidence: str, refusal: Refusal) -> None:
         """A guard said no: the culprit PR (if any) is told why, so its author knows without the dashboard."""
+        t = self.target
         if facts.pr:
-            self.forge.comment_once(
+            t.forge.comment_once(
                 facts.pr,
-                f"culprit-{self.bisection_id}",
-                REFUSED_COMMENT.format(test=self.test_id, evidence=evidence, why=refusal, id=self.bisection_id),
+                f"culprit-{t.bisection_id}",
+                REFUSED_COMMENT.format(test=t.test_id, evidence=evidence, why=refusal, id=t.bisection_id),
             )
 
     def revert(
@@ -214,7 +105,8 @@ class Publisher:
     ) -> tuple[Published, PullRequestDraft, int | None]:
         """The revert on `row.head`, its PR drafted and published; and the follow-up issue it links, found (the one
         asked for, the policy's, a cross-reference on the culprit PR) or opened when there is none."""
-        policy, forge, culprit_pr = self.policy, self.forge, facts.pr
+        t = self.target
+        policy, forge, culprit_pr = t.policy, t.forge, facts.pr
         comment_only = policy.revert.action is RevertAction.COMMENT_ONLY
         followup = (
             asked_followup
@@ -225,39 +117,115 @@ class Publisher:
             followup, _ = forge.ensure_issue(
                 f"tracking-{culprit_pr}",
                 f"Fix the regression from #{culprit_pr} so it can be re-landed",
-                f"revert-bisect bisected `{self.test_id}` to #{culprit_pr} and proved that reverting it fixes the "
+                f"revert-bisect bisected `{t.test_id}` to #{culprit_pr} and proved that reverting it fixes the "
                 "test. This issue tracks the proper fix.",
             )
-        revert = self.clones.create_revert(self.repo, culprit, row.head)
-        test = policy.test(self.test_id)
+        revert = t.clones.create_revert(t.repo, culprit, row.head)
+        test = policy.test(t.test_id)
         prs = {culprit: PrRecord(culprit_pr, facts.title, facts.author)} if culprit_pr else {}
         pr = draft_pr(
             row,
             problem,
-            self.repo,
+            t.repo,
             revert,
-            repo_slug=self.repo_slug,
+            repo_slug=t.repo_slug,
             branch=policy.default_branch,
             test=FailingTest(
-                self.test_id, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None
+                t.test_id, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None
             ),
             prs=prs,
             followups=[followup] if followup else [],
         )
-        published = publish(
-            forge,
-            policy,
-            self.repo.path,
-            self.remote_url,
-            self.token,
-            revert,
-            pr,
-            bisection_id=self.bisection_id,
-            test_id=self.test_id,
-            evidence=evidence,
-            culprit_pr=culprit_pr,
-            culprit_author=facts.author,
-            followup=followup,
-            push=self.clones.push,
-        )
+        published = self.publish(revert, pr, evidence, culprit_pr, facts.author, followup)
         return published, pr, followup
+
+    def publish(
+        self,
+        revert: Revert | None,
+        draft: PullRequestDraft | None,
+        evidence: str,
+        culprit_pr: int | None,
+        culprit_author: str | None,
+        followup: int | None,
+        already: RevertFound | None = None,
+    ) -> Published:
+        """Every write is looked up first: re-running this after a crash changes nothing twice. (Shadow mode never
+        gets here: bot.service.conclude stops before the first write.) `already`: the culprit is reverted on the
+        branch (no `revert` or `draft` then); like an open revert PR, that revert's PR gets the evidence, else the
+        culprit PR does, and nothing is pushed or opened. The revert's branch is pushed with the target's clones."""
+        t = self.target
+        forge, policy, bisection_id, test_id = t.forge, t.policy, t.bisection_id, t.test_id
+        branch = branch_name(culprit_pr, (already or revert).culprit)
+        existing = already.pr if already else None
+        if existing is None and culprit_pr:
+            existing = forge.open_revert_of(culprit_pr, ours=branch)  # our own PR: a crashed publish, finished below
+        if existing or already:
+            if already:
+                by = (
+                    f"`{already.sha[:12]}`" + (f" (#{already.pr})" if already.pr else "")
+                    if already.sha
+                    else "a later change"
+                )
+                text = ALREADY_COMMENT.format(
+                    test=test_id,
+                    culprit=f"#{culprit_pr}" if culprit_pr else f"`{already.culprit[:12]}`",
+                    evidence=evidence,
+                    by=by,
+                    base=already.ref,
+                    id=bisection_id,
+                )
+            else:
+                text = f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}."
+            if on := existing or culprit_pr:
+                forge.comment_once(on, f"evidence-{bisection_id}", text)
+            return Published(existing, None, None if already else branch, existing_revert=existing, evidence_on=on)
+        if (
+            policy.revert.action is RevertAction.COMMENT_ONLY
+        ):  # no branch, no PR: the evidence where the culprit's author looks
+            if culprit_pr:
+                forge.comment_once(
+                    culprit_pr,
+                    f"culprit-{bisection_id}",
+                    EVIDENCE_COMMENT.format(test=test_id, base=draft.base_branch, evidence=evidence, body=draft.body),
+                )
+            return Published(None, None, None, evidence_on=culprit_pr)
+        try:
+            t.clones.push(t.repo.path, t.remote_url, branch, revert.sha, t.token)
+        except WorkflowPushRefused as exc:  # said where the culprit's author and the maintainers look; the job goes on
+            why = f"GitHub answered: {exc.reason}"
+            if culprit_pr:
+                files = ", ".join(f"`{f}`" for f in exc.workflow_files(revert.files)) or "under `.github/workflows/`"
+                forge.comment_once(
+                    culprit_pr,
+                    f"culprit-{bisection_id}",
+                    WORKFLOWS_REFUSED_COMMENT.format(
+                        test=test_id, base=draft.base_branch, evidence=evidence, files=files, why=why, id=bisection_id
+                    ),
+                )
+            return Published(None, None, None, evidence_on=culprit_pr, refused=exc.summary)
+        pr = forge.open_pr(
+            draft.title, draft.body, branch, draft.base_branch, draft=policy.revert.action is RevertAction.DRAFT_PR
+        )
+        forge.add_labels(pr.number, policy.revert.labels)
+        reviewers = list(policy.revert.reviewers)
+        if policy.revert.request_review_from_author and culprit_author:
+            reviewers.insert(0, culprit_author)
+        skipped = forge.request_review(pr.number, list(dict.fromkeys(reviewers))) or []  # a refused one stops nothing
+        notes = tuple(f"review not requested from {s.login}: {s.why}" for s in skipped)
+        revert_ref = f"#{pr.number}"
+        if culprit_pr:
+            note = f" (#{followup})" if followup else ""
+            forge.comment_once(
+                culprit_pr,
+                f"culprit-{bisection_id}",
+                CULPRIT_COMMENT.format(
+                    test=test_id, base=draft.base_branch, evidence=evidence, revert_ref=revert_ref, followup_note=note
+                ),
+            )
+        if followup and culprit_pr:
+            forge.comment_once(
+                followup,
+                f"followup-{bisection_id}",
+                FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch),
+            )
+        return Published(pr.number, pr.url, branch, notes=notes)

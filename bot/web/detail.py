@@ -219,7 +219,7 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
             revert_verdicts=ab_out.revert_verdicts if ab_out else [],
             steps=ab_steps,
         )
-    body = text_or_none(outcome.pr_body)  # the body as drafted and published (Bisections._publish)
+    body = text_or_none(outcome.pr_body)  # the body as drafted and published (bot.service.conclude)
     head = summary(row, now)
     return BisectionDetail(
         summary=head,

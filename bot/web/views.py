@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.trust import repository_of
@@ -67,18 +68,14 @@ def state_of(row: BisectionRecord) -> str:
     return row.status or row.phase
 
 
-def _lookup(outcome: BisectionOutcome, row: BisectionRecord, *keys: str):
-    """The first of `keys` the outcome has (a field, or a key older rows kept, like `pr_number`), else the origin's."""
-    for source in (outcome.as_json(), row.origin or {}):
-        for key in keys:
-            if source.get(key) is not None:
-                return source[key]
-    return None
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
 
 
 def summary(row: BisectionRecord, now: datetime) -> BisectionSummary:
     outcome = outcome_of(row) or BisectionOutcome()
-    url = text_or_none(_lookup(outcome, row, "revert_pr_url"))
+    origin = row.origin or {}  # where the bisection was asked for; hand-made rows kept the PRs there
+    url = text_or_none(_first(outcome.revert_pr_url, origin.get("revert_pr_url")))
     return BisectionSummary(
         id=row.id,
         repository=repository_of(row),
@@ -90,8 +87,10 @@ def summary(row: BisectionRecord, now: datetime) -> BisectionSummary:
         state=state_of(row),
         running=row.status is None,
         culprit=text_or_none(outcome.culprit),
-        culprit_pr=_int(_lookup(outcome, row, "culprit_pr")),
-        revert_pr=_int(_lookup(outcome, row, "revert_pr", "pr_number")),
+        culprit_pr=_int(_first(outcome.culprit_pr, origin.get("culprit_pr"))),
+        revert_pr=_int(
+            _first(outcome.revert_pr, outcome.legacy_revert_pr, origin.get("revert_pr"), origin.get("pr_number"))
+        ),
         revert_pr_url=url if url and url.startswith(("https://", "http://")) else None,
         created_at=aware(row.created_at) or now,
         finished_at=aware(row.finished_at),

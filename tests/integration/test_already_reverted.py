@@ -4,6 +4,7 @@ message says nothing, and reverted then re-landed. Each gives the typed answer, 
 
 import subprocess
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -265,10 +266,10 @@ def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_pa
     from pathlib import Path
 
     from bot.adapters.git.already import RevertFound
+    from bot.adapters.git.clones import GIT_CLONES
     from bot.adapters.github.forge import GitHubForge, connect
-    from bot.adapters.github.push import push_branch
     from bot.adapters.policy_files import load
-    from bot.service.publish import Published, publish
+    from bot.service.publish import Published, Publisher, Target
     from sandbox import SandboxState, run_in_thread, seed_from_scenario
     from scenarios.mamba_track_boundary import build
 
@@ -283,23 +284,19 @@ def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_pa
         found = RevertFound(scenario.culprit, "ab" * 20, "Tidy the config", "main", "patch")
         pulls_before = [p.number for p in forge.repo.get_pulls(state="all")]
         for _ in range(2):  # a retry comments once
-            result = publish(
+            # nothing is pushed when the culprit is reverted already: the target's clone is only a directory
+            target = Target(
                 forge,
                 policy,
-                tmp_path,
+                seeded.repo,
+                SimpleNamespace(path=tmp_path),
                 f"{base}/{seeded.repo}.git",
                 token,
-                None,
-                None,
-                bisection_id=5,
-                test_id="kl",
-                evidence="P=0.999",
-                culprit_pr=scenario.culprit_pr,
-                culprit_author=None,
-                followup=None,
-                already=found,
-                push=push_branch,
+                5,
+                "kl",
+                GIT_CLONES,
             )
+            result = Publisher(target).publish(None, None, "P=0.999", scenario.culprit_pr, None, None, already=found)
             assert result == Published(None, None, None, existing_revert=None, evidence_on=scenario.culprit_pr)
         comments = [c.body for c in forge.repo.get_issue(scenario.culprit_pr).get_comments()]
         assert (

@@ -91,10 +91,11 @@ def test_push_and_open_pr_once_without_leaving_the_token_behind(sandbox):
 def test_an_open_revert_of_the_culprit_gets_the_evidence_not_a_second_pr(sandbox):
     from pathlib import Path
 
+    from bot.adapters.git.clones import GIT_CLONES
     from bot.adapters.git.revert import Revert
     from bot.adapters.policy_files import load
     from bot.service.pr_body import PullRequestDraft
-    from bot.service.publish import publish
+    from bot.service.publish import Publisher, Target
 
     forge, scenario, seeded = sandbox["forge"], sandbox["scenario"], sandbox["seeded"]
     token = seeded.tokens["revert-bisect-bot"]
@@ -137,23 +138,12 @@ def test_an_open_revert_of_the_culprit_gets_the_evidence_not_a_second_pr(sandbox
     revert = Revert(scenario.culprit, scenario.bad, "0" * 40, "unused", "", [], "", "")
     draft = PullRequestDraft('Revert "x"', "body", "revert-bisect/x", "main")
     before = {p.number for p in forge.repo.get_pulls(state="open")}
+    remote = f"{sandbox['base']}/{seeded.repo}.git"
+    publisher = Publisher(
+        Target(forge, policy, seeded.repo, GIT_CLONES.open(clone), remote, token, 77, "kl", GIT_CLONES)
+    )
     for _ in range(2):  # a retry changes nothing
-        result = publish(
-            forge,
-            policy,
-            clone,
-            f"{sandbox['base']}/{seeded.repo}.git",
-            token,
-            revert,
-            draft,
-            bisection_id=77,
-            test_id="kl",
-            evidence="HEAD fails, HEAD + revert passes",
-            culprit_pr=scenario.culprit_pr,
-            culprit_author=None,
-            followup=None,
-            push=push_branch,
-        )
+        result = publisher.publish(revert, draft, "HEAD fails, HEAD + revert passes", scenario.culprit_pr, None, None)
         assert result.existing_revert == human.number and result.pr_number == human.number
     assert {p.number for p in forge.repo.get_pulls(state="open")} == before
     evidence = [c.body for c in forge.repo.get_issue(human.number).get_comments() if "bisection #77" in c.body]

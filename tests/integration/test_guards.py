@@ -69,7 +69,7 @@ def test_only_commits_on_the_watched_branch_are_bisected(tmp_path):
 
     from bot.adapters.git.repo import GitRepo
     from bot.domain.errors import RepoError
-    from bot.service.bisections import off_branch
+    from bot.service.intake import off_branch
 
     def git(*a):
         return subprocess.run(
@@ -95,7 +95,7 @@ def test_a_range_longer_than_bisect_max_commits_is_refused_saying_how_to_narrow_
     import subprocess
 
     from bot.adapters.git.repo import GitRepo
-    from bot.service.bisections import too_long
+    from bot.service.intake import too_long
 
     def git(*a):
         return subprocess.run(

@@ -16,7 +16,7 @@ import pytest
 
 from bot.adapters.policy_files import parse
 from bot.domain.cases import failures
-from bot.domain.scope import failed_tests
+from bot.domain.ci_results import failed_tests
 from bot.service.config import bisect_config
 from runners import testrun
 from runners.spec import StepSpec, TestRun

@@ -12,13 +12,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bot.adapters.git.clones import GIT_CLONES
 from bot.adapters.git.revert import Revert
 from bot.adapters.github.app_auth import AppCredentials
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.github.push import WorkflowPushRefused, push_branch, workflow_refusal
 from bot.adapters.policy_files import load
 from bot.service.pr_body import PullRequestDraft
-from bot.service.publish import publish
+from bot.service.publish import Publisher, Target
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from sandbox.apps import DEFAULT_PERMISSIONS
 from sandbox.workflow_push import without_workflow_scope
@@ -89,21 +90,24 @@ def reverted(world, clone: Path, culprit: str, files: list[str]) -> tuple[Revert
 
 def publish_it(world, clone, token, revert, draft, policy, *, bisection_id: int, author: str | None):
     scenario = world["scenario"]
-    return publish(
+    target = Target(
         world["forge"],
         policy,
-        clone,
+        world["seeded"].repo,
+        GIT_CLONES.open(clone),
         remote(world),
         token,
+        bisection_id,
+        "decode-cache-hit",
+        GIT_CLONES,
+    )
+    return Publisher(target).publish(
         revert,
         draft,
-        bisection_id=bisection_id,
-        test_id="decode-cache-hit",
-        evidence="HEAD fails, HEAD + revert passes",
-        culprit_pr=scenario.culprit_pr,
-        culprit_author=author,
-        followup=scenario.followup["number"],
-        push=push_branch,
+        "HEAD fails, HEAD + revert passes",
+        scenario.culprit_pr,
+        author,
+        scenario.followup["number"],
     )
 
 

@@ -38,7 +38,7 @@ TOO_OLD = revert_refusal(POLICY, Culprit("x (#1)", "a", NOW - timedelta(days=8),
 
 
 def refused(refusal) -> dict:
-    """What Bisections._publish stores for a refused revert."""
+    """What bot.service.conclude stores for a refused revert."""
     return dict(revert_refused=str(refusal), revert_refused_reason=refusal.key)
 
 

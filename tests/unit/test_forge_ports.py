@@ -1,6 +1,6 @@
-"""bot.ports.Forge as GitHubForge answers it, against the sandbox: plain values out (no PyGithub object), and a
-job's log redirect asked through PyGithub's requester, so it is counted (and retried) like every other GitHub call,
-and the signed URL it points at counted as a download."""
+"""bot.ports.Forge and bot.ports.CiReads as GitHubForge answers them, against the sandbox: plain values out (no
+PyGithub object), and a job's log redirect asked through PyGithub's requester, so it is counted (and retried) like
+every other GitHub call, and the signed URL it points at counted as a download."""
 
 import sys
 
@@ -57,7 +57,7 @@ def test_a_jobs_log_is_fetched_through_the_counted_client(sandbox):
 
 def test_the_kill_switch_is_read_with_the_roles_the_policy_names():
     from bot.adapters.policy_files import parse
-    from bot.service.bisections import Bisections
+    from bot.service.holds import kill_switch
 
     policy = parse(
         """
@@ -76,6 +76,6 @@ commands: {allow_users: [ann]}
             return 7
 
     forge = Forge()
-    assert Bisections._kill_switch(None, forge, policy) == 7
+    assert kill_switch(forge, policy) == 7
     assert forge.args == ("stop-bot", ["admin"], ["ann"])
     assert parse(policy.model_dump_json(exclude={"revert"}), "p.json").revert.kill_switch_roles == ["admin", "maintain"]

@@ -4,7 +4,7 @@ the runs without a signal left out."""
 from bot.domain.policy import Metric
 from bot.domain.scope import FailedTest, Scoped
 from bot.domain.signals import Outcome, Signal
-from bot.service.bisections import ci_readings
+from bot.service.intake import ci_readings
 from tests.support.policies import POLICY
 
 

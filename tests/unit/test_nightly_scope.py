@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 
 from bot.adapters.policy_files import load
+from bot.domain.ci_results import failed_tests
 from bot.domain.scope import (
     RunInfo,
     Scoped,
     Unscoped,
     earlier_runs,
-    failed_tests,
     ranged,
     run_info,
     scope,
@@ -146,7 +146,7 @@ JUNIT = """<?xml version="1.0"?>
 
 
 def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
-    from bot.domain.scope import Results, junit_failures
+    from bot.domain.ci_results import Results, junit_failures
 
     assert junit_failures([JUNIT, "<not xml"]) == ["test/registered/models_e2e/test_qwen3_next_models.py.test_kl"]
     results = Results.from_github(
@@ -164,7 +164,7 @@ def test_junit_and_metrics_artifacts_take_precedence_over_the_log():
 def test_a_log_without_the_summary_line_is_a_job_that_died_not_a_test_failure():
     """`results.log.summary`: run_suite prints its summary once the suite ran; a red run without it died first
     (runner lost, OOM, a setup step), even when a FAILED line was printed before the end."""
-    from bot.domain.scope import Results
+    from bot.domain.ci_results import Results
 
     red = run(40, "b" * 40, "failure")
     history = {KL: [passed(38, "a" * 40)]}

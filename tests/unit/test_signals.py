@@ -5,20 +5,9 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.policy_files import load
+from bot.domain.ci_results import combine, named, read_artifacts, read_job
 from bot.domain.joblog import plain
-from bot.domain.signals import (
-    JobInfo,
-    Outcome,
-    Reading,
-    Signal,
-    combine,
-    fetchable,
-    good,
-    latest_jobs,
-    named,
-    read_artifacts,
-    read_job,
-)
+from bot.domain.signals import JobInfo, Outcome, Reading, Signal, fetchable, good, latest_jobs
 from tests.support.suite_logs import CHECKOUT, KL_TEST, File, kl_output, partition_log
 
 ROOT = Path(__file__).resolve().parents[2]

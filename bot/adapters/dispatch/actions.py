@@ -20,9 +20,8 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Protocol
 
-from bot.ports import RunEvent
+from bot.ports import RunEvent, StepWorkflow
 from runners import result as result_json
 from runners.result import ResultError
 from runners.spec import StepResult, StepSpec, new_ref
@@ -36,14 +35,6 @@ class Dispatched(Exception):
 
 class ArtifactUnreadable(Exception):
     """A run's artifact that is there but could not be downloaded, after a bounded number of tries (the reason)."""
-
-
-class Actions(Protocol):  # bot.adapters.github.actions.GitHubActions
-    def dispatch(self, ref: str, inputs: dict[str, str]) -> int | None: ...
-    def find_runs(self, marker: str, since: datetime) -> list[int]: ...
-    def state(self, run_id: int): ...
-    def artifact_file(self, run_id: int, artifact: str, member: str) -> bytes | None: ...  # ArtifactUnreadable
-    def cancel(self, run_id: int) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -100,7 +91,7 @@ class GitHubActionsBackend:
 
     def __init__(
         self,
-        actions: Actions,
+        actions: StepWorkflow,
         ref: str,
         inputs_for: Callable[[StepSpec, str], dict[str, str]],
         parallelism: int,

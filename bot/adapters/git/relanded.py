@@ -1,6 +1,6 @@
 """Whether a reverted culprit was re-landed unchanged (bot.ports.RelandedReader), answered from the bot's clones.
 
-The clone of `owner/repo` is where bot.service.bisections keeps it: <workspace>/<owner>__<repo>. Since = the head
+The clone of `owner/repo` is where bot.service.workspace keeps it: <workspace>/<owner>__<repo>. Since = the head
 the revert was made on (bot.domain.trust.revert_bases), ref = the clone's default branch.
 """
 

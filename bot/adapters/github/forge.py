@@ -71,8 +71,8 @@ def marker(key: str) -> str:
 
 
 class GitHubForge(CiRuns):
-    """bot.ports.Forge on PyGithub. `gh` and `repo` are this adapter's own: callers use the methods (tests may
-    read the sandbox through `repo`)."""
+    """bot.ports.Forge and bot.ports.CiReads (its CiRuns) on PyGithub. `gh` and `repo` are this adapter's own: callers
+    use the methods (tests may read the sandbox through `repo`)."""
 
     def __init__(self, gh: Github, repo_slug: str):
         self.gh = gh

@@ -9,6 +9,7 @@ from sqlalchemy.orm import selectinload, sessionmaker
 
 from bot.adapters.store.models import BisectionRow, StepRow, utcnow
 from bot.domain.errors import NotFound
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.ports.store import NewBisection, NewStep, StepReport
 
 
@@ -49,6 +50,9 @@ class Store:
             if row is None:
                 raise NotFound(f"no bisection #{bisection_id} in this store; `revert-bisect status` lists them")
             return row
+
+    def outcome(self, bisection_id: int) -> BisectionOutcome | None:
+        return outcome_of(self.get(bisection_id))
 
     def recent(self, limit: int = 20) -> Sequence[BisectionRow]:
         with self._session() as s:

@@ -26,7 +26,7 @@ from bot.domain.policy import Policy, Watch
 from bot.domain.scope import RunInfo, Scoped, Unscoped, failures, ranged, run_info, watched
 from bot.domain.signals import Flake, latest_jobs
 from bot.ingress.jobs import run_reads
-from bot.ports import Forge
+from bot.ports import CiReads, Forge
 from bot.ports.store import ClaimedJob, FlakeLog
 
 log = logging.getLogger("revert_bisect.nightly")
@@ -36,6 +36,10 @@ log = logging.getLogger("revert_bisect.nightly")
 RERUN_POLL_S = 300.0
 MIN_RERUN_POLL_S = 5.0
 MAX_WAIT_S = 24 * 3600.0
+
+
+class ForgeWithCi(CiReads, Forge, Protocol):
+    """The job reads the red run and its history through CI, and hands the forge on to the bisections."""
 
 
 class NightlyBisections(Protocol):
@@ -56,7 +60,7 @@ class NightlyJob:
     def __init__(
         self,
         policies: Mapping[str, Policy],
-        forge_for: Callable[[str], Forge],
+        forge_for: Callable[[str], ForgeWithCi],
         bisections: NightlyBisections,
         flakes: FlakeLog | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -95,9 +99,9 @@ class NightlyJob:
         if age is not None and left > 0:
             raise NotYet(left, f"run {run.id} attempt {run.run_attempt}: waiting {left:.0f}s for re-runs to start")
 
-    def _final_attempt(self, forge: Forge, watch: Watch, first: RunInfo) -> RunInfo | None:
+    def _final_attempt(self, ci: CiReads, watch: Watch, first: RunInfo) -> RunInfo | None:
         """The run as it is now, once its newest attempt completed and the grace period after it passed."""
-        now_run = forge.run(first.id)
+        now_run = ci.run(first.id)
         waited = _age_s(first, self.now()) or 0.0
         if now_run.status != "completed":
             if waited > MAX_WAIT_S:
@@ -125,7 +129,14 @@ class NightlyJob:
     # -- scoping the final attempt --
 
     def _scope(
-        self, delivery: str, forge: Forge, policy: Policy, watch: Watch, run: RunInfo, workflow: int | str, repo: str
+        self,
+        delivery: str,
+        forge: ForgeWithCi,
+        policy: Policy,
+        watch: Watch,
+        run: RunInfo,
+        workflow: int | str,
+        repo: str,
     ) -> None:
         if run.conclusion not in ("success", "failure"):
             log.warning(

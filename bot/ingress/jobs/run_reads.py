@@ -1,4 +1,4 @@
-"""What the nightly job reads of a watched workflow's runs, through the Forge port, and no more than it needs.
+"""What the nightly job reads of a watched workflow's runs, through the CiReads port, and no more than it needs.
 
 - The red run: the logs of its newest attempt's failed jobs only (a test that failed ran in a failed job), and the
   JUnit / metrics artifacts the policy names.
@@ -19,25 +19,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from bot.domain.ci_results import FailedTest, Results, combine, failed_tests, named, read_artifacts, read_job
 from bot.domain.errors import RevertBisectError
 from bot.domain.joblog import plain
 from bot.domain.policy import Policy, Test, Watch
-from bot.domain.scope import FailedTest, Results, RunInfo, earlier_runs, failed_tests
-from bot.domain.signals import (
-    JobInfo,
-    Outcome,
-    Reading,
-    Signal,
-    combine,
-    fetchable,
-    latest_jobs,
-    may_run,
-    named,
-    read_artifacts,
-    read_job,
-)
+from bot.domain.scope import RunInfo, earlier_runs
+from bot.domain.signals import JobInfo, Outcome, Reading, Signal, fetchable, latest_jobs, may_run
 from bot.domain.suite_log import parse
-from bot.ports import Forge
+from bot.ports import CiReads
 
 log = logging.getLogger("revert_bisect.nightly")
 
@@ -52,15 +41,15 @@ class RedRun:
     jobs: list[JobInfo] = field(default_factory=list)
 
 
-def artifacts(forge: Forge, policy: Policy, run_id: int) -> tuple[tuple[str, ...], dict | None]:
+def artifacts(ci: CiReads, policy: Policy, run_id: int) -> tuple[tuple[str, ...], dict | None]:
     """The run's JUnit documents and metrics JSON, when the policy names those artifacts and the run has them."""
     junit: tuple[str, ...] = ()
     metrics = None
     if policy.results.junit_artifact:
-        files = forge.run_artifact(run_id, policy.results.junit_artifact)
+        files = ci.run_artifact(run_id, policy.results.junit_artifact)
         junit = tuple(data.decode(errors="replace") for name, data in files.items() if name.endswith(".xml"))
     if policy.results.metrics_artifact:
-        files = forge.run_artifact(run_id, policy.results.metrics_artifact)
+        files = ci.run_artifact(run_id, policy.results.metrics_artifact)
         found = next((data for name, data in files.items() if name.endswith(".json")), None)
         try:
             metrics = json.loads(found) if found else None
@@ -73,20 +62,20 @@ def _could_run_any(policy: Policy, job: JobInfo) -> bool:
     return any(fetchable(test, job) is None for test in policy.tests)
 
 
-def failed_job_logs(forge: Forge, policy: Policy, jobs: Iterable[JobInfo]) -> dict[str, str]:
+def failed_job_logs(ci: CiReads, policy: Policy, jobs: Iterable[JobInfo]) -> dict[str, str]:
     logs = {}
     for job in jobs:
         if job.conclusion in ("failure", "timed_out") and _could_run_any(policy, job):
-            text = forge.job_log(job.id)
+            text = ci.job_log(job.id)
             if text is not None:
                 logs[job.name] = plain(text)
     return logs
 
 
-def red_run(forge: Forge, policy: Policy, run: RunInfo) -> RedRun:
-    jobs = latest_jobs(forge.run_jobs(run.id))
-    logs = failed_job_logs(forge, policy, jobs)
-    junit, metrics = artifacts(forge, policy, run.id)
+def red_run(ci: CiReads, policy: Policy, run: RunInfo) -> RedRun:
+    jobs = latest_jobs(ci.run_jobs(run.id))
+    logs = failed_job_logs(ci, policy, jobs)
+    junit, metrics = artifacts(ci, policy, run.id)
     return RedRun(run, Results("\n".join(logs.values()), junit, metrics), logs, jobs)
 
 
@@ -109,14 +98,14 @@ def retried_passed(policy: Policy, logs: Iterable[str]) -> list[Test]:
     ]
 
 
-def signal_in(forge: Forge, policy: Policy, test: Test, run: RunInfo, first: str | None) -> Signal:
+def signal_in(ci: CiReads, policy: Policy, test: Test, run: RunInfo, first: str | None) -> Signal:
     """The test's word in one earlier run (see the module's docstring for what is downloaded)."""
     readings: list[Reading] = []
     if policy.results.junit_artifact or policy.results.metrics_artifact:
-        found = read_artifacts(test, *artifacts(forge, policy, run.id))
+        found = read_artifacts(test, *artifacts(ci, policy, run.id))
         if found is not None:
             return Signal(run.id, run.head_sha, found.outcome, found.why, found.metric, run.url)
-    jobs = sorted(latest_jobs(forge.run_jobs(run.id)), key=lambda j: j.name != first)
+    jobs = sorted(latest_jobs(ci.run_jobs(run.id)), key=lambda j: j.name != first)
     for job in jobs:
         why = fetchable(test, job)
         if why is not None:
@@ -124,7 +113,7 @@ def signal_in(forge: Forge, policy: Policy, test: Test, run: RunInfo, first: str
                 readings.append(Reading(Outcome.NONE, why))
             continue
         try:
-            text = forge.job_log(job.id)
+            text = ci.job_log(job.id)
         except RevertBisectError as exc:  # the download keeps failing: this run says nothing
             readings.append(Reading(Outcome.NONE, f"the log of job {job.name!r} could not be read: {exc}"))
             continue
@@ -140,7 +129,7 @@ def signal_in(forge: Forge, policy: Policy, test: Test, run: RunInfo, first: str
 
 
 def history(
-    forge: Forge,
+    ci: CiReads,
     policy: Policy,
     watch: Watch,
     red: RunInfo,
@@ -150,11 +139,11 @@ def history(
 ) -> list[Signal]:
     """The test's signals in the earlier runs, newest first, up to and including the first run it passed in."""
     # newest first from now: runs newer than the red one (it may be scoped hours later, after its re-runs) come too
-    listed = forge.workflow_runs(workflow, red.head_branch, list(watch.events), 2 * watch.history + 10)
+    listed = ci.workflow_runs(workflow, red.head_branch, list(watch.events), 2 * watch.history + 10)
     runs = earlier_runs(policy, watch, red, listed)
     out = []
     for run in runs:
-        signal = signal_in(forge, policy, test, run, first_job)
+        signal = signal_in(ci, policy, test, run, first_job)
         log.info("run %s (%s): %s %s -- %s", run.id, run.head_sha[:12], test.id, signal.outcome, signal.why)
         out.append(signal)
         if signal.outcome is Outcome.PASSED:
@@ -162,19 +151,19 @@ def history(
     return out
 
 
-def failed_before(forge: Forge, policy: Policy, run: RunInfo) -> list[tuple[FailedTest, str]]:
+def failed_before(ci: CiReads, policy: Policy, run: RunInfo) -> list[tuple[FailedTest, str]]:
     """Watched tests that failed in the run's earlier attempts, once each, with the job they failed in (read from
     those attempts' failed jobs' logs)."""
     seen: dict[str, tuple[FailedTest, str]] = {}
     for attempt in range(1, run.run_attempt):
-        jobs = forge.run_jobs(run.id, attempt)
-        for name, text in failed_job_logs(forge, policy, jobs).items():
+        jobs = ci.run_jobs(run.id, attempt)
+        for name, text in failed_job_logs(ci, policy, jobs).items():
             for failure in failed_tests(policy, Results(text)):
                 seen.setdefault(failure.test.id, (failure, name))
     return list(seen.values())
 
 
-def passed_now(forge: Forge, policy: Policy, test: Test, jobs: list[JobInfo], logs: dict[str, str], name: str) -> bool:
+def passed_now(ci: CiReads, policy: Policy, test: Test, jobs: list[JobInfo], logs: dict[str, str], name: str) -> bool:
     """Did the test pass in the final attempt's job `name`, where it failed before? Its log says so, or, when the
     log has no word on the test, the job that failed it now succeeded."""
     job = next((j for j in jobs if j.name == name), None)
@@ -182,7 +171,7 @@ def passed_now(forge: Forge, policy: Policy, test: Test, jobs: list[JobInfo], lo
         return False
     text = logs.get(name)
     if text is None:
-        raw = forge.job_log(job.id)
+        raw = ci.job_log(job.id)
         if raw is None:
             return False
         text = plain(raw)

@@ -1,0 +1,136 @@
+"""Concluding a bisection that found its culprit: the culprit reverted on the branch already (its revert confirmed),
+else the guards' decision on reverting it (bot.domain.guards), published (bot.service.publish) and recorded in the
+bisection's outcome."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.domain.bisect.model import Status
+from bot.domain.guards import Culprit, Repository, revert_refusal
+from bot.domain.outcome import AB, BisectionOutcome
+from bot.domain.policy import RevertAction
+from bot.domain.subjects import pr_number
+from bot.ports import Forge, RevertFound
+from bot.ports.store import BisectionRecord, BisectionStore, HoldLog
+from bot.service.holds import held_revert, hold, kill_switch
+from bot.service.intake import Admitted
+from bot.service.publish import Publisher, Target
+from bot.service.workspace import Workspace
+
+log = logging.getLogger("revert_bisect.bisections")
+
+
+class Conclusions:
+    def __init__(self, store: BisectionStore, holds: HoldLog, workspace: Workspace) -> None:
+        self.store = store
+        self.holds = holds
+        self.workspace = workspace
+
+    def conclude(self, forge: Forge, admitted: Admitted) -> tuple[BisectionRecord, str | None]:
+        """The ended bisection as stored after its conclusion, and what became of its revert, for the status comment:
+        `#N` (the revert PR), or why none was opened; None when there was nothing to publish."""
+        work, bisection_id = admitted.work, admitted.loaded.id
+        row = self.store.get(bisection_id)
+        outcome = self.store.outcome(bisection_id) or BisectionOutcome()
+        culprit = outcome.culprit if row.status == Status.FOUND.value and not work.dry_run else None
+        if culprit is None:
+            return row, None
+        found = self._reverted_on_branch(admitted, culprit)
+        if not (found or (outcome.ab and outcome.ab.passed)):
+            return row, None
+        link = self._publish(forge, admitted, row, outcome, culprit, found)
+        return self.store.get(bisection_id), link  # with what publishing recorded (notes: a reviewer GitHub refused)
+
+    def _reverted_on_branch(self, admitted: Admitted, culprit: str) -> RevertFound | None:
+        """The culprit's revert on the branch, merged before the bisection or while it ran (so fetched again)."""
+        branch = admitted.policy.default_branch
+        repo = self.workspace.sync(admitted.work.repo)
+        return self.workspace.clones.find_revert(repo, culprit, f"origin/{branch}", branch)
+
+    def _publish(
+        self,
+        forge: Forge,
+        admitted: Admitted,
+        row: BisectionRecord,
+        outcome: BisectionOutcome,
+        culprit: str,
+        found: RevertFound | None,
+    ) -> str | None:
+        """The guards' decision on the culprit, recorded; the publisher writes what it decided."""
+        work, policy, repo = admitted.work, admitted.policy, admitted.repo
+        if policy.mode == "shadow":  # everything but writes to GitHub: no branch, PR, issue or comment elsewhere
+            return "not opened (shadow mode)"
+        subject = repo.subjects([culprit])[culprit]
+        facts = forge.culprit_facts(culprit, pr_number(subject))
+        publisher = Publisher(
+            Target(
+                forge,
+                policy,
+                work.repo,
+                repo,
+                self.workspace.clone_url(work.repo),
+                self.workspace.token(work.repo),
+                row.id,
+                work.test,
+                self.workspace.clones,
+            )
+        )
+        ab, confidence = outcome.ab or AB(), outcome.confidence or 0
+        evidence = f"HEAD fails, HEAD + revert passes ({len(ab.head_verdicts)} runs each); P={confidence:.3f}"
+
+        def record(**facts_: Any) -> None:  # for the dashboard and the trust report
+            facts_ = dict(culprit_pr=facts.pr, culprit_subject=subject, **facts_)
+            self.store.save_progress(row.id, outcome=outcome.with_facts(**facts_).as_json())
+
+        if found:  # nothing to open, so nothing to refuse: that revert's PR gets the evidence instead
+            proof = evidence if ab.passed else f"P={confidence:.3f}"  # no A/B: HEAD had it
+            published = publisher.confirm(found, proof, facts)
+            record(already_reverted=found.as_json(), evidence_on=published.evidence_on)
+            log.info("bisection #%s: %s", row.id, found)
+            return f"none opened: {found}"
+        now = datetime.now(UTC)
+        kill = kill_switch(forge, policy)
+        refusal = revert_refusal(
+            policy,
+            Culprit(subject, facts.author, repo.committed_at(culprit), facts.labels),
+            Repository(
+                policy.default_branch,
+                kill,
+                forge.reverts_opened_since(now.replace(hour=0, minute=0, second=0, microsecond=0)),
+            ),
+            now,
+        )
+        if refusal:
+            record(revert_refused=str(refusal), revert_refused_reason=refusal.key)
+            if refusal.key == "kill_switch" and kill is not None:
+                hold(forge, self.holds, policy, kill, held_revert(forge, work.repo, row.id, culprit, facts.pr, kill))
+            publisher.refused(facts, evidence, refusal)
+            log.warning("bisection #%s: no revert PR for %s: %s", row.id, culprit[:12], refusal)
+            return f"not opened: {refusal}"
+        published, pr, followup = publisher.revert(
+            row, admitted.loaded.problem, culprit, facts, evidence, work.followup
+        )
+        record(
+            pr_body=pr.body,
+            branch=published.branch,
+            revert_pr=published.pr_number,
+            revert_pr_url=published.pr_url,
+            followup=followup,
+            evidence_on=published.evidence_on,
+            notes=list(published.notes),
+            **(dict(revert_refused=published.refused, revert_refused_reason="push") if published.refused else {}),
+        )
+        if published.refused:  # GitHub refused the branch (workflow files): said on the culprit PR, no PR opened
+            log.warning("bisection #%s: %s", row.id, published.refused)
+            return f"not opened: {published.refused}"
+        if policy.revert.action is RevertAction.COMMENT_ONLY and not published.existing_revert:
+            where = (
+                f"#{published.evidence_on}"
+                if published.evidence_on
+                else f"bisection #{row.id} on the dashboard (the culprit has no PR)"
+            )
+            return f"not opened (`revert.action: comment_only`): the evidence is on {where}"
+        return f"#{published.pr_number}"
