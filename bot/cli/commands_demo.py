@@ -36,6 +36,16 @@ def demo(
     unbuildable: Annotated[
         int, typer.Option(min=0, max=10, metavar="N", help="Commits that do not build (exit 125).")
     ] = 0,
+    regressions: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=2,
+            metavar="N",
+            help="Commits that break the nightly: 2 (the default) breaks three accuracy tests, two by one commit "
+            "and one by another, bisected together, a revert PR each; 1, the KL test alone. Not with --local.",
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, max=16, metavar="N", help="Local runners (with --local).")] = 4,
     db: Annotated[
         str | None,
@@ -74,6 +84,9 @@ def demo(
             "drives them): pip install -e '.[demo]' (torch==2.13.0, CPU)"
         )
         raise typer.Exit(2)
+    if local and regressions is not None:
+        err.print("revert-bisect: error: --regressions tells the GitHub story; --local bisects the KL test alone")
+        raise typer.Exit(2)
     try:
         if not local:
             from bot.cli import demo_github
@@ -88,6 +101,7 @@ def demo(
                 err=err,
                 out=out,
                 timeout_s=timeout,
+                regressions=regressions or 2,
             )
         else:
             result = demo_flow.run(

@@ -55,11 +55,19 @@ def run(
     out: Console,
     timeout_s: float = DEMO_TIMEOUT_S,
     policies: Path = POLICIES,
+    regressions: int = 2,
 ) -> GithubDemoResult:
     from scenarios.mamba_track_boundary import build
 
     t0 = time.monotonic()
-    build(workdir / "scenario", commits=commits, seed=seed, flake_rate=flake_rate, unbuildable=unbuildable)
+    build(
+        workdir / "scenario",
+        commits=commits,
+        seed=seed,
+        flake_rate=flake_rate,
+        unbuildable=unbuildable,
+        regressions=regressions,
+    )
     state = SandboxState(workdir / "sandbox")
     seeded = seed_from_scenario(state, workdir / "scenario")
     scenario = seeded.scenario
@@ -114,28 +122,35 @@ def run(
                 f"test {demo_ci.accuracy_word(rerun)}; a re-run sends no webhook: the bot reads the run itself"
             )
         watch = StoryWatch(db, lambda: bot.poll() is None, clock=time.monotonic)
-        pr, ended = None, None
+        expected = [n for n in (scenario["culprit_pr"], scenario.get("second_culprit_pr")) if n]
+        prs: list[dict] = []
+        ended = None
         with Live(console=err, refresh_per_second=4, transient=True) as live:
-            while pr is None and ended is None:
+            while len(prs) < len(expected) and ended is None:
                 live.update(f"{watch.progress()}  ({time.monotonic() - t0:.0f}s)")
-                pr = _revert_pr(base, seeded)
-                if pr is None:
-                    ended = watch.ended() or (
+                prs = _revert_prs(base, seeded)
+                if len(prs) < len(expected):
+                    ended = watch.ended(len(prs)) or (
                         Ended(f"gave up after {timeout_s:.0f}s") if time.monotonic() > deadline else None
                     )
                     time.sleep(0.5)
-        if pr is None:
+        if not prs:
             _explain(err, ended, logs, time.monotonic() - t0)
             return GithubDemoResult(1, None)
-        _show(err, base, seeded, scenario, pr, state)
+        for pr in prs:
+            _show(err, base, seeded, scenario, pr, state)
         demo_ci.show_choice(err, db, earlier)
         _show_trust(err, bot_url)
-        correct = scenario["culprit_pr"] == _reverted_pr(pr, seeded.repo)
+        reverted = sorted(filter(None, (_reverted_pr(pr, seeded.repo) for pr in prs)))
+        correct = reverted == sorted(expected)
         err.print(
-            f"expected culprit #{scenario['culprit_pr']}: {'[green]correct[/]' if correct else '[red]wrong[/]'}; "
+            f"expected culprits {', '.join(f'#{n}' for n in expected)}: "
+            f"{'[green]correct[/]' if correct else '[red]wrong[/] (reverted ' + str(reverted) + ')'}; "
             f"{time.monotonic() - t0:.0f}s in all"
         )
-        out.print(pr["html_url"])
+        pr = prs[0]
+        for each in prs:
+            out.print(each["html_url"])
         if keep:
             err.print(
                 "Both servers stay up for you to browse "
@@ -201,11 +216,12 @@ def _api(base: str, seeded, path: str, **params):
     return answer.json()
 
 
-def _revert_pr(base: str, seeded) -> dict | None:
+def _revert_prs(base: str, seeded) -> list[dict]:
+    """The revert PRs opened so far, oldest first (one per culprit)."""
     pulls = [
         p for p in _api(base, seeded, f"/repos/{seeded.repo}/pulls", state="open") if p["title"].startswith("Revert ")
     ]
-    return pulls[0] if pulls else None
+    return sorted(pulls, key=lambda p: p["number"])
 
 
 def _reverted_pr(pr: dict, repo: str) -> int | None:
@@ -226,10 +242,13 @@ def _show(err: Console, base: str, seeded, scenario: dict, pr: dict, state: Sand
         ["git", "--git-dir", str(bare), "diff", pr["base"]["sha"], pr["head"]["sha"]], capture_output=True, text=True
     ).stdout
     err.print(Panel(Syntax(diff, "diff", theme="ansi_dark"), title="the revert"))
+    culprit = _reverted_pr(pr, seeded.repo)
     for number, what in (
-        (scenario["culprit_pr"], "the culprit PR"),
+        (culprit, "the culprit PR"),
         (scenario["followup"]["number"], "the follow-up issue"),
     ):
+        if number is None:
+            continue
         for comment in _api(base, seeded, f"/repos/{seeded.repo}/issues/{number}/comments"):
             if f"#{pr['number']}" in comment["body"] and "**revert-bisect**" not in comment["body"]:
                 err.print(

@@ -96,7 +96,8 @@ class StoryWatch:
         )
         return f"bisection #{row.id}: {row.status or row.phase}, {runs} runs{guess}"
 
-    def ended(self) -> Ended | None:
+    def ended(self, opened: int = 0) -> Ended | None:
+        """Why no (further) revert PR can come, or None; `opened`: the revert PRs on GitHub so far."""
         if not self.bot_alive():
             return Ended("the bot exited")
         try:
@@ -108,6 +109,8 @@ class StoryWatch:
             return Ended(f"the bot's {failed[0].handler} job failed: {failed[0].error}")
         if row is None or not row.status:
             return None
+        if row.tests_json is not None:
+            return self._group_ended(row, opened)
         outcome = parse_outcome(row.outcome_json)
         if row.status != "found":
             message = said(outcome.message, outcome.reason, outcome.facts)
@@ -129,17 +132,50 @@ class StoryWatch:
             )
         return None
 
+    def _group_ended(self, row: _Latest, opened: int) -> Ended | None:
+        """A group of tests (one revert PR per culprit): ended once every culprit proven has its PR or the publish
+        grace is over, or when no culprit was proven at all."""
+        tests = {t: parse_outcome(e.get("outcome")) for t, e in (row.tests_json or {}).items()}
+        found = {t: o for t, o in tests.items() if (row.tests_json or {})[t].get("status") == "found" and o.culprit}
+        proven = {o.culprit for o in found.values() if o.ab and o.ab.passed}
+        refused = [o.revert_refused for o in found.values() if o.revert_refused]
+        if refused:
+            return Ended(f"bisection #{row.id}: a revert PR was refused: {refused[0]}")
+        if not proven:
+            told = parse_outcome(row.outcome_json)
+            message = said(told.message, told.reason, told.facts)
+            return Ended(
+                f"bisection #{row.id} of {len(tests)} tests ended {row.status} without a proven revert: {message}",
+                _failing_steps(self.engine, row.id),
+            )
+        self._proven_at = self._proven_at or self.clock()
+        if opened < len(proven) and self.clock() - self._proven_at > self.publish_grace_s:
+            return Ended(
+                f"bisection #{row.id} proved {len(proven)} reverts, but only {opened} revert PR(s) appeared within "
+                f"{self.publish_grace_s:.0f}s"
+            )
+        if opened >= len(proven) and self.clock() - self._proven_at > self.publish_grace_s:
+            return Ended(f"bisection #{row.id} proved {len(proven)} revert(s): every one has its PR")
+        return None
+
     def _latest(self):
         rows = _rows(
             self.engine,
-            "SELECT id, phase, status, guess, guess_probability, revert_error, outcome "
+            "SELECT id, phase, status, guess, guess_probability, revert_error, outcome, tests "
             "FROM bisections ORDER BY id DESC LIMIT 1",
         )
         if not rows:
             return None
         row = rows[0]
         return _Latest(
-            row.id, row.phase, row.status, row.guess, row.guess_probability, row.revert_error, _json(row.outcome)
+            row.id,
+            row.phase,
+            row.status,
+            row.guess,
+            row.guess_probability,
+            row.revert_error,
+            _json(row.outcome),
+            _json(row.tests),
         )
 
 
@@ -152,6 +188,7 @@ class _Latest:
     guess_probability: float | None
     revert_error: str | None
     outcome_json: dict | None
+    tests_json: dict | None = None  # a group's tests (bisections.tests)
 
 
 def _json(value) -> dict | None:

@@ -200,6 +200,14 @@ class Bisect(Closed):
     first_parent: bool = True
     descend_merges: bool = False
     max_commits: int = Field(2000, ge=1)
+    max_tests: int = Field(
+        8,
+        ge=1,
+        le=64,
+        description="Red tests of one run bisected together, in one search (each step runs every test still "
+        "undecided at its commit): those with the same `runner` whose probe runs the repository's own test; more "
+        "start another bisection. 1: one bisection per test",
+    )
     max_infra_per_commit: int = Field(
         3,
         ge=1,

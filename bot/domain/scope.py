@@ -202,3 +202,20 @@ def scope(
     out = [ranged(run, f, history.get(f.test.id, ())) for f in found]
     scoped = [r for r in out if isinstance(r, Scoped)]
     return scoped or Unscoped("; ".join(r.reason for r in out if isinstance(r, Unscoped)))
+
+
+def together(policy: Policy, scoped: Sequence[Scoped]) -> list[list[Scoped]]:
+    """The red tests of one run, as bisections: those that run the repository's own test (probe unittest or pytest)
+    on the same `runner` are bisected together, `bisect.max_tests` at most in one; a command probe runs alone (a
+    step cannot narrow or read a command per test). Their ranges all end at the run's head, so they overlap."""
+    alone: list[list[Scoped]] = []
+    by_runner: dict[str, list[Scoped]] = {}
+    for s in scoped:
+        test = s.test.test
+        if test.probe.name in ("unittest", "pytest"):
+            by_runner.setdefault(test.runner.model_dump_json(), []).append(s)
+        else:
+            alone.append([s])
+    cap = policy.bisect.max_tests
+    groups = [members[i : i + cap] for members in by_runner.values() for i in range(0, len(members), cap)]
+    return groups + alone

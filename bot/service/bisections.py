@@ -10,7 +10,7 @@ says (the local pool or the step workflow on self-hosted runners).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bot.domain.policy import Policy
@@ -21,7 +21,7 @@ from bot.ports import BackendFor, Clones, Forge
 from bot.ports.store import BisectionStore, HoldLog
 from bot.service.conclude import Conclusions
 from bot.service.drive import StatusComment, drive
-from bot.service.intake import Intake, nightly_request
+from bot.service.intake import Intake, nightly_group_request, nightly_request
 from bot.service.status import render_status
 from bot.service.workspace import Workspace
 
@@ -64,6 +64,11 @@ class Bisections:
         """A red scheduled run: one bisection per (test, range), never two for the same range; the test's readings
         in CI's scheduled runs from GOOD to BAD go with it as free evidence."""
         self._run(forge, nightly_request(repo_slug, scoped, forge.site))
+
+    def start_nightly_group(self, repo_slug: str, group: Sequence[Scoped], forge: Forge) -> None:
+        """Several red tests of one scheduled run, bisected together over the union of their ranges (each test's
+        own GOOD known-good for it): one search, one revert per culprit."""
+        self._run(forge, nightly_group_request(repo_slug, group, forge.site))
 
     def _run(self, forge: Forge, work: StartRequest) -> None:
         admitted = self.intake.admit(forge, work)

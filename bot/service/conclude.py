@@ -15,6 +15,7 @@ from bot.domain.policy import RevertAction
 from bot.domain.subjects import pr_number
 from bot.ports import Forge, RevertFound
 from bot.ports.store import BisectionRecord, BisectionStore, HoldLog
+from bot.service.group_rows import member_outcome
 from bot.service.holds import held_revert, hold, kill_switch
 from bot.service.intake import Admitted
 from bot.service.publish import Publisher, Target
@@ -34,6 +35,8 @@ class Conclusions:
         `#N` (the revert PR), or why none was opened; None when there was nothing to publish."""
         work, bisection_id = admitted.work, admitted.loaded.id
         row = self.store.get(bisection_id)
+        if row.tests is not None:
+            return self._conclude_group(forge, admitted, row)
         outcome = self.store.outcome(bisection_id) or BisectionOutcome()
         culprit = outcome.culprit if row.status == Status.FOUND.value and not work.dry_run else None
         if culprit is None:
@@ -43,6 +46,25 @@ class Conclusions:
             return row, None
         link = self._publish(forge, admitted, row, outcome, culprit, found)
         return self.store.get(bisection_id), link  # with what publishing recorded (notes: a reviewer GitHub refused)
+
+    def _conclude_group(
+        self, forge: Forge, admitted: Admitted, row: BisectionRecord
+    ) -> tuple[BisectionRecord, str | None]:
+        """Several tests bisected together: one revert per culprit, listing every test it broke with the A/B of
+        each, the culprit commented on once. A test without a confirmed culprit (ambiguous, inconclusive) is reported
+        in the status comment, never reverted; a culprit whose A/B did not prove every test it broke, neither."""
+        if admitted.work.dry_run:
+            return row, None
+        said = []
+        for culprit, tests in culprits(row).items():
+            outcomes = {t: member_outcome(row, t) for t in tests}
+            found = self._reverted_on_branch(admitted, culprit)
+            if not (found or all(o.ab and o.ab.passed for o in outcomes.values())):
+                said.append(f"{culprit[:12]}: not opened: the A/B did not prove the revert fixes every test it broke")
+                continue
+            link = self._publish(forge, admitted, row, outcomes[tests[0]], culprit, found, tests)
+            said.append(f"{culprit[:12]}: {link}" if link and not link.startswith("#") else link or "")
+        return self.store.get(row.id), "; ".join(filter(None, said)) or None
 
     def _reverted_on_branch(self, admitted: Admitted, culprit: str) -> RevertFound | None:
         """The culprit's revert on the branch, merged before the bisection or while it ran (so fetched again)."""
@@ -58,6 +80,7 @@ class Conclusions:
         outcome: BisectionOutcome,
         culprit: str,
         found: RevertFound | None,
+        tests: tuple[str, ...] = (),
     ) -> str | None:
         """The guards' decision on the culprit, recorded; the publisher writes what it decided."""
         work, policy, repo = admitted.work, admitted.policy, admitted.repo
@@ -74,8 +97,10 @@ class Conclusions:
                 self.workspace.clone_url(work.repo),
                 self.workspace.token(work.repo),
                 row.id,
-                work.test,
+                tests[0] if tests else work.test,
                 self.workspace.clones,
+                tests,
+                culprit[:12] if tests else "",
             )
         )
         ab, confidence = outcome.ab or AB(), outcome.confidence or 0
@@ -83,7 +108,15 @@ class Conclusions:
 
         def record(**facts_: Any) -> None:  # for the dashboard and the trust report
             facts_ = dict(culprit_pr=facts.pr, culprit_subject=subject, **facts_)
-            self.store.save_progress(row.id, outcome=outcome.with_facts(**facts_).as_json())
+            if not tests:
+                self.store.save_progress(row.id, outcome=outcome.with_facts(**facts_).as_json())
+                return
+            # a group's culprit: on each test it broke, the group's entries as they are now (an earlier culprit's too)
+            entries = {t: dict(e) for t, e in (self.store.get(row.id).tests or {}).items()}
+            for t in tests:
+                told = BisectionOutcome.model_validate(entries[t].get("outcome") or {})
+                entries[t]["outcome"] = told.with_facts(**facts_).as_json()
+            self.store.save_progress(row.id, tests=entries)
 
         if found:  # nothing to open, so nothing to refuse: that revert's PR gets the evidence instead
             proof = evidence if ab.passed else f"P={confidence:.3f}"  # no A/B: HEAD had it
@@ -134,3 +167,13 @@ class Conclusions:
             )
             return f"not opened (`revert.action: comment_only`): the evidence is on {where}"
         return f"#{published.pr_number}"
+
+
+def culprits(row: BisectionRecord) -> dict[str, tuple[str, ...]]:
+    """A group's culprits, each with the tests it broke (the tests whose own bisection found it), in test order."""
+    broke: dict[str, list[str]] = {}
+    for test, entry in (row.tests or {}).items():
+        told = BisectionOutcome.model_validate(entry.get("outcome") or {})
+        if entry.get("status") == Status.FOUND.value and told.culprit:
+            broke.setdefault(told.culprit, []).append(test)
+    return {c: tuple(ts) for c, ts in broke.items()}

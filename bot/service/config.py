@@ -128,8 +128,7 @@ def group_config(
     )
     measured = any(t.metric is not None for t, _ in members)
     return replace(
-        first,
-        command=(),
+        first,  # its command stands for the group's (validated, shown): each step runs its members' own tests
         test_run=None,
         metric_regex=policy.results.log.metric if measured else None,
         metric_file=False,

@@ -14,6 +14,7 @@ from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports import Git, Revert
 from bot.ports.store import BisectionRecord
 from bot.service.driver import finished_runs
+from bot.service.group_rows import member_outcome
 from bot.service.pr_body import (
     AB,
     Culprit,
@@ -101,12 +102,12 @@ def draft(
     )
     ab = _ab(evidence, revert, bool(outcome.ab and outcome.ab.passed))
     fixed = []
-    for test in fixes:
-        told = member_outcome(row, test)
-        theirs = _ab(Evidence.of(problem, runs_of_test(row, test)), revert, bool(told.ab and told.ab.passed))
+    for member in fixes:
+        told = member_outcome(row, member)
+        theirs = _ab(Evidence.of(problem, runs_of_test(row, member)), revert, bool(told.ab and told.ab.passed))
         fixed.append(
             FixedTest(
-                test,
+                member,
                 theirs.head_verdicts,
                 theirs.revert_verdicts,
                 theirs.head_values,
@@ -136,11 +137,6 @@ def draft(
         fixes=fixed,
     )
     return render(body, revert.branch)
-
-
-def member_outcome(row: BisectionRecord, test: str) -> BisectionOutcome:
-    """A group member's own outcome (bisections.tests)."""
-    return BisectionOutcome.model_validate(((row.tests or {}).get(test) or {}).get("outcome") or {})
 
 
 def runs_of_test(row: BisectionRecord, test: str | None):

@@ -209,3 +209,8 @@ def step_report(result: StepResult, verdict: Verdict, results: dict | None) -> S
         result.env_reused if result.env_key else None,
         results,
     )
+
+
+def member_outcome(row: BisectionRecord, test: str) -> BisectionOutcome:
+    """A group member's own outcome, as stored in bisections.tests (empty while it runs)."""
+    return BisectionOutcome.model_validate(((row.tests or {}).get(test) or {}).get("outcome") or {})

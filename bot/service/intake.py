@@ -5,19 +5,19 @@ for a retried job, the one it already started loaded)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from bot.domain.errors import RevertBisectError
 from bot.domain.guards import start_refusal
 from bot.domain.policy import Policy, Test
-from bot.domain.requests import CiReading, StartRequest
+from bot.domain.requests import CiReading, Member, StartRequest
 from bot.domain.scope import Scoped
 from bot.domain.signals import Outcome
 from bot.ports import Forge, Git
 from bot.ports.store import BisectionStore, HoldLog
 from bot.service import setup
-from bot.service.config import bisect_config
+from bot.service.config import bisect_config, group_config
 from bot.service.holds import held_start, hold, kill_switch
 from bot.service.workspace import Workspace
 
@@ -58,6 +58,15 @@ def nightly_request(repo_slug: str, scoped: Scoped, site: str) -> StartRequest:
         cases=scoped.test.cases,
         ci=ci_readings(scoped, f"{site}/actions/runs/{scoped.bad_run}"),
     )
+
+
+def nightly_group_request(repo_slug: str, group: Sequence[Scoped], site: str) -> StartRequest:
+    """Several red tests of one scheduled run over the union of their ranges: GOOD the oldest of their GOODs (the
+    earliest run one of them passed in), each test's own GOOD, cases and CI readings with it."""
+    oldest = min(group, key=lambda s: s.good_run)
+    url = f"{site}/actions/runs/{oldest.bad_run}"
+    members = tuple(Member(s.test.test.id, s.good, s.test.cases, ci_readings(s, url)) for s in group)
+    return replace(nightly_request(repo_slug, oldest, site), test=group[0].test.test.id, ci=(), members=members)
 
 
 def off_branch(repo: Git, good: str, bad: str, branch_ref: str) -> str | None:
@@ -115,7 +124,13 @@ class Intake:
         try:
             # the transplanted test file is BAD's: a commit id every runner's clone has, not a moving ref
             bad_sha = repo.resolve(bad, "BAD") if test.probe.missing == "transplant" else None
-            config = bisect_config(policy, test, bad, work.dry_run, work.cases, bad_sha)
+            if work.members:  # several red tests, one search: each step runs those it carries
+                members = [(policy.test(m.test), m.cases) for m in work.members]
+                if any(t.probe.missing == "transplant" for t, _ in members):
+                    bad_sha = repo.resolve(bad, "BAD")
+                config = group_config(policy, members, bad, work.dry_run, bad_sha)
+            else:
+                config = bisect_config(policy, test, bad, work.dry_run, work.cases, bad_sha)
             existing = self.store.by_origin_key(work.key)
             if existing is None and (
                 refusal := self._start_refusal(forge, policy, work)
@@ -126,7 +141,9 @@ class Intake:
             loaded = (
                 setup.load(self.store, existing.id, self.workspace.clones.open)
                 if existing
-                else setup.create(self.store, repo, work.good, bad, config, work.origin(), work.key, work.ci)
+                else setup.create(
+                    self.store, repo, work.good, bad, config, work.origin(), work.key, work.ci, members=work.members
+                )
             )
         except RevertBisectError as exc:
             if work.thread:

@@ -17,27 +17,27 @@ from bot.service.draft import draft as draft_pr
 from bot.service.pr_body import FailingTest, PullRequestDraft
 
 CULPRIT_COMMENT = (
-    "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) "
+    "revert-bisect found that this PR breaks {test} on `{base}` ({evidence}) "
     "and opened {revert_ref} to revert it.\n\n"
     "The evidence (bisect table, A/B of HEAD vs HEAD + revert, a replayable bisect log) is in that PR. "
     "Once the proper fix is ready{followup_note}, the change can be re-landed with it."
 )
 EVIDENCE_COMMENT = (
-    "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}). The policy's `revert.action` is "
+    "revert-bisect found that this PR breaks {test} on `{base}` ({evidence}). The policy's `revert.action` is "
     "`comment_only`, so no revert PR was opened: the revert below was proven on `{base}`, and a maintainer can "
     "open it by hand.\n\n<details>\n<summary>The evidence: bisect table, A/B of HEAD vs HEAD + revert, a replayable "
     "bisect log</summary>\n\n{body}\n\n</details>"
 )
 REFUSED_COMMENT = (
-    "revert-bisect bisected `{test}` to this PR ({evidence}) but opened no revert: {why}. "
+    "revert-bisect bisected {test} to this PR ({evidence}) but opened no revert: {why}. "
     "The runs are in bisection #{id}; a maintainer can revert by hand."
 )
 ALREADY_COMMENT = (
-    "revert-bisect bisected `{test}` to {culprit} ({evidence}), which {by} already reverts on `{base}`: this confirms "
+    "revert-bisect bisected {test} to {culprit} ({evidence}), which {by} already reverts on `{base}`: this confirms "
     "that revert, and no other was opened. The runs are in bisection #{id}."
 )
 WORKFLOWS_REFUSED_COMMENT = (
-    "revert-bisect found that this PR breaks `{test}` on `{base}` ({evidence}) and proved its revert, but GitHub "
+    "revert-bisect found that this PR breaks {test} on `{base}` ({evidence}) and proved its revert, but GitHub "
     "refused the push of the revert branch: the revert changes workflow files ({files}), and {why}. "
     "No revert PR was opened. To let the bot open it, grant its GitHub App the `workflows: write` permission "
     "(or, for a personal access token, the `workflow` scope) and ask again with `/revert-bisect`; or revert by "
@@ -78,6 +78,17 @@ class Target:
     bisection_id: int
     test_id: str
     clones: Clones
+    tests: tuple[str, ...] = ()  # a culprit of a group (bot.domain.bisect.group): every test it broke, test_id first
+    part: str = ""  # a group's culprit: its writes' keys apart from the group's other culprits'
+
+    @property
+    def named(self) -> str:
+        """The tests the culprit broke, as the comments name them."""
+        return ", ".join(f"`{t}`" for t in (self.tests or (self.test_id,)))
+
+    def key(self, name: str) -> str:
+        """The key of one of its writes (comment_once, ensure_issue): one per bisection, and per culprit of a group."""
+        return f"{name}-{self.bisection_id}" + (f"-{self.part}" if self.part else "")
 
 
 class Publisher:
@@ -96,8 +107,8 @@ class Publisher:
         if facts.pr:
             t.forge.comment_once(
                 facts.pr,
-                f"culprit-{t.bisection_id}",
-                REFUSED_COMMENT.format(test=t.test_id, evidence=evidence, why=refusal, id=t.bisection_id),
+                t.key("culprit"),
+                REFUSED_COMMENT.format(test=t.named, evidence=evidence, why=refusal, id=t.bisection_id),
             )
 
     def revert(
@@ -117,7 +128,7 @@ class Publisher:
             followup, _ = forge.ensure_issue(
                 f"tracking-{culprit_pr}",
                 f"Fix the regression from #{culprit_pr} so it can be re-landed",
-                f"revert-bisect bisected `{t.test_id}` to #{culprit_pr} and proved that reverting it fixes the "
+                f"revert-bisect bisected {t.named} to #{culprit_pr} and proved that reverting it fixes the "
                 "test. This issue tracks the proper fix.",
             )
         revert = t.clones.create_revert(t.repo, culprit, row.head)
@@ -135,6 +146,7 @@ class Publisher:
             ),
             prs=prs,
             followups=[followup] if followup else [],
+            fixes=t.tests,
         )
         published = self.publish(revert, pr, evidence, culprit_pr, facts.author, followup)
         return published, pr, followup
@@ -154,7 +166,7 @@ class Publisher:
         branch (no `revert` or `draft` then); like an open revert PR, that revert's PR gets the evidence, else the
         culprit PR does, and nothing is pushed or opened. The revert's branch is pushed with the target's clones."""
         t = self.target
-        forge, policy, bisection_id, test_id = t.forge, t.policy, t.bisection_id, t.test_id
+        forge, policy, bisection_id = t.forge, t.policy, t.bisection_id
         branch = branch_name(culprit_pr, (already or revert).culprit)
         existing = already.pr if already else None
         if existing is None and culprit_pr:
@@ -167,7 +179,7 @@ class Publisher:
                     else "a later change"
                 )
                 text = ALREADY_COMMENT.format(
-                    test=test_id,
+                    test=t.named,
                     culprit=f"#{culprit_pr}" if culprit_pr else f"`{already.culprit[:12]}`",
                     evidence=evidence,
                     by=by,
@@ -177,7 +189,7 @@ class Publisher:
             else:
                 text = f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}."
             if on := existing or culprit_pr:
-                forge.comment_once(on, f"evidence-{bisection_id}", text)
+                forge.comment_once(on, t.key("evidence"), text)
             return Published(existing, None, None if already else branch, existing_revert=existing, evidence_on=on)
         if (
             policy.revert.action is RevertAction.COMMENT_ONLY
@@ -185,8 +197,8 @@ class Publisher:
             if culprit_pr:
                 forge.comment_once(
                     culprit_pr,
-                    f"culprit-{bisection_id}",
-                    EVIDENCE_COMMENT.format(test=test_id, base=draft.base_branch, evidence=evidence, body=draft.body),
+                    t.key("culprit"),
+                    EVIDENCE_COMMENT.format(test=t.named, base=draft.base_branch, evidence=evidence, body=draft.body),
                 )
             return Published(None, None, None, evidence_on=culprit_pr)
         try:
@@ -197,9 +209,9 @@ class Publisher:
                 files = ", ".join(f"`{f}`" for f in exc.workflow_files(revert.files)) or "under `.github/workflows/`"
                 forge.comment_once(
                     culprit_pr,
-                    f"culprit-{bisection_id}",
+                    t.key("culprit"),
                     WORKFLOWS_REFUSED_COMMENT.format(
-                        test=test_id, base=draft.base_branch, evidence=evidence, files=files, why=why, id=bisection_id
+                        test=t.named, base=draft.base_branch, evidence=evidence, files=files, why=why, id=bisection_id
                     ),
                 )
             return Published(None, None, None, evidence_on=culprit_pr, refused=exc.summary)
@@ -217,15 +229,15 @@ class Publisher:
             note = f" (#{followup})" if followup else ""
             forge.comment_once(
                 culprit_pr,
-                f"culprit-{bisection_id}",
+                t.key("culprit"),
                 CULPRIT_COMMENT.format(
-                    test=test_id, base=draft.base_branch, evidence=evidence, revert_ref=revert_ref, followup_note=note
+                    test=t.named, base=draft.base_branch, evidence=evidence, revert_ref=revert_ref, followup_note=note
                 ),
             )
         if followup and culprit_pr:
             forge.comment_once(
                 followup,
-                f"followup-{bisection_id}",
+                t.key("followup"),
                 FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch),
             )
         return Published(pr.number, pr.url, branch, notes=notes)

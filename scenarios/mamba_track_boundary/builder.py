@@ -63,6 +63,10 @@ class Scenario:
     # the commit that renamed the track-interval server flag (inside the range the demo bisects): index, sha, pr,
     # old and new flag
     flag_rename: dict = field(default_factory=dict)
+    # regressions=2: the second culprit (the nightly's logprob test), for tests only; None with one regression
+    second_culprit: str | None = None
+    second_culprit_pr: int | None = None
+    second_culprit_index: int | None = None
     threshold: float = THRESHOLD
     metric: str = METRIC
     track_interval: int = TRACK_INTERVAL
@@ -143,7 +147,23 @@ def _rename_position(commits: int, culprit: int, seed: int, taken: set[int], spa
     raise ValueError(f"cannot place the server flag rename in a history of {commits}")
 
 
-def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int, list[int], int]:
+def _second_position(commits: int, culprit: int, seed: int, taken: set[int], spare: set[int]) -> int:
+    """Where the second regression lands (regressions=2): after the culprit and after a scheduled run that follows
+    it when there is room, so that the test it breaks passed in a later run than the culprit's tests did (each test's
+    own GOOD); never on a commit the plan already uses, nor BAD. Drawn apart from the plan's random stream."""
+    every = max(SCHEDULE_EVERY_MIN, commits // SCHEDULE_RUNS)
+    later_runs = [p for p in range(0, commits - 1, every) if p > culprit]
+    pick = random.Random(f"mamba-track-boundary/{seed}/second")
+    for start in ([later_runs[0] + 1] if later_runs else []) + [culprit + 2]:
+        free = [i for i in range(start, commits - 1) if i not in taken and i not in spare and abs(i - culprit) > 1]
+        if free:
+            return pick.choice(free)
+    raise ValueError(f"cannot place a second regression after the culprit in a history of {commits}")
+
+
+def _plan(
+    commits: int, seed: int, unbuildable: int, regressions: int = 1
+) -> tuple[list[Planned], int, list[int], int, int | None]:
     if commits < 8:
         raise ValueError("--commits must be at least 8 (the culprit is kept out of the first and last 3)")
     rng = random.Random(f"mamba-track-boundary/{seed}")
@@ -175,6 +195,11 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
     )
 
     rename = _rename_position(commits, culprit, seed, {0, culprit, *broken, *fixes}, {*releases, *pins})
+    second = (
+        _second_position(commits, culprit, seed, {0, culprit, rename, *broken, *fixes}, {*releases, *pins})
+        if regressions > 1
+        else None
+    )
 
     numbers = _pr_numbers(commits, rng)
     pool = [c for kind in sorted(pools.pools().items()) for c in kind[1]]
@@ -197,6 +222,8 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
             change, author = history.culprit_change(), CULPRIT_AUTHOR
         elif i == rename:
             change = history.flag_rename_change()
+        elif i == second:
+            change = history.second_culprit_change()
         elif i in broken_changes:
             change = broken_changes[i][0]
         elif i in fixes:
@@ -212,7 +239,7 @@ def _plan(commits: int, seed: int, unbuildable: int) -> tuple[list[Planned], int
             change = pools.filler(fillers, rng)
             fillers += 1
         plan.append(Planned(change, numbers[i], author))
-    return plan, culprit, broken, rename
+    return plan, culprit, broken, rename, second
 
 
 def _pr_numbers(commits: int, rng: random.Random) -> list[int]:
@@ -285,14 +312,23 @@ def _followup(number: int, culprit_pr: int, created: datetime) -> dict:
 
 
 def build(
-    dir: Path, commits: int = 60, seed: int = 0, flake_rate: float = 0.0, unbuildable: int = 0, force: bool = False
+    dir: Path,
+    commits: int = 60,
+    seed: int = 0,
+    flake_rate: float = 0.0,
+    unbuildable: int = 0,
+    force: bool = False,
+    regressions: int = 1,
 ) -> Scenario:
-    """Write DIR/repo and DIR/scenario.json; see the module docstring."""
+    """Write DIR/repo and DIR/scenario.json; see the module docstring. `regressions=2`: the nightly runs two more
+    accuracy files, one the culprit breaks too, and a second culprit later in the range breaks the other."""
+    if regressions not in (1, 2):
+        raise ValueError("regressions must be 1 or 2")
     if not 0.0 <= flake_rate <= 1.0:
         raise ValueError("flake_rate must be within [0, 1]")
     if unbuildable < 0:
         raise ValueError("unbuildable must be at least 0")
-    plan, culprit_index, broken, rename_index = _plan(commits, seed, unbuildable)
+    plan, culprit_index, broken, rename_index, second_index = _plan(commits, seed, unbuildable, regressions)
     dir = Path(dir).resolve()
     repo = dir / "repo"
     if repo.exists():
@@ -311,6 +347,8 @@ def build(
         before = dict(tree)
         if i == 0:
             tree.update(history.initial_tree(flake_rate, FIRST_VERSION))
+            if regressions > 1:
+                tree.update(history.extra_tests())
         else:
             change.apply(tree)
         changed = sorted(p for p in tree if before.get(p) != tree[p])
@@ -385,6 +423,9 @@ def build(
         unbuildable=[shas[u] for u in broken],
         prs=records,
         followup=_followup(followup_number, plan[culprit_index].pr, when + timedelta(hours=6)),
+        second_culprit=shas[second_index] if second_index is not None else None,
+        second_culprit_pr=plan[second_index].pr if second_index is not None else None,
+        second_culprit_index=second_index,
         flag_rename={
             "index": rename_index,
             "sha": shas[rename_index],

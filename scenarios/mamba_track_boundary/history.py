@@ -351,6 +351,36 @@ def culprit_change() -> Change:
     )
 
 
+# -- the second regression (builder.build(regressions=2)): another commit inside the range breaks another test --
+
+LOGPROB_GUARD = """\
+        if req.return_logprob and req.logprob_start_len >= 0:
+            # Input logprobs from logprob_start_len on must be computed, not read from the cache.
+            max_prefix_len = min(max_prefix_len, req.logprob_start_len)
+"""
+SECOND_CULPRIT_TITLE = "[Perf] Let logprob requests reuse the prefix cache"
+EXTRA_TESTS = Path(__file__).parent / "extra"  # the nightly's other accuracy tests, when the incident has two culprits
+
+
+def extra_tests() -> Tree:
+    """The nightly files an incident with two regressions runs beside the KL test: one the track-boundary culprit
+    breaks too (a resumed turn's first token), one only the second culprit breaks (input logprobs past a cache hit)."""
+    return {f"test/nightly/{path.name}": path.read_text() for path in sorted(EXTRA_TESTS.glob("test_*.py"))}
+
+
+def second_culprit_change() -> Change:
+    return Change(
+        "perf",
+        SECOND_CULPRIT_TITLE,
+        "Requests with `return_logprob` skipped the prefix cache from `logprob_start_len` on, so an eval harness "
+        "that scores many continuations of one prompt prefilled the prompt every time. Match the prefix cache for "
+        "them like for any other request.",
+        # Only lines no later commit touches, so that it reverts cleanly on HEAD.
+        replace("mini_sglang/scheduler.py", LOGPROB_GUARD, ""),
+        ("`scheduler.py`: a logprob request matches the prefix cache like any other.",),
+    )
+
+
 CULPRIT_TEST = """\
 from mini_sglang.config import ServerArgs
 from mini_sglang.engine import Engine

@@ -191,6 +191,29 @@ def test_demo_through_github(cli, tmp_path):
     assert "CI: good" in r.stderr and "CI: bad" in r.stderr  # the PR's bisect table, CI's rows
     assert f"comment on the culprit PR #{scenario['culprit_pr']}" in r.stderr
     assert f"comment on the follow-up issue #{scenario['followup']['number']}" in r.stderr
+    # three red tests, two culprits: one bisection of the three, a revert PR per culprit, the first listing both
+    # tests the track-boundary culprit broke
+    assert len(r.stdout.split()) == 2, r.stdout
+    assert f"comment on the culprit PR #{scenario['second_culprit_pr']}" in r.stderr
+    assert f"expected culprits #{scenario['culprit_pr']}, #{scenario['second_culprit_pr']}: correct" in r.stderr
+    assert "2 tests fail on main since" in r.stderr and "Every test this revert fixes" in r.stderr
+    from datetime import UTC, datetime
+
+    from bot.adapters.store.db import connect
+    from bot.adapters.store.store import Store
+    from bot.web.detail import detail
+
+    store = Store(connect(f"sqlite:///{tmp_path / 'demo' / 'bot.db'}"))
+    (row,) = store.recent(10)  # one bisection of the three tests
+    shown = detail(store.get(row.id), datetime.now(UTC))  # what the dashboard's page of it shows
+    culprits = {t.test: t.culprit for t in shown.tests}
+    assert culprits == {
+        "decode-cache-hit": scenario["culprit"],
+        "prefix-reuse": scenario["culprit"],
+        "logprob-start-len": scenario["second_culprit"],
+    }
+    assert all(t.revert_pr for t in shown.tests)
+    assert any(len(step.tests) == 3 for step in shown.steps)  # steps shared by the three tests
 
 
 @pytest.mark.parametrize(

@@ -520,3 +520,61 @@ def test_flake_rate_one_always_fails_a_good_commit(tmp_path):
     failures = re.findall(r"(?m)^AssertionError: avg_kl_div=([0-9.eE+-]+) > threshold", proc.stderr)
     assert len(failures) == 4 and all(float(v) >= BROKEN[0] for v in failures)  # like the regression, or worse
     # Rate 0 never fails a good commit: the tests above run good commits with rate 0.
+
+
+def _suite(repo: Path, sha: str, where: Path) -> str:
+    """The nightly's accuracy suite, as run_suite runs it, at one commit: its report."""
+    git(repo, "worktree", "add", "-q", str(where), sha)
+    done = subprocess.run(
+        [sys.executable, "test/run_suite.py", "--suite", "nightly-accuracy", "--max-attempts", "1"],
+        cwd=where,
+        env={**os.environ, "MINI_SGLANG_IS_IN_CI": "true"},
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+def test_two_regressions_break_two_tests_by_one_commit_and_a_third_by_a_later_one(tmp_path):
+    """`regressions=2` (the demo's default): the nightly runs three accuracy files; the track-boundary culprit breaks
+    the KL file and the prefix-reuse file, a later commit inside the range the logprob file; each reverts cleanly
+    on HEAD, and with both reverted the suite is green again."""
+    s = build(tmp_path / "two", regressions=2)
+    assert s.second_culprit_index is not None and s.second_culprit_index > s.culprit_index + 1
+    assert s.second_culprit == s.shas[s.second_culprit_index] and s.second_culprit_pr
+    every = max(SCHEDULE_EVERY_MIN, s.commits // SCHEDULE_RUNS)
+    # a scheduled run lies between the two culprits: the third test's own GOOD is later than the first two's
+    assert any(s.culprit_index < p < s.second_culprit_index for p in range(0, s.commits - 1, every))
+    failed = lambda report: sorted(re.findall(r"✗ FAILED: \S+/(test_\w+\.py)", report))  # noqa: E731
+    expect = {
+        s.culprit_index - 1: [],
+        s.culprit_index: ["test_kl_decode_cache_hit.py", "test_mamba_prefix_reuse.py"],
+        s.second_culprit_index - 1: ["test_kl_decode_cache_hit.py", "test_mamba_prefix_reuse.py"],
+        s.second_culprit_index: [
+            "test_kl_decode_cache_hit.py",
+            "test_logprob_start_len.py",
+            "test_mamba_prefix_reuse.py",
+        ],
+    }
+    for index, files in expect.items():
+        assert failed(_suite(s.repo, s.shas[index], tmp_path / f"at-{index}")) == files, index
+    head = tmp_path / "head"
+    git(s.repo, "worktree", "add", "-q", str(head), s.bad)
+    for culprit in (s.second_culprit, s.culprit):  # each reverts cleanly on HEAD, the later one first
+        subprocess.run(
+            ["git", "-C", str(head), "-c", "user.name=t", "-c", "user.email=t@e", "revert", "--no-edit", culprit],
+            check=True,
+            capture_output=True,
+        )
+    done = subprocess.run(
+        [sys.executable, "test/run_suite.py", "--suite", "nightly-accuracy", "--max-attempts", "1"],
+        cwd=head,
+        env={**os.environ, "MINI_SGLANG_IS_IN_CI": "true"},
+        capture_output=True,
+        text=True,
+    )
+    assert "Test Summary: 3/3 passed" in done.stdout, done.stdout[-2000:]
+    # one regression (the default build): the suite runs the KL file alone, as before
+    one = build(tmp_path / "one")
+    assert one.second_culprit is None
+    assert failed(_suite(one.repo, one.bad, tmp_path / "one-bad")) == ["test_kl_decode_cache_hit.py"]

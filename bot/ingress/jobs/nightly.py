@@ -17,13 +17,13 @@ that still fails over its range.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.domain.patience import NotYet
 from bot.domain.policy import Policy, Watch
-from bot.domain.scope import RunInfo, Scoped, Unscoped, failures, ranged, run_info, watched
+from bot.domain.scope import RunInfo, Scoped, Unscoped, failures, ranged, run_info, together, watched
 from bot.domain.signals import Flake, latest_jobs
 from bot.ingress.jobs import run_reads
 from bot.ports import CiReads, Forge
@@ -44,6 +44,9 @@ class ForgeWithCi(CiReads, Forge, Protocol):
 
 class NightlyBisections(Protocol):
     def start_nightly(self, repo_slug: str, scoped: Scoped, forge: Forge) -> None: ...
+
+    def start_nightly_group(self, repo_slug: str, group: Sequence[Scoped], forge: Forge) -> None:
+        """Several red tests of the run, in one bisection (bot.domain.scope.together)."""
 
 
 class NoFlakeLog:
@@ -161,6 +164,7 @@ class NightlyJob:
         if isinstance(found, Unscoped):
             log.warning("delivery %s: %s", delivery, found.reason)
             return
+        scoped_tests = []
         for failure in found:
             first_job = run_reads.failed_in(policy, failure.test, red)
             signals = run_reads.history(forge, policy, watch, run, failure.test, workflow, first_job)
@@ -176,4 +180,10 @@ class NightlyJob:
                 scoped.bad[:12],
                 scoped.good_run,
             )
-            self.bisections.start_nightly(repo, scoped, forge)
+            scoped_tests.append(scoped)
+        for group in together(policy, scoped_tests):
+            if len(group) == 1:
+                self.bisections.start_nightly(repo, group[0], forge)
+            else:
+                log.info("delivery %s: %s bisected together", delivery, ", ".join(s.test.test.id for s in group))
+                self.bisections.start_nightly_group(repo, group, forge)

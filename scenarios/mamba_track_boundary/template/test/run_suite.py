@@ -18,7 +18,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITES = {
     "stage-a-test-cpu": lambda: sorted(glob.glob("test/test_*.py", root_dir=ROOT)),
-    "nightly-accuracy": lambda: ["test/nightly/test_kl_decode_cache_hit.py"],
+    "nightly-accuracy": lambda: sorted(glob.glob("test/nightly/test_*.py", root_dir=ROOT)),
 }
 
 
