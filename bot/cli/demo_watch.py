@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.cli.wording import said
-from bot.domain.outcome import parse_outcome
+from bot.domain.outcome import members, parse_outcome
 
 PUBLISH_GRACE_S = 90.0  # from "found, revert proven" to the PR on GitHub: branch push, PR, labels, comments
 
@@ -135,10 +135,10 @@ class StoryWatch:
     def _group_ended(self, row: _Latest, opened: int) -> Ended | None:
         """A group of tests (one revert PR per culprit): ended once every culprit proven has its PR or the publish
         grace is over, or when no culprit was proven at all."""
-        tests = {t: parse_outcome(e.get("outcome")) for t, e in (row.tests_json or {}).items()}
-        found = {t: o for t, o in tests.items() if (row.tests_json or {})[t].get("status") == "found" and o.culprit}
-        proven = {o.culprit for o in found.values() if o.ab and o.ab.passed}
-        refused = [o.revert_refused for o in found.values() if o.revert_refused]
+        tests = members(row.tests_json)
+        found = [m.outcome for m in tests if m.culprit]
+        proven = {o.culprit for o in found if o.ab and o.ab.passed}
+        refused = [o.revert_refused for o in found if o.revert_refused]
         if refused:
             return Ended(f"bisection #{row.id}: a revert PR was refused: {refused[0]}")
         if not proven:

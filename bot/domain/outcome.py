@@ -9,6 +9,7 @@ loses nothing) or hold a value of the wrong type (dropped to its default rather 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,32 @@ class BisectionOutcome(BaseModel):
 
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)  # the keys the writer gave, nulls included
+
+
+@dataclass(frozen=True)
+class Member:
+    """One test of a group bisected together, as stored in bisections.tests: how it stands or ended, its outcome."""
+
+    test: str
+    status: str  # its phase while it runs, its status once it ended
+    outcome: BisectionOutcome
+
+    @property
+    def culprit(self) -> str | None:
+        """Its culprit, once its own bisection found one."""
+        return self.outcome.culprit if self.status == "found" else None
+
+
+def members(tests: Mapping[str, Any] | None) -> list[Member]:
+    """A group's tests (bisections.tests), in order; [] for a bisection of one test."""
+    return [
+        Member(
+            test,
+            str(entry.get("status") or (entry.get("state") or {}).get("phase") or "calibrating"),
+            parse_outcome(entry.get("outcome")),
+        )
+        for test, entry in (tests or {}).items()
+    ]
 
 
 def parse_outcome(data: Any) -> BisectionOutcome:

@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.domain.bisect.model import Status
 from bot.domain.guards import Culprit, Repository, revert_refusal
-from bot.domain.outcome import AB, BisectionOutcome
+from bot.domain.outcome import AB, BisectionOutcome, members
 from bot.domain.policy import RevertAction
 from bot.domain.subjects import pr_number
 from bot.ports import Forge, RevertFound
@@ -172,8 +172,7 @@ class Conclusions:
 def culprits(row: BisectionRecord) -> dict[str, tuple[str, ...]]:
     """A group's culprits, each with the tests it broke (the tests whose own bisection found it), in test order."""
     broke: dict[str, list[str]] = {}
-    for test, entry in (row.tests or {}).items():
-        told = BisectionOutcome.model_validate(entry.get("outcome") or {})
-        if entry.get("status") == Status.FOUND.value and told.culprit:
-            broke.setdefault(told.culprit, []).append(test)
+    for m in members(row.tests):
+        if m.culprit:
+            broke.setdefault(m.culprit, []).append(m.test)
     return {c: tuple(ts) for c, ts in broke.items()}

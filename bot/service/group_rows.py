@@ -11,7 +11,7 @@ from dataclasses import replace
 from bot.domain.bisect.group import Group
 from bot.domain.bisect.model import Kind, Outcome, Phase, Problem, Run, Settings, State, Status
 from bot.domain.bisect.verdict import SKIP_EXIT, RawResult, Verdict, classify
-from bot.domain.outcome import AB, BisectionOutcome
+from bot.domain.outcome import AB, BisectionOutcome, members
 from bot.ports.store import BisectionRecord, StepRecord, StepReport
 from runners.spec import StepResult
 
@@ -213,4 +213,4 @@ def step_report(result: StepResult, verdict: Verdict, results: dict | None) -> S
 
 def member_outcome(row: BisectionRecord, test: str) -> BisectionOutcome:
     """A group member's own outcome, as stored in bisections.tests (empty while it runs)."""
-    return BisectionOutcome.model_validate(((row.tests or {}).get(test) or {}).get("outcome") or {})
+    return next((m.outcome for m in members(row.tests) if m.test == test), BisectionOutcome())

@@ -8,7 +8,7 @@ from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
-from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.ports import Clones, Git
 from bot.ports.store import BisectionRecord
 from bot.service.driver import finished_runs
@@ -85,14 +85,17 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
 
 def tests_of(row: BisectionRecord) -> list[dict]:
     """Each test of a group: its culprit (or null), how it ended, and the runs that carried it."""
-    out = []
-    for test, info in (row.tests or {}).items():
-        told = BisectionOutcome.model_validate(info.get("outcome") or {})
-        runs = sum(1 for s in row.steps if s.state in ("done", "lost") and test in (s.results or {}))
-        status = info.get("status") or (info.get("state") or {}).get("phase")
-        culprit = told.culprit if status == Status.FOUND.value else None
-        out.append(dict(test=test, culprit=culprit, outcome=status, runs=runs, message=told.message))
-    return out
+    ran = [s for s in row.steps if s.state in ("done", "lost")]
+    return [
+        dict(
+            test=m.test,
+            culprit=m.culprit,
+            outcome=m.status,
+            runs=sum(m.test in (s.results or {}) for s in ran),
+            message=m.outcome.message,
+        )
+        for m in members(row.tests)
+    ]
 
 
 KIND_WORDS = {  # in the order a bisection spends them

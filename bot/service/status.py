@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
-from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.domain.outcome import BisectionOutcome, Member, members, outcome_of
 from bot.ports.store import BisectionRecord
 from bot.service.snapshot import Snapshot, TestView
 from bot.service.wording import said
@@ -32,7 +32,7 @@ def render_status(
             + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else ".")
         )
         lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
-        return "\n".join(lines + _tests_table(row.tests))
+        return "\n".join(lines + _tests_table({m.test: _told(m) for m in members(row.tests)}))
     if snap is None:
         return f"{head}\n\nStarting: calibrating the endpoints."
     counts = Counter(v.value for _, _, v, _ in snap.runs)
@@ -58,6 +58,10 @@ def render_status(
     return "\n".join(lines)
 
 
+def _told(member: Member) -> dict:
+    return dict(status=member.status, culprit=member.culprit)
+
+
 def _entry(view: TestView) -> dict:
     return dict(
         status=view.status, culprit=view.culprit, guess=view.guess, probability=view.probability, runs=view.runs
@@ -70,9 +74,7 @@ def _tests_table(tests: Mapping[str, Mapping] | None) -> list[str]:
         return []
     rows = ["", "| test | status | culprit | runs |", "|---|---|---|---|"]
     for test, info in tests.items():
-        told = info.get("outcome") or {}
-        status = info.get("status") or (info.get("state") or {}).get("phase") or "calibrating"
-        culprit = info.get("culprit") or (told.get("culprit") if status == "found" else None)
+        status, culprit = info["status"], info.get("culprit")
         guess = info.get("guess") if not culprit and info.get("probability") else None
         said_of = f"`{culprit[:12]}`" if culprit else f"`{guess[:12]}`? (P={info['probability']:.2f})" if guess else "-"
         rows.append(f"| {code(test)} | {status} | {said_of} | {info.get('runs', '')} |")

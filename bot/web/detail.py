@@ -14,7 +14,7 @@ from datetime import datetime
 from bot.domain.bisect.explain import AB_KIND_VALUES, Masses, explain
 from bot.domain.bisect.model import Settings
 from bot.domain.bisect.verdict import MetricRule
-from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports.store import BisectionRecord
 from bot.web.models import (
@@ -194,16 +194,16 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
     for s in steps:
         rounds[s.round].append(views[s.id])
     round_views = []
-    for rnd, members in rounds.items():
-        starts = [m.started_at for m in members if m.started_at]
-        ends = [m.finished_at for m in members if m.finished_at]
+    for rnd, in_round in rounds.items():
+        starts = [m.started_at for m in in_round if m.started_at]
+        ends = [m.finished_at for m in in_round if m.finished_at]
         round_views.append(
             RoundView(
                 round=rnd,
-                kinds=list(dict.fromkeys(m.kind for m in members)),
-                steps=members,
+                kinds=list(dict.fromkeys(m.kind for m in in_round)),
+                steps=in_round,
                 started_at=min(starts) if starts else None,
-                finished_at=max(ends) if ends and len(ends) == len(members) else None,
+                finished_at=max(ends) if ends and len(ends) == len(in_round) else None,
             )
         )
     round_views.sort(key=lambda r: (r.started_at or now, r.round))
@@ -248,18 +248,14 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
 
 def tests_of(row: BisectionRecord) -> list[TestRowView]:
     """A group's tests, each with its answer and the steps that carried it."""
-    rows = []
-    for test, info in (row.tests or {}).items():
-        told = BisectionOutcome.model_validate(info.get("outcome") or {})
-        status = str(info.get("status") or (info.get("state") or {}).get("phase") or "calibrating")
-        rows.append(
-            TestRowView(
-                test=test,
-                status=status,
-                culprit=text_or_none(told.culprit) if status == "found" else None,
-                message=text_or_none(told.message),
-                steps=sum(1 for s in row.steps if test in (s.results or {})),
-                revert_pr=told.revert_pr,
-            )
+    return [
+        TestRowView(
+            test=m.test,
+            status=m.status,
+            culprit=text_or_none(m.culprit),
+            message=text_or_none(m.outcome.message),
+            steps=sum(m.test in (s.results or {}) for s in row.steps),
+            revert_pr=m.outcome.revert_pr,
         )
-    return rows
+        for m in members(row.tests)
+    ]
