@@ -28,6 +28,17 @@ def named(test: Test, name: str) -> bool:
     return re.search(test.match, name) is not None
 
 
+def for_name(test: Test, name: str) -> Test | None:
+    """The test a failed (or retried) name stands for: `test` when it matches; for a selector, the test of that one
+    file (bot.domain.policy.Test.selected), when the file lies below its cwd."""
+    if not named(test, name):
+        return None
+    if not test.selects:
+        return test
+    file = test.selected_name(name)
+    return test.selected(file) if file is not None else None
+
+
 @dataclass(frozen=True)
 class FailedTest:
     test: Test
@@ -114,8 +125,8 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
     artifact = _metric_from_json(results.metrics)
     out: list[FailedTest] = []
     for name in dict.fromkeys(names):
-        for test in policy.tests:
-            if re.search(test.match, name) and all(f.test.id != test.id for f in out):
+        for test in (t for t in map(lambda t: for_name(t, name), policy.tests) if t is not None):
+            if all(f.test.id != test.id for f in out):
                 found = failures(_own_output(test, log)) if test.probe.name != "command" else []
                 own = [
                     m.groupdict() for f in found for m in re.finditer(patterns.metric or "(?!)", f.block) if test.metric

@@ -81,6 +81,9 @@ class Metric(Closed):
     direction: Direction = Direction.HIGHER_IS_WORSE
 
 
+SELECTED = "{file}"  # in probe.file: the failed file a selector test stands for, relative to probe.cwd
+
+
 class Probe(Closed):
     """How a step runs the test at a commit. `unittest` / `pytest`: the repository's own test file, as its CI runs it
     (from `cwd`, with CI's `env`), narrowed to the cases that failed on the red run (runners.testrun). `command`:
@@ -88,7 +91,11 @@ class Probe(Closed):
 
     name: Literal["unittest", "pytest", "command"]
     command: list[str] = Field(default_factory=list, description="For `command`: argv run in the worktree")
-    file: str | None = Field(None, description="For `unittest`/`pytest`: the test file, relative to `cwd`")
+    file: str | None = Field(
+        None,
+        description="For `unittest`/`pytest`: the test file, relative to `cwd`; `{file}` makes the test a selector: "
+        "every failed file its `match` covers is a test of its own (id `<id>:<file>`), that file run from `cwd`",
+    )
     cwd: str = Field(".", description="Where CI runs the file from, relative to the repository root")
     python: str = Field("python3", description="The interpreter CI runs it with (on the runner's PATH)")
     args: list[str] = Field(
@@ -118,6 +125,13 @@ class Probe(Closed):
             for path in (self.file, self.cwd):
                 if path.startswith("/") or ".." in path.split("/"):
                     raise ValueError(f"{path!r} must be a path inside the repository")
+            if "{" in self.file.replace(SELECTED, "") or "}" in self.file.replace(SELECTED, ""):
+                raise ValueError(f"file {self.file!r}: the only placeholder is {SELECTED} (the failed file)")
+            if SELECTED in self.file and self.cwd == ".":
+                raise ValueError(
+                    f"file {self.file!r} selects failed files, named as the log prints them (absolute paths): give "
+                    "`cwd:` (the directory CI runs them from), so each is found below it"
+                )
         elif self.file or self.args or self.env or self.build or self.cwd != "." or self.missing != "untestable":
             raise ValueError("probe `command` takes only `command:` (file, cwd, args, env, build, missing are not its)")
         return self
@@ -192,6 +206,30 @@ class Test(Closed):
     runner: Runner = Field(default_factory=Runner)
 
     _check = field_validator("match", "jobs")(_regex)
+
+    @property
+    def selects(self) -> bool:
+        """A selector: every failed file `match` covers is a test of its own (probe.file holds `{file}`)."""
+        return SELECTED in (self.probe.file or "")
+
+    def selected(self, file: str) -> Test:
+        """The test of one file a selector covers (`file` relative to probe.cwd): its own id, match and probe file."""
+        return self.model_copy(
+            update={
+                "id": f"{self.id}:{file}",
+                "match": f"(?:^|/){re.escape(file)}$",
+                "probe": self.probe.model_copy(update={"file": (self.probe.file or "").replace(SELECTED, file)}),
+            }
+        )
+
+    def selected_name(self, name: str) -> str | None:
+        """A failed name as the results print it (an absolute path, or one from the repository root) as a file below
+        probe.cwd, or None when it is not below it."""
+        cwd = self.probe.cwd.strip("/")
+        if name.startswith(cwd + "/"):
+            return name[len(cwd) + 1 :]
+        marker = f"/{cwd}/"
+        return name.rsplit(marker, 1)[1] if marker in name else None
 
 
 class Bisect(Closed):
@@ -284,4 +322,10 @@ class Policy(Closed):
         return self
 
     def test(self, test_id: str) -> Test | None:
-        return next((t for t in self.tests if t.id == test_id), None)
+        """The test with this id; `<id>:<file>` is one file a selector test (`probe.file: '{file}'`) covers."""
+        found = next((t for t in self.tests if t.id == test_id), None)
+        base_id, sep, file = test_id.partition(":")
+        if found is None and sep and file:
+            base = next((t for t in self.tests if t.id == base_id), None)
+            return base.selected(file) if base is not None and base.selects else None
+        return found

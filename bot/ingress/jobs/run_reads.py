@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bot.domain.ci_results import FailedTest, Results, combine, failed_tests, named, read_artifacts, read_job
+from bot.domain.ci_results import FailedTest, Results, combine, failed_tests, for_name, read_artifacts, read_job
 from bot.domain.errors import RevertBisectError
 from bot.domain.joblog import plain
 from bot.domain.policy import Policy, Test, Watch
@@ -90,12 +90,9 @@ def failed_in(policy: Policy, test: Test, red: RedRun) -> str | None:
 
 def retried_passed(policy: Policy, logs: Iterable[str]) -> list[Test]:
     """Watched tests the suite runner retried in these logs and that then passed (↻ RETRIED: ... passed)."""
-    reports = [parse(text) for text in logs]
-    return [
-        test
-        for test in policy.tests
-        if any(r.result == "passed" and named(test, r.file) for report in reports for r in report.retried)
-    ]
+    passed = [r.file for text in logs for r in parse(text).retried if r.result == "passed"]
+    found = (for_name(test, name) for test in policy.tests for name in passed)
+    return list({t.id: t for t in found if t is not None}.values())
 
 
 def signal_in(ci: CiReads, policy: Policy, test: Test, run: RunInfo, first: str | None) -> Signal:
