@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 import tables  # noqa: E402  (bench/tables.py, beside this script)
 
 from bot.domain.bisect.model import Status  # noqa: E402
-from bot.domain.bisect.simulate import FlakyTest, RedFirst, simulate, simulate_group  # noqa: E402
+from bot.domain.bisect.simulate import FlakyTest, RedFirst, red_tests, simulate, simulate_group  # noqa: E402
 
 COMMAND = "python " + shlex.join(["bench/group_bench.py", *sys.argv[1:]])
 NAMED = (Status.FOUND, Status.AMBIGUOUS)
@@ -47,16 +47,7 @@ class Incident:
 
 
 def incident(rng: random.Random, n: int) -> Incident:
-    tests = rng.randint(2, 6)
-    flaky = rng.randint(0, min(2, tests - 1))
-    real = tests - flaky
-    positions = rng.sample(range(1, n + 1), rng.randint(1, min(3, real)))
-    culprits: dict[str, int | None] = {}
-    for i in range(real):  # each culprit breaks at least one test
-        culprits[f"t{i}"] = positions[i] if i < len(positions) else rng.choice(positions)
-    for j in range(flaky):
-        culprits[f"flaky{j}"] = None
-    return Incident(culprits)
+    return Incident(red_tests(rng, n))
 
 
 def tests_of(inc: Incident, n: int, flake: float, flaky_rate: float, seed: int) -> dict[str, RedFirst]:

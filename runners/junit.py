@@ -53,12 +53,10 @@ def _outcome(case: ET.Element) -> str:
 
 
 def _why(case: ET.Element) -> str | None:
+    """What a failure, error or skip says of itself: its message, else its text's first line, else its tag."""
     for tag in ("failure", "error", "skipped"):
         found = case.find(tag)
         if found is not None:
-            return (
-                (found.get("message") or found.text or tag).strip().splitlines()[0][:200]
-                if (found.get("message") or found.text)
-                else tag
-            )
+            said = (found.get("message") or found.text or "").strip()
+            return said.splitlines()[0][:200] if said else tag
     return None

@@ -225,11 +225,14 @@ def _own_tests(
     """Several of the repository's own tests (a group's), one after another in this worktree, each as alone: a
     result per test id (its verdict, its worst case's metric, why it said nothing). The step's own exit code is 1
     when one failed, else 0; it is infra only when no test said anything."""
-    results = []
+    results: list[CaseResult] = []
+    builds: set[tuple[str, ...]] = set()
     for named in spec.tests:
         log(f"revert-bisect: test {named.id}")
         mine = replace(spec, higher_is_worse=named.higher_is_worse)
-        code, infra, metric, _ = _own_test(mine, named.run, tree, dict(variables), log_path, log, pidfile, started)
+        code, infra, metric, _ = _own_test(
+            mine, named.run, tree, dict(variables), log_path, log, pidfile, started, builds
+        )
         results.append(_as_case(named.id, code, infra, metric))
     said = [c for c in results if c.outcome != testrun.INFRA]
     if not said:
@@ -264,9 +267,12 @@ def _junit_cases(
 Ended = tuple[int | None, str | None, float | None, list[CaseResult]]  # exit code, infra reason, metric, cases
 
 
-def _own_test(spec: StepSpec, run: TestRun, tree: Path, variables, log_path: Path, log, pidfile, started) -> Ended:
+def _own_test(
+    spec: StepSpec, run: TestRun, tree: Path, variables, log_path: Path, log, pidfile, started, builds=None
+) -> Ended:
     """The repository's own test (runners.testrun): its plan at this commit, its build, what the runner must hold,
-    GPUs of its own, the run, then a verdict per case."""
+    GPUs of its own, the run, then a verdict per case. `builds`: the builds that already passed in this worktree at
+    this commit (a step of several tests builds once)."""
     plan = testrun.plan(run, tree)
     if plan.missing:
         log(f"revert-bisect: untestable here: {plan.missing}")
@@ -275,7 +281,7 @@ def _own_test(spec: StepSpec, run: TestRun, tree: Path, variables, log_path: Pat
         log(f"revert-bisect: {run.file} taken from {run.transplant_from} (policy: missing: transplant)")
     needs = spec.needs or Needs()
     variables.update(testrun.env_of(run, needs))
-    if run.build:
+    if run.build and run.build not in (builds or set()):
         log(f"revert-bisect: building: {' '.join(run.build)}")
         built = run_logged(list(run.build), tree, variables, spec.timeout_s, log_path, pidfile, started)
         if built.infra is not None:
@@ -283,6 +289,8 @@ def _own_test(spec: StepSpec, run: TestRun, tree: Path, variables, log_path: Pat
         if built.code != 0:
             log(f"revert-bisect: untestable here: the commit does not build (the build exited {built.code})")
             return 125, None, None, []
+        if builds is not None:
+            builds.add(run.build)
     lacking = preflight.missing(needs, variables, tree)
     if lacking:
         log("revert-bisect: the runner lacks what the test needs: " + "; ".join(lacking))

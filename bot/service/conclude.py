@@ -41,7 +41,7 @@ class Conclusions:
         culprit = outcome.culprit if row.status == Status.FOUND.value and not work.dry_run else None
         if culprit is None:
             return row, None
-        found = self._reverted_on_branch(admitted, culprit)
+        found = self._reverted_on_branch(admitted, culprit)[culprit]
         if not (found or (outcome.ab and outcome.ab.passed)):
             return row, None
         link = self._publish(forge, admitted, row, outcome, culprit, found)
@@ -56,9 +56,11 @@ class Conclusions:
         if admitted.work.dry_run:
             return row, None
         said = []
-        for culprit, tests in culprits(row).items():
+        broke = culprits(row)
+        reverted = self._reverted_on_branch(admitted, *broke) if broke else {}
+        for culprit, tests in broke.items():
             outcomes = {t: member_outcome(row, t) for t in tests}
-            found = self._reverted_on_branch(admitted, culprit)
+            found = reverted[culprit]
             if not (found or all(o.ab and o.ab.passed for o in outcomes.values())):
                 said.append(f"{culprit[:12]}: not opened: the A/B did not prove the revert fixes every test it broke")
                 continue
@@ -66,11 +68,11 @@ class Conclusions:
             said.append(f"{culprit[:12]}: {link}" if link and not link.startswith("#") else link or "")
         return self.store.get(row.id), "; ".join(filter(None, said)) or None
 
-    def _reverted_on_branch(self, admitted: Admitted, culprit: str) -> RevertFound | None:
-        """The culprit's revert on the branch, merged before the bisection or while it ran (so fetched again)."""
+    def _reverted_on_branch(self, admitted: Admitted, *culprits: str) -> dict[str, RevertFound | None]:
+        """Each culprit's revert on the branch, merged before the bisection or while it ran (so fetched again, once)."""
         branch = admitted.policy.default_branch
         repo = self.workspace.sync(admitted.work.repo)
-        return self.workspace.clones.find_revert(repo, culprit, f"origin/{branch}", branch)
+        return {c: self.workspace.clones.find_revert(repo, c, f"origin/{branch}", branch) for c in culprits}
 
     def _publish(
         self,

@@ -19,6 +19,7 @@ from bot.service.group_rows import outcome_json, raw_results, state_json, step_r
 from runners.spec import Backend, StepResult, StepSpec, new_ref
 
 ROUND = 0
+CANCELLED = "cancelled on request before an answer"
 
 
 def _usable(step: StepRecord) -> bool:
@@ -33,10 +34,11 @@ def discover(
     max_infra: int,
     backend: Backend,
     spec: Callable[[int, str, str], StepSpec],  # (step id, sha, runner ref) -> the step to run
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> dict[str, dict] | str:
     """The group's tests (bisections.tests), stored; or why there are none to bisect (the bisection then ends)."""
     wanted = re.compile(pattern) if pattern else None
-    while True:
+    while not cancelled():
         steps = [s for s in store.get(bisection_id).steps if s.kind == Kind.CALIBRATE.value and s.round == ROUND]
         at_bad = [s for s in steps if s.sha == problem.bad]
         usable = [s for s in at_bad if _usable(s)]
@@ -49,7 +51,8 @@ def discover(
             return f"BAD {problem.bad[:12]} said nothing of its tests {len(at_bad)} times: {why}"
         ran = {s.sha for s in steps if s.state == "done"}
         shas = [problem.bad] + ([problem.good] if backend.free >= 2 and problem.good not in ran else [])
-        _run(store, bisection_id, shas, backend, spec, wanted)
+        _run(store, bisection_id, shas, backend, spec, wanted, cancelled)
+    return CANCELLED
 
 
 def _run(
@@ -59,6 +62,7 @@ def _run(
     backend: Backend,
     spec: Callable[[int, str, str], StepSpec],
     wanted: re.Pattern[str] | None,
+    cancelled: Callable[[], bool],
 ) -> None:
     refs = [new_ref() for _ in shas]
     name = getattr(backend, "name", None)
@@ -69,6 +73,10 @@ def _run(
         backend.submit(spec(step_id, sha, ref))
     pending = set(ids)
     while pending:
+        if cancelled():  # stopped on request: the runs in flight say nothing
+            backend.cancel(list(pending))
+            store.mark_lost(bisection_id, "cancelled: the bisection was cancelled", state="cancelled", step_ids=pending)
+            return
         for result in backend.wait(timeout=1.0):
             if result.step_id in pending:
                 pending.discard(result.step_id)

@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 from bot.domain.bisect.group import GroupDecision, Step, decide_group
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, Status
 from bot.domain.bisect.verdict import RawResult, Verdict
+from bot.domain.outcome import members
 from bot.domain.reasons import Reason
 from bot.ports.store import BisectionRecord, BisectionStore, NewStep
 from bot.service.config import BisectConfig
-from bot.service.discovery import discover
+from bot.service.discovery import CANCELLED, discover
 from bot.service.group_rows import (
     SOLO,
     classify_all,
@@ -99,15 +100,15 @@ class Driver:
             self.problem.settings.max_infra_per_commit,
             self.backend,
             lambda step_id, sha, ref: self._spec(step_id, (Probe(sha, Kind.CALIBRATE),), {}, ref),
+            self.cancelled or (lambda: False),
         )
         if isinstance(found, dict):
             return None
-        outcome = Outcome(
-            Status.UNTESTABLE,
-            found,
-            reason=Reason.ENDPOINT_UNTESTABLE,
-            facts=dict(endpoint="BAD", side="bad", sha=self.problem.bad),
-        )
+        if found == CANCELLED:
+            outcome = Outcome(Status.CANCELLED, found)
+        else:
+            facts = dict(endpoint="BAD", side="bad", sha=self.problem.bad)
+            outcome = Outcome(Status.UNTESTABLE, found, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts)
         self.store.save_progress(
             self.id,
             phase=Phase.DONE.value,
@@ -240,9 +241,9 @@ class Driver:
         ended = None
         if decision.done:
             status, told = group_outcome({t: self.tests[t] for t in self.group.tests})
-            fields.update(status=status.value, finished_at=datetime.now(UTC), outcome=told)
-            fields.update(guess=told.get("culprit"), guess_probability=told.get("confidence"))
-            ended = Outcome(status, told["message"], culprit=told.get("culprit"), confidence=told["confidence"])
+            fields.update(status=status.value, finished_at=datetime.now(UTC), outcome=told.as_json())
+            fields.update(guess=told.culprit, guess_probability=told.confidence)
+            ended = Outcome(status, told.message or "", culprit=told.culprit, confidence=told.confidence or 0.0)
         self.store.save_progress(self.id, **fields)
         return ended
 
@@ -255,15 +256,7 @@ class Driver:
             boundary=decision.boundary,
         )
         if new != old:
-            fields.update(
-                phase=new.phase.value,
-                merges=list(new.merges),
-                confirming=new.confirming,
-                confirm_round=new.confirm_round,
-                confirmations=new.confirmations,
-                revert=new.revert,
-                revert_error=new.revert_error,
-            )
+            fields.update(state_json(new))  # the state machine's columns, named as its JSON
         if decision.outcome is not None:
             out = decision.outcome
             fields.update(status=out.status.value, finished_at=datetime.now(UTC), outcome=outcome_json(out))
@@ -361,12 +354,12 @@ class Driver:
 
     @staticmethod
     def _view(test: str, info: dict, runs: list[Run]) -> TestView:
-        state = info.get("state") or {}
+        (member,) = members({test: info})
         return TestView(
-            info.get("status") or state.get("phase") or Phase.CALIBRATING.value,
+            member.status,
             info.get("guess"),
             info.get("guess_probability") or 0.0,
-            (info.get("outcome") or {}).get("culprit"),
+            member.culprit,
             sum(1 for r in runs if r.test == test and r.raw.infra_reason is None),
         )
 

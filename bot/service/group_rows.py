@@ -97,13 +97,13 @@ def runs_of(step: StepRecord) -> list[Run]:
 
 def raw_results(result: StepResult, tests: Sequence[str]) -> dict[str, RawResult]:
     """Each test's own result in a step that ran several: its case in the report (a test missing from it did not
-    run at this commit: a skip, as a case a commit lacks; one that said nothing, infra); a step that failed on
-    infrastructure, infra for all."""
+    run at this commit: a skip, as a case a commit lacks; one that said nothing, infra). A step whose report was not
+    read (exit 125, >= 128, infrastructure) gives each test its exit: a skip or infra for all, as git bisect run's."""
     by_case = {c.case: c for c in result.cases}
     out = {}
     for test in tests:
         case = by_case.get(test)
-        if result.infra_reason is not None:
+        if result.infra_reason is not None or not result.cases:  # the report was not read: the exit code speaks
             out[test] = RawResult(result.exit_code, None, result.infra_reason)
         elif case is None:
             out[test] = RawResult(SKIP_EXIT)
@@ -170,12 +170,13 @@ _WORST_FIRST = (
 _NOT_BISECTED = (Status.NOT_REPRODUCIBLE, Status.GOOD_FAILS, Status.NO_CULPRIT)  # nothing to revert, nothing wrong
 
 
-def group_outcome(tests: Mapping[str, Mapping]) -> tuple[Status, dict]:
-    """The group's status (see _WORST_FIRST) and outcome (BisectionOutcome's JSON), from each test's stored entry
-    (its `status` and `outcome`): the culprit when its tests agree on one, the per-test answers in `facts.tests`."""
-    statuses = {t: Status(e["status"]) for t, e in tests.items()}
-    outcomes = {t: BisectionOutcome.model_validate(e.get("outcome") or {}) for t, e in tests.items()}
-    culprits = list(dict.fromkeys(o.culprit for t, o in outcomes.items() if statuses[t] is Status.FOUND))
+def group_outcome(tests: Mapping[str, Mapping]) -> tuple[Status, BisectionOutcome]:
+    """The group's status (see _WORST_FIRST) and outcome, from each test's stored entry (bisections.tests, every test
+    ended): the culprit when its tests agree on one, a line per test in the message."""
+    ended = members(tests)
+    statuses = {m.test: Status(m.status) for m in ended}
+    outcomes = {m.test: m.outcome for m in ended}
+    culprits = list(dict.fromkeys(m.culprit for m in ended if m.culprit))
     found = bool(culprits) and all(s is Status.FOUND or s in _NOT_BISECTED for s in statuses.values())
     status = Status.FOUND if found else next(s for s in (*_WORST_FIRST, Status.FOUND) if s in statuses.values())
     first = outcomes[next(t for t, s in statuses.items() if s is status)]
@@ -191,7 +192,7 @@ def group_outcome(tests: Mapping[str, Mapping]) -> tuple[Status, dict]:
         reason=None if found else first.reason,
         facts={} if found else dict(first.facts),
     )
-    return status, told.as_json()
+    return status, told
 
 
 def step_report(result: StepResult, verdict: Verdict, results: dict | None) -> StepReport:

@@ -66,7 +66,9 @@ def nightly_group_request(repo_slug: str, group: Sequence[Scoped], site: str) ->
     oldest = min(group, key=lambda s: s.good_run)
     url = f"{site}/actions/runs/{oldest.bad_run}"
     members = tuple(Member(s.test.test.id, s.good, s.test.cases, ci_readings(s, url)) for s in group)
-    return replace(nightly_request(repo_slug, oldest, site), test=group[0].test.test.id, ci=(), members=members)
+    return replace(
+        nightly_request(repo_slug, oldest, site), test=group[0].test.test.id, cases=(), ci=(), members=members
+    )
 
 
 def off_branch(repo: Git, good: str, bad: str, branch_ref: str) -> str | None:

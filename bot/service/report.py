@@ -178,17 +178,19 @@ def _revert_info(row: BisectionRecord, repo: Git, clones: Clones) -> dict | None
 def replay_log(row: BisectionRecord, problem: Problem, repo: Git, test: str | None = None) -> str:
     """What `git bisect replay` accepts. A group's log is one test's (git bisects one test): `test`, else its first
     test with a culprit, else its first test."""
-    runs, culprit = finished_runs(row), (outcome_of(row) or BisectionOutcome()).culprit
-    if row.tests is not None:
-        found = [t for t in tests_of(row) if t["test"] == test or (test is None and t["culprit"])] or tests_of(row)[:1]
-        test = found[0]["test"] if found else ""
-        runs, culprit = [r for r in runs if r.test == test], found[0]["culprit"] if found else None
+    runs = finished_runs(row)
+    if row.tests is None:
+        culprit = (outcome_of(row) or BisectionOutcome()).culprit if row.status == Status.FOUND.value else None
+    else:
+        group = members(row.tests)
+        chosen = next((m for m in group if m.test == test or (test is None and m.culprit)), group[0] if group else None)
+        runs = [r for r in runs if chosen is not None and r.test == chosen.test]
+        culprit = chosen.culprit if chosen else None
     evidence = Evidence.of(problem, runs)
     verdicts = defaultdict(list)
     for run, verdict in evidence.verdicts:
         if run.kind in BISECT_KINDS:
             verdicts[run.sha].append(verdict)
-    culprit = culprit if row.status == Status.FOUND.value or row.tests is not None else None
     first_parent = culprit is None or culprit in first_parent_chain(problem.graph, problem.bad)
     subjects = repo.subjects(list(verdicts) + ([culprit] if culprit else []))
     return render(problem.graph, problem.good, problem.bad, first_parent, verdicts, subjects, culprit)

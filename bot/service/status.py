@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
-from bot.domain.outcome import BisectionOutcome, Member, members, outcome_of
+from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.ports.store import BisectionRecord
 from bot.service.snapshot import Snapshot, TestView
 from bot.service.wording import said
@@ -32,7 +32,8 @@ def render_status(
             + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else ".")
         )
         lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
-        return "\n".join(lines + _tests_table({m.test: _told(m) for m in members(row.tests)}))
+        ended = {m.test: TestView(m.status, culprit=m.culprit) for m in members(row.tests)}
+        return "\n".join(lines + _tests_table(ended))
     if snap is None:
         return f"{head}\n\nStarting: calibrating the endpoints."
     counts = Counter(v.value for _, _, v, _ in snap.runs)
@@ -45,7 +46,7 @@ def render_status(
         f"| {len(snap.in_flight) - len(snap.waiting)} | {guess} |"
     )
     infra = snap.infra[-3:]
-    lines = [table, *_tests_table({t: _entry(v) for t, v in snap.tests.items()} if snap.tests else None)]
+    lines = [table, *_tests_table(snap.tests)]
     if snap.waiting:
         lines.append(
             f"\nWaiting for a runner ({len(snap.waiting)} steps):\n" + "\n".join(f"- {code(w)}" for w in snap.waiting)
@@ -58,24 +59,12 @@ def render_status(
     return "\n".join(lines)
 
 
-def _told(member: Member) -> dict:
-    return dict(status=member.status, culprit=member.culprit)
-
-
-def _entry(view: TestView) -> dict:
-    return dict(
-        status=view.status, culprit=view.culprit, guess=view.guess, probability=view.probability, runs=view.runs
-    )
-
-
-def _tests_table(tests: Mapping[str, Mapping] | None) -> list[str]:
+def _tests_table(tests: Mapping[str, TestView]) -> list[str]:
     """A group's tests, a row each: how each stands or ended, its culprit (or best guess), the runs that carried it."""
     if not tests:
         return []
     rows = ["", "| test | status | culprit | runs |", "|---|---|---|---|"]
-    for test, info in tests.items():
-        status, culprit = info["status"], info.get("culprit")
-        guess = info.get("guess") if not culprit and info.get("probability") else None
-        said_of = f"`{culprit[:12]}`" if culprit else f"`{guess[:12]}`? (P={info['probability']:.2f})" if guess else "-"
-        rows.append(f"| {code(test)} | {status} | {said_of} | {info.get('runs', '')} |")
+    for test, v in tests.items():
+        guess = f"`{v.guess[:12]}`? (P={v.probability:.2f})" if v.guess and v.probability else "-"
+        rows.append(f"| {code(test)} | {v.status} | {f'`{v.culprit[:12]}`' if v.culprit else guess} | {v.runs or ''} |")
     return rows

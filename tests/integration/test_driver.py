@@ -93,3 +93,23 @@ def test_an_engine_that_cancels_what_it_asked_for_is_stopped_before_it_burns_the
     assert outcome.status is Status.INCONCLUSIVE and "a bug in revert-bisect" in outcome.message
     assert budget < len(backend.cancelled) <= budget + 2  # stopped at once, not after thousands
     assert store.get(loaded.id).status == "inconclusive"
+
+
+def test_a_bisection_cancelled_while_it_learns_a_reports_tests_stops_its_runs_and_says_cancelled(tmp_path):
+    """`--junit`: the first runs (BAD's report) are stopped by a cancellation like any other run."""
+    repo = build(tmp_path / "repo", 8, 4)
+    store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
+    config = BisectConfig(command=("true",), workers=2, junit="report.xml")
+    loaded = setup.create(store, GitRepo(repo.path), repo.good, repo.bad, config)
+    backend = EndpointsFirst(2, set())  # nothing ever finishes until something was cancelled
+    asked = []
+
+    def cancelled() -> bool:
+        asked.append(1)
+        return len(asked) > 3  # once the discovery runs are in flight
+
+    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, backend, cancelled=cancelled).run()
+    assert outcome.status is Status.CANCELLED
+    row = store.get(loaded.id)
+    assert row.status == "cancelled" and {s.state for s in row.steps} == {"cancelled"}
+    assert backend.cancelled == {s.id for s in row.steps}

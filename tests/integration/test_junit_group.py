@@ -179,3 +179,32 @@ def test_the_junit_reader_names_each_case_and_keeps_a_reruns_last_word(tmp_path)
     assert cases["t3"].why == "boom"
     ET.ElementTree(ET.Element("testsuites")).write(report)
     assert junit.read(report, "r.xml") == ()
+
+
+@pytest.mark.parametrize("code, verdict", [(125, "skip"), (137, "infra"), (1, "cases")])
+def test_exit_125_and_128_up_keep_their_meaning_for_every_test_of_a_report(synth, tmp_path, code, verdict):
+    """A run that exits 125 (cannot be tested) or >= 128 (killed) says that of every test, whatever its report says;
+    any other exit leaves each test to the report."""
+    from runners.spec import StepSpec
+    from runners.step import run_in_tree
+
+    repo = synth(4, 2)
+    script = tmp_path / "report_then_exit.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        'echo \'<testsuite><testcase classname="a.B" name="t"><failure/></testcase></testsuite>\' '
+        f'> "$REVERT_BISECT_JUNIT"\nexit {code}\n'
+    )
+    script.chmod(0o755)
+    result = run_in_tree(StepSpec(1, repo.bad, (str(script),), 60, junit="r.xml"), repo.path, tmp_path / "o", None, "r")
+    assert result.exit_code == code
+    if verdict == "cases":
+        assert [(c.case, c.outcome) for c in result.cases] == [("a.B.t", "bad")]
+    else:  # the report is not read: each test of the group reads the step's skip or infra
+        assert result.cases == ()
+    from bot.domain.bisect.verdict import classify
+    from bot.service.group_rows import raw_results
+
+    read = {t: classify(raw, None, None).value for t, raw in raw_results(result, ["a.B.t", "a.B.u"]).items()}
+    expected = {"skip": "skip", "infra": "infra"}.get(verdict)
+    assert read == ({"a.B.t": "bad", "a.B.u": "skip"} if expected is None else {"a.B.t": expected, "a.B.u": expected})

@@ -283,6 +283,8 @@ def test_a_step_of_several_tests_runs_each_in_turn_and_reports_each_by_its_id(tm
         NamedRun("gsm8k", TestRun("pytest", "tests/test_kl.py", ".", sys.executable, args, (), ("test_gsm8k",))),
         NamedRun("not-yet", TestRun("pytest", "tests/test_later.py", ".", sys.executable, args)),
     )
+    build = (sys.executable, "-c", "print('built')")  # the same build for each: run once per step
+    named = tuple(replace(n, run=replace(n.run, build=build)) for n in named)
     spec = StepSpec(1, sha, (), 120, METRIC, tests=named)
     assert Request.from_json(Request("o/r", spec).to_json()).spec == spec
     result = run_in_tree(spec, tree, tmp_path / "out", None, "r")
@@ -294,3 +296,4 @@ def test_a_step_of_several_tests_runs_each_in_turn_and_reports_each_by_its_id(tm
     assert result.exit_code == 1 and result.infra_reason is None
     log = (tmp_path / "out" / "test.log").read_text()
     assert log.index("revert-bisect: test kl-decode") < log.index("revert-bisect: test gsm8k")
+    assert log.count("revert-bisect: building:") == 1, log

@@ -6,7 +6,7 @@ import random
 
 from bot.domain.bisect.group import BAD_READINGS, Group, decide_group
 from bot.domain.bisect.model import Kind, Phase, Problem, Run, Settings, State, Status
-from bot.domain.bisect.simulate import FlakyTest, RedFirst, linear_graph, simulate, simulate_group
+from bot.domain.bisect.simulate import FlakyTest, RedFirst, linear_graph, red_tests, simulate, simulate_group
 from bot.domain.bisect.verdict import RawResult
 
 N = 64
@@ -123,22 +123,11 @@ def test_a_culprit_of_several_tests_is_reverted_once_and_its_ab_steps_carry_them
         assert d.outcome.status is Status.FOUND and d.outcome.ab is not None and d.outcome.ab.passed
 
 
-def incident(rng: random.Random) -> dict[str, int | None]:
-    """2-6 red tests, 1-3 distinct culprits, 0-2 flaky tests (None: no culprit), as bench/group_bench.py draws them."""
-    count = rng.randint(2, 6)
-    flaky = rng.randint(0, min(2, count - 1))
-    positions = rng.sample(range(1, N + 1), rng.randint(1, min(3, count - flaky)))
-    shape: dict[str, int | None] = {
-        f"t{i}": positions[i] if i < len(positions) else rng.choice(positions) for i in range(count - flaky)
-    }
-    return shape | {f"flaky{j}": None for j in range(flaky)}
-
-
 def test_at_five_percent_flakes_every_culprit_is_as_right_as_alone_for_at_most_0_6_times_the_runs():
     together_runs = alone_runs = judged = 0
     right = {"together": 0, "alone": 0}
     for seed in range(200):
-        shape = incident(random.Random(seed))
+        shape = red_tests(random.Random(seed), N)
 
         def tests(shape=shape, seed=seed) -> dict[str, RedFirst]:
             return {

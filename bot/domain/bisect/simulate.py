@@ -32,6 +32,19 @@ class FlakyTest:
         return RawResult(1 if failed else 0)
 
 
+def red_tests(rng: random.Random, n: int) -> dict[str, int | None]:
+    """The red tests of a simulated nightly: 2-6 tests, 1-3 distinct culprits among them (each breaking at least one
+    test), 0-2 flaky ones (None: no culprit, their red reading a flake). Test -> its culprit's position in 1..n."""
+    count = rng.randint(2, 6)
+    flaky = rng.randint(0, min(2, count - 1))
+    real = count - flaky
+    positions = rng.sample(range(1, n + 1), rng.randint(1, min(3, real)))
+    culprits: dict[str, int | None] = {
+        f"t{i}": positions[i] if i < len(positions) else rng.choice(positions) for i in range(real)
+    }
+    return culprits | {f"flaky{j}": None for j in range(flaky)}
+
+
 @dataclass
 class RedFirst:
     """A test as a red run leaves it: its first reading of BAD fails (that is why it is being bisected), whatever
