@@ -10,6 +10,7 @@ from bot.domain.bisect.engine import decide
 from bot.domain.bisect.evidence import fewest_errors
 from bot.domain.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
 from bot.domain.bisect.posterior import Tally
+from bot.domain.bisect.sampled import ENDPOINT_FIRST
 from bot.domain.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate
 from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
 
@@ -240,7 +241,11 @@ def test_a_metric_reading_within_the_threshold_once_is_read_again_under_auto():
 
     d, runs = drive(Problem(graph, good, bad, Settings(metric=MetricRule(threshold=0.002))), reading, workers=2)
     assert d.outcome.status is Status.FOUND and d.outcome.culprit == "c5"
-    assert sorted(r.sha for r in runs if r.kind is Kind.CALIBRATE) == ["c0", "c0", "c8", "c8"]
+    # BAD read on both sides of the threshold: from then on the metric is sampled (bot.domain.bisect.sampled), each
+    # endpoint read ENDPOINT_FIRST times before the search, the culprit's shift stated with its interval
+    calibrated = [r.sha for r in runs if r.kind is Kind.CALIBRATE]
+    assert calibrated.count("c0") == calibrated.count("c8") == ENDPOINT_FIRST
+    assert "at the culprit (95%)" in d.outcome.message
     strict, runs = drive(
         Problem(graph, good, bad, Settings(flake_rate=0.0, metric=MetricRule(threshold=0.002))),
         lambda sha: RawResult(0, 0.0015 if sha == "c8" else 0.0003),

@@ -18,7 +18,7 @@ under 0. A flaky one gets `calibration_runs` per endpoint and x re-runs of culpr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from bot.domain.bisect.calibration import calibration_needs, calibration_round, metric_calibration, untestable_positions
 from bot.domain.bisect.candidates import is_merge
@@ -37,8 +37,11 @@ from bot.domain.bisect.model import (
     State,
     Status,
 )
-from bot.domain.bisect.planner import USEFUL, choose_probes
+from bot.domain.bisect.planner import USEFUL, choose_probes, top_block
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
+from bot.domain.bisect.sampled import calibrate as sampled_calibrate
+from bot.domain.bisect.sampled import sampled
+from bot.domain.bisect.sampled import search as sampled_search
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.reasons import Reason
 
@@ -60,6 +63,8 @@ def decide(
         return _calibrate(problem, state, evidence, in_flight, free, next_round)
     if state.phase is Phase.DONE:
         raise ValueError("bisection is already done")
+    if sampled(problem.settings.metric, runs):
+        return sampled_search(problem, state, evidence, in_flight, free, next_round)
     return _search(problem, state, evidence, in_flight, free, next_round)
 
 
@@ -81,6 +86,8 @@ def _calibrate(
                 state, Outcome(Status.UNTESTABLE, found, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts), ev
             )
     rule = s.metric
+    if sampled(rule, [r for r, _ in ev.verdicts]):
+        return sampled_calibrate(problem, state, ev, in_flight, free, rnd)
     metric_verdict = metric_calibration(problem, ev, rule) if rule is not None else None
     # An endpoint saying the unexpected (GOOD fails, BAD passes, or one reading each that leaves nothing to
     # bisect) is a surprise: auto then calibrates as for a flaky test before believing it.
@@ -105,29 +112,6 @@ def _calibrate(
     return _search(problem, replace(state, phase=Phase.SEARCHING), ev, in_flight, free, rnd)
 
 
-@dataclass(frozen=True)
-class _Block:
-    """The top hypothesis, widened over untestable commits it cannot be told apart from."""
-
-    first: int  # first hypothesis position of the block
-    last: int  # its one testable commit (n+1: "no culprit")
-    parent: int  # the testable position just below the block
-    mass: float
-
-
-def _top_block(post: Posterior, untestable_pos: set[int]) -> _Block:
-    i = post.median()
-    if i > post.n:
-        return _Block(i, i, post.n, post.no_culprit)
-    last = i
-    while last in untestable_pos and last < post.n:
-        last += 1
-    parent = i - 1
-    while parent in untestable_pos and parent > 0:
-        parent -= 1
-    return _Block(parent + 1, last, parent, post.cdf(last) - post.cdf(parent))
-
-
 def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
     s = problem.settings
     scope = problem.scope(state.merges)
@@ -146,7 +130,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         return final_decision(state, Outcome(Status.INCONCLUSIVE, "no single culprit explains the results"), ev, flake)
     untestable_pos = untestable_positions(problem, scope, ev)
     trust = trusted(problem, ev, state.merges)
-    block = _top_block(post, untestable_pos)
+    block = top_block(post, untestable_pos)
     guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
     # The answer is backed by the bisect runner's own FAIL at the culprit and PASS at its parent: CI's readings
     # narrow the range for free, but never stand for the runner (nor for confirmation).

@@ -59,6 +59,8 @@ class Settings:
     max_confirmations: int = 3
     max_runs: int | None = None  # None: a generous bound derived from the range size
     trusted_reruns: int = 1  # re-runs of a trusted (deterministic-looking) test's culprit under auto
+    samples: int = 3  # a sampled metric (bot.domain.bisect.sampled): first readings per endpoint, at culprit and parent
+    max_endpoint_samples: int = 12  # ... and at most this many per endpoint and per side of the A/B
 
     def run_budget(self, n: int) -> int:
         return self.max_runs or 12 * max(1, math.ceil(math.log2(n + 1))) + 8 * self.calibration_runs + 20

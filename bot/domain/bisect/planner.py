@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from bot.domain.bisect.posterior import Posterior
 
@@ -59,3 +60,51 @@ def choose_probes(
             if USEFUL < post.cdf(p) < 1 - USEFUL:
                 chosen.append(p)
     return sorted(chosen)
+
+
+@dataclass(frozen=True)
+class Block:
+    """The top hypothesis, widened over untestable commits it cannot be told apart from."""
+
+    first: int  # first hypothesis position of the block
+    last: int  # its one testable commit (n+1: "no culprit")
+    parent: int  # the testable position just below the block
+    mass: float
+
+
+def top_block(post: Posterior, untestable_pos: set[int]) -> Block:
+    i = post.median()
+    if i > post.n:
+        return Block(i, i, post.n, post.no_culprit)
+    last = i
+    while last in untestable_pos and last < post.n:
+        last += 1
+    parent = i - 1
+    while parent in untestable_pos and parent > 0:
+        parent -= 1
+    return Block(parent + 1, last, parent, post.cdf(last) - post.cdf(parent))
+
+
+def sampled_probes(
+    post: Posterior, free: int, in_flight: Iterable[int] = (), untestable: Collection[int] = frozenset()
+) -> list[int]:
+    """Up to `free` positions for a noisy metric: the (k+1)-quantiles of the mass, counting the runs in flight.
+
+    Unlike `choose_probes`, a position may be sampled again, and by several runners at once: a noisy reading
+    settles nothing alone, and once the mass gathers on two neighbours every runner is best spent on them. Each
+    quantile goes to whichever side of it splits the mass nearest that quantile (the culprit or its parent)."""
+    busy = list(in_flight)
+    want = free + len(busy)
+    picks: list[int] = []
+    for i in range(1, want + 1):
+        target = i / (want + 1)
+        q = min(post.quantile(target), post.n)
+        options = [p for p in (q - 1, q) if p >= 1]
+        best = min(options, key=lambda p: abs(post.cdf(p) - target))
+        p = _nearest_testable(post, best, target, untestable)
+        if p is not None and USEFUL < post.cdf(p) < 1 - USEFUL:
+            picks.append(p)
+    for p in busy:
+        if p in picks:
+            picks.remove(p)
+    return sorted(picks[:free])

@@ -71,6 +71,14 @@ class Posterior:
         for j in range(segs):
             good_sum += good_ll[j]
             ll.append(good_sum + bad_suffix[j + 1])
+        return cls.of_segments(n, tuple(cuts), ll, no_culprit_prior)
+
+    @classmethod
+    def of_segments(
+        cls, n: int, cuts: tuple[int, ...], ll: list[float], no_culprit_prior: float = NO_CULPRIT_PRIOR
+    ) -> Posterior:
+        """From the log-likelihood of each segment's hypotheses (the last segment: "no culprit")."""
+        segs = len(cuts) - 1
         top = max(ll)
         if top == -math.inf:
             raise Contradiction("no hypothesis explains the results")

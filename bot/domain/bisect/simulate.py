@@ -32,6 +32,22 @@ class FlakyTest:
         return RawResult(1 if failed else 0)
 
 
+@dataclass
+class NoisyMetric:
+    """A benchmark: every run reads `base` plus Gaussian noise of `sd`; commits at or after `culprit` (1-based; None:
+    no regression) read `shift` more (negative: slower). Exit 0 always: the reading is the verdict."""
+
+    culprit: int | None
+    shift: float
+    sd: float = 1.0
+    base: float = 100.0
+    rng: random.Random = field(default_factory=random.Random)
+
+    def run(self, sha: str) -> RawResult:
+        bad = self.culprit is not None and int(sha[1:]) >= self.culprit
+        return RawResult(0, metric=self.base + (self.shift if bad else 0.0) + self.rng.gauss(0.0, self.sd))
+
+
 def red_tests(rng: random.Random, n: int) -> dict[str, int | None]:
     """The red tests of a simulated nightly: 2-6 tests, 1-3 distinct culprits among them (each breaking at least one
     test), 0-2 flaky ones (None: no culprit, their red reading a flake). Test -> its culprit's position in 1..n."""
@@ -74,7 +90,11 @@ class SimResult:
 
 
 def simulate(
-    n: int, test: FlakyTest | RedFirst, workers: int, settings: Settings = Settings(), ci: Sequence[int] = ()
+    n: int,
+    test: FlakyTest | RedFirst | NoisyMetric,
+    workers: int,
+    settings: Settings = Settings(),
+    ci: Sequence[int] = (),
 ) -> SimResult:
     """Run the engine in synchronous rounds of `workers` parallel runs each; `ci`: positions CI already
     tested (a scheduled run at each), their results given to the engine before it starts (kind CI)."""

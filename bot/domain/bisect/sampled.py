@@ -1,0 +1,291 @@
+"""The culprit finder for a noisy metric (bot.domain.bisect.engine routes here): commits judged against the
+endpoints' distributions, sampled until told apart at the stated error rate (docs/algorithm.md, "Noisy metrics").
+
+A metric is sampled when its rule has no threshold (a benchmark: worse than GOOD is the signal), or when runs
+of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 against 0.002). Then:
+
+- CALIBRATING: GOOD and BAD are read `samples` times each, doubling up to `max_endpoint_samples`, until the
+  one-sided Bayes factor that BAD reads worse than GOOD passes `ENDPOINT_GATE`; past the cap it has not, or it
+  says the opposite: "not reproducible", no culprit.
+- SEARCHING: the change-point posterior of bot.domain.bisect.readings over every reading; runners go to its
+  quantiles, a commit as often as it stays uncertain. A culprit is named when its mass reaches the confidence
+  *and* the evidence of any change reaches 1 / (1 - confidence) (which bounds false culprits by Ville's
+  inequality), with `samples` readings at it and at its parent (its confirmation, and the spread the report
+  states).
+- CONFIRMING: with a branch head, HEAD and HEAD + revert are sampled until each reads like one side of the
+  culprit's split at the stated error rate (a sequential probability ratio test), or `max_endpoint_samples`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from bot.domain.bisect.calibration import untestable_positions
+from bot.domain.bisect.confirmation import final_decision, outermost
+from bot.domain.bisect.evidence import Evidence
+from bot.domain.bisect.model import (
+    CONFIRMATION_KINDS,
+    ABResult,
+    Decision,
+    Guess,
+    Kind,
+    Outcome,
+    Phase,
+    Probe,
+    Problem,
+    Run,
+    State,
+    Status,
+)
+from bot.domain.bisect.planner import sampled_probes, top_block
+from bot.domain.bisect.readings import Effect, Readings
+from bot.domain.bisect.stats import Split, Stats
+from bot.domain.bisect.verdict import MetricRule, Verdict
+from bot.domain.reasons import Reason
+
+# Once a commit holds this much of the mass, the question left is whether it reads worse than its parent: runners
+# go to whichever of the two has fewer readings (the quantiles would keep sampling the side already settled).
+FAVOURITE = 0.5
+ENDPOINT_GATE = 10.0  # Bayes factor that BAD reads worse than GOOD before the search spends runs between them
+ENDPOINT_FIRST = 4
+ENDPOINT_STEP = 1
+
+
+def sampled(rule: MetricRule | None, runs: Sequence[Run]) -> bool:
+    """Whether the metric is judged by distributions: a benchmark, or runs of one commit spread across the cut."""
+    if rule is None:
+        return False
+    if rule.threshold is None:
+        return True
+    sides: dict[str, set[bool]] = {}
+    for r in runs:
+        if r.kind is not Kind.CI and r.raw.metric is not None and r.raw.infra_reason is None:
+            sides.setdefault(r.sha, set()).add(rule.worse(r.raw.metric, rule.threshold))
+    return any(len(s) == 2 for s in sides.values())
+
+
+def _values(ev: Evidence, sha: str, kinds: tuple[Kind, ...], since: int = 0) -> list[float]:
+    return [
+        r.raw.metric
+        for r, v in ev.verdicts
+        if r.sha == sha and r.kind in kinds and r.round >= since and v.is_evidence and r.raw.metric is not None
+    ]
+
+
+def _range_readings(problem: Problem, ev: Evidence, merges: tuple[str, ...]) -> Readings:
+    rule = problem.settings.metric
+    assert rule is not None
+    pairs = [
+        (r.sha, r.raw.metric)
+        for r, v in ev.verdicts
+        if r.kind in (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM) and v.is_evidence and r.raw.metric is not None
+    ]
+    return Readings.at(problem.scope(merges), pairs, rule.higher_is_worse)
+
+
+def _flying(in_flight: Sequence[Probe], sha: str, kinds: tuple[Kind, ...]) -> int:
+    return sum(1 for p in in_flight if p.sha == sha and p.kind in kinds)
+
+
+def calibrate(
+    problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int
+) -> Decision:
+    s = problem.settings
+    rule = s.metric
+    assert rule is not None
+    good = _values(ev, problem.good, (Kind.CALIBRATE,))
+    bad = _values(ev, problem.bad, (Kind.CALIBRATE,))
+    orient = (lambda v: v) if rule.higher_is_worse else (lambda v: -v)  # noqa: E731
+    split = Split(Stats.of(map(orient, good)), Stats.of(map(orient, bad)))
+    want = ENDPOINT_FIRST
+    gate = math.log(ENDPOINT_GATE)
+    while min(len(good), len(bad)) >= want and want < s.max_endpoint_samples and abs(split.log_bayes_factor()) < gate:
+        want = min(want + ENDPOINT_STEP, s.max_endpoint_samples)
+    if min(len(good), len(bad)) >= want:
+        shown = f"GOOD reads {_describe(good)}, BAD {_describe(bad)}"
+        # Past the cap, any lean towards "BAD reads worse" is searched: the culprit still needs the search's own
+        # evidence of a change past 1 / (1 - confidence), so a false start costs runs, never a false culprit.
+        if split.log_bayes_factor() <= (-gate if want < s.max_endpoint_samples else 0.0):
+            found = (
+                f"GOOD and BAD do not differ at the stated error rate ({shown}; Bayes factor that BAD reads worse "
+                f"{math.exp(split.log_bayes_factor()):.3g}): nothing to bisect"
+            )
+            return final_decision(state, Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES), ev)
+        if rule.threshold is not None and not rule.worse(_median(bad), rule.threshold):
+            found = f"BAD's median is within the threshold {rule.threshold:g} ({shown}): the failure does not reproduce"
+            return final_decision(state, Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES), ev)
+        if rule.threshold is not None and rule.worse(_median(good), rule.threshold):
+            found = f"GOOD's median is already beyond the threshold {rule.threshold:g} ({shown})"
+            return final_decision(
+                state, Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good)), ev
+            )
+        return search(problem, replace(state, phase=Phase.SEARCHING), ev, in_flight, free, rnd)
+    needs = {
+        sha: max(0, want - len(have) - _flying(in_flight, sha, (Kind.CALIBRATE,)))
+        for sha, have in ((problem.good, good), (problem.bad, bad))
+    }
+    probes: list[Probe] = []
+    while len(probes) < free and any(needs.values()):
+        for sha in needs:
+            if needs[sha] and len(probes) < free:
+                probes.append(Probe(sha, Kind.CALIBRATE, rnd))
+                needs[sha] -= 1
+    return Decision(state, tuple(probes), boundary=ev.boundary)
+
+
+def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
+    s = problem.settings
+    scope = problem.scope(state.merges)
+    n = len(scope.candidates)
+    readings = _range_readings(problem, ev, state.merges)
+    post = readings.posterior(n)
+    untestable = untestable_positions(problem, scope, ev)
+    block = top_block(post, untestable)
+    guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
+    change = readings.evidence_of_change(post)
+
+    def finish(outcome: Outcome) -> Decision:
+        return replace(final_decision(state, outcome, ev), guess=guess)
+
+    if block.last > n and block.mass >= s.confidence:
+        found = f"no commit reads worse than GOOD (P={block.mass:.3f} that none does): nothing to revert"
+        return finish(Outcome(Status.NO_CULPRIT, found, confidence=block.mass))
+    confident = block.last <= n and block.mass >= s.confidence and change >= 1 / (1 - s.confidence)
+    lacking = [p for p in (block.last, block.parent) if confident and readings.count(p) < s.samples]
+    if confident and not lacking:
+        culprit = scope.sha(block.last)
+        if state.phase is not Phase.CONFIRMING or state.confirming != culprit:
+            state = replace(
+                state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None
+            )
+        effect = Effect.at(readings, block.last, block.parent)
+        return _prove(problem, state, ev, in_flight, free, rnd, culprit, effect, block.mass, guess)
+    if state.phase is Phase.CONFIRMING:  # later readings moved the answer: search again
+        if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
+            return Decision(state, (), guess=guess, boundary=ev.boundary, posterior=post)
+        state = replace(state, phase=Phase.SEARCHING, confirming=None, revert=None, revert_error=None)
+    if ev.evidence_count() >= s.run_budget(n):
+        found = (
+            f"stopped after {ev.evidence_count()} runs without telling the culprit apart at confidence "
+            f"{s.confidence} (best guess P={block.mass:.3f})"
+        )
+        return finish(Outcome(Status.INCONCLUSIVE, found, culprit=guess.sha, confidence=block.mass))
+    busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr.kind is Kind.SEARCH) if p is not None]
+    if lacking:
+        positions = [p for p in lacking for _ in range(s.samples - readings.count(p) - busy.count(p))][:free]
+    elif block.last <= n and block.mass >= FAVOURITE:
+        positions = _sides(readings, block.last, block.parent, busy, free)
+    else:
+        positions = sampled_probes(post, free, busy, untestable)
+    probes = tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
+    return Decision(state, probes, guess=guess, boundary=ev.boundary, posterior=post)
+
+
+def _sides(readings: Readings, culprit: int, parent: int, busy: list[int], free: int) -> list[int]:
+    counts = {p: readings.count(p) + busy.count(p) for p in (culprit, parent)}
+    positions = []
+    for _ in range(free):
+        p = min(counts, key=lambda q: (counts[q], q == parent))
+        counts[p] += 1
+        positions.append(p)
+    return positions
+
+
+def _prove(
+    problem: Problem,
+    state: State,
+    ev: Evidence,
+    in_flight: Sequence[Probe],
+    free: int,
+    rnd: int,
+    culprit: str,
+    effect: Effect,
+    mass: float,
+    guess: Guess,
+) -> Decision:
+    """The culprit named; with a branch head, its revert's A/B proof sampled first."""
+    s = problem.settings
+    if problem.head and state.revert is None and state.revert_error is None:
+        return Decision(state, guess=guess, boundary=ev.boundary, wants_revert=culprit)
+    ab = None
+    if problem.head and state.revert:
+        sides = {
+            kind: _values(ev, sha, (kind,), state.confirm_round)
+            for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
+        }
+        rule = s.metric
+        assert rule is not None
+        judged = {kind: _side(values, effect, rule, s.confidence) for kind, values in sides.items()}
+        probes = [
+            Probe(sha, kind, rnd)
+            for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
+            if judged[kind] is None
+            for _ in range(
+                max(0, min(s.samples, s.max_endpoint_samples - len(sides[kind])) - _flying(in_flight, sha, (kind,)))
+            )
+        ]
+        if probes:
+            return Decision(state, tuple(probes[:free]), guess=guess, boundary=ev.boundary)
+        if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
+            return Decision(state, guess=guess, boundary=ev.boundary)
+        ab = ABResult(
+            problem.head,
+            state.revert,
+            tuple(v for v in (judged[Kind.AB_HEAD],) if v is not None),
+            tuple(v for v in (judged[Kind.AB_REVERT],) if v is not None),
+        )
+    message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; {effect.describe()}; {effect.sides()})"
+    if state.revert_error:
+        message += f"; no revert to verify: {state.revert_error}"
+    elif ab is not None:
+        message += (
+            "; the revert is proven: HEAD reads like the culprit, HEAD + revert like its parent"
+            if ab.passed
+            else "; the revert is NOT proven by the A/B runs"
+        )
+    outcome = Outcome(
+        Status.FOUND,
+        message,
+        culprit=culprit,
+        first_parent_culprit=outermost(state, culprit),
+        confidence=mass,
+        ab=ab,
+        revert_error=state.revert_error,
+        facts=dict(
+            effect=effect.describe(),
+            shift=effect.shift,
+            half_width=effect.half_width,
+            level=effect.level,
+            culprit_readings=list(effect.culprit),
+            parent_readings=list(effect.parent),
+        ),
+    )
+    return replace(final_decision(state, outcome, ev), guess=guess)
+
+
+def _side(values: list[float], effect: Effect, rule: MetricRule, confidence: float) -> Verdict | None:
+    """GOOD or BAD once the readings tell which side of the culprit's split they come from at the stated error rate
+    (Wald's sequential probability ratio test, the split's means and spread plugged in); None: not yet."""
+    if not values:
+        return None
+    good_mean, bad_mean = effect.before, effect.before + effect.shift
+    sd = max(effect.noise, 1e-9 * max(1.0, abs(good_mean)))
+    llr = sum((v - (good_mean + bad_mean) / 2) * (bad_mean - good_mean) / sd**2 for v in values)
+    bound = math.log(confidence / (1 - confidence))
+    if llr >= bound:
+        return Verdict.BAD
+    if llr <= -bound:
+        return Verdict.GOOD
+    return None
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _describe(values: list[float]) -> str:
+    return f"median {_median(values):.6g} over {len(values)}"
