@@ -203,7 +203,7 @@ def _junit(test: Test, documents: Sequence[str]) -> bool | None:
 
 def read_artifacts(test: Test, junit: Sequence[str], metrics: dict | None) -> Reading | None:
     """The test's result in a run's JUnit documents, else its metrics JSON ({"metric": {"value", "threshold"}});
-    None when neither speaks of it."""
+    None when neither speaks of it (a benchmark's metrics JSON without a threshold does not: no cut to read it by)."""
     verdict = _junit(test, junit)
     metric = (metrics or {}).get("metric")
     value = metric.get("value") if isinstance(metric, dict) else None
@@ -214,6 +214,8 @@ def read_artifacts(test: Test, junit: Sequence[str], metrics: dict | None) -> Re
     if value is not None and test.metric is not None:
         threshold = metric.get("threshold") if isinstance(metric, dict) else None
         limit = float(threshold) if isinstance(threshold, (int, float)) else test.metric.threshold
+        if limit is None:  # a benchmark: no cut makes one reading a pass or a failure; the jobs speak for the run
+            return None
         worse = value > limit if test.metric.direction is Direction.HIGHER_IS_WORSE else value < limit
         outcome = Outcome.FAILED if worse else Outcome.PASSED
         return Reading(outcome, f"{outcome} in the run's metrics ({test.metric.name}={value:g})", value)

@@ -76,9 +76,26 @@ class Direction(str, Enum):
 
 
 class Metric(Closed):
+    """What the test's output reads (`results.log.metric`'s `value`, or the command's metric file) and which way is
+    worse. With a `threshold` it is CI's cut (SGLang's KL check: `avg_kl_div` above 0.002 fails); without one it is a
+    benchmark (a throughput, a latency), which no cut decides."""
+
     name: str
-    threshold: float
+    threshold: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="CI's cut: a reading worse than it fails. Without a threshold the metric is a benchmark: the "
+        "bisection judges each commit against GOOD's and BAD's readings (worse than GOOD is the signal), sampled "
+        "until it is told apart at the stated error rate (`bisect.confidence`)",
+    )
     direction: Direction = Direction.HIGHER_IS_WORSE
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _number(cls, value: object) -> object:
+        if isinstance(value, bool):  # YAML's `yes`/`true` would otherwise be read as 1.0
+            raise ValueError("a threshold is a number (leave it out for a benchmark)")
+        return value
 
 
 SELECTED = "{file}"  # in probe.file: the failed file a selector test stands for, relative to probe.cwd

@@ -28,7 +28,9 @@ class FailingTest:
 
     @property
     def threshold_text(self) -> str:
-        return "-" if self.threshold is None else f"{self.threshold:g}"
+        if self.threshold is not None:
+            return f"{self.threshold:g}"
+        return "benchmark (no threshold)" if self.metric else "-"
 
 
 @dataclass(frozen=True)
