@@ -7,6 +7,8 @@ import math
 import re
 from pathlib import Path
 
+NO_METRIC = "no metric: "  # the step log's line naming why a run that exited 0 reported none
+
 
 class MetricError(ValueError):
     pass
@@ -49,3 +51,23 @@ def metric_from_file(path: Path) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return repr(lines[-1][-160:]) if lines else "nothing"
+
+
+def why_no_metric(text: str, regex: re.Pattern[str] | None, path: Path) -> str:
+    """Why a run that exited 0 reported no metric: what was expected and what came (an infra result, never a
+    verdict: a benchmark that printed nothing says nothing about the commit)."""
+    if regex is None:
+        try:
+            raw = path.read_text(errors="replace").strip()
+        except OSError:
+            return f'the test exited 0 without writing {{"metric": <number>}} to $REVERT_BISECT_RESULT ({path})'
+        return f'$REVERT_BISECT_RESULT holds {raw[:160]!r}, not {{"metric": <number>}}'
+    found = [m.group(0) for m in regex.finditer(text)]
+    if found:
+        return f"--metric-regex {regex.pattern!r} matched {found[-1][:160]!r}, whose value is not a finite number"
+    return f"--metric-regex {regex.pattern!r} matched nothing in the output; its last line: {_last_line(text)}"

@@ -142,6 +142,7 @@ class StepSpec:
     command: tuple[str, ...]
     timeout_s: float | None = None
     metric_regex: str | None = None
+    metric_file: bool = False  # the command writes {"metric": <number>} to $REVERT_BISECT_RESULT
     env: dict[str, str] = field(default_factory=dict)
     revert: RevertOf | None = None  # set for HEAD + revert (A/B): `sha` exists only where the bot made it
     env_spec: EnvSpec | None = None  # an environment keyed by the commit's pins, else the runner's own

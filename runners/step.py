@@ -42,7 +42,7 @@ from runners.envs import EnvCache, EnvError, EnvSpec
 from runners.git import checkout as git_checkout
 from runners.git import git_auth, has_commit, revert_into, sync_clone
 from runners.git import run as git_run
-from runners.metric import compile_metric_regex, metric_from_file, metric_from_output
+from runners.metric import NO_METRIC, compile_metric_regex, metric_from_file, metric_from_output, why_no_metric
 from runners.proc import run_logged
 from runners.spec import CaseResult, NamedRun, Needs, RevertOf, StepResult, StepSpec, TestRun
 from runners.worktrees import acquire
@@ -79,6 +79,7 @@ class Request:
             "command": list(s.command),
             "timeout_s": s.timeout_s,
             "metric_regex": s.metric_regex,
+            "metric_file": s.metric_file,
             "metric": {"name": self.metric_name, "threshold": self.threshold},
             "revert": None if s.revert is None else {"culprit": s.revert.culprit, "onto": s.revert.onto},
             "env": None if s.env_spec is None else s.env_spec.to_json(),
@@ -115,6 +116,7 @@ class Request:
                 command=tuple(command),
                 timeout_s=None if data.get("timeout_s") is None else float(data["timeout_s"]),
                 metric_regex=data.get("metric_regex"),
+                metric_file=bool(data.get("metric_file", False)),
                 revert=None
                 if revert is None
                 else RevertOf(_sha(revert["culprit"], "revert.culprit"), _sha(revert["onto"], "revert.onto")),
@@ -209,8 +211,12 @@ def run_in_tree(
             code, infra, reported = _junit_cases(done.code, done.infra, report, spec.junit or "", log)
             return finish(code, infra, None, env, reported)
         metric = metric_from_file(probe_result)
-        if metric is None and spec.metric_regex:
-            metric = metric_from_output(log_path.read_text(errors="replace"), compile_metric_regex(spec.metric_regex))
+        regex = compile_metric_regex(spec.metric_regex) if spec.metric_regex else None
+        if metric is None and regex is not None:
+            metric = metric_from_output(log_path.read_text(errors="replace"), regex)
+        if metric is None and done.infra is None and done.code == 0 and (regex is not None or spec.metric_file):
+            # no reading, no verdict: the engine counts it as untestable and the CLI names this line as the cause
+            log(f"revert-bisect: {NO_METRIC}{why_no_metric(log_path.read_text(errors='replace'), regex, probe_result)}")
         return finish(done.code, done.infra, metric, env)
     if spec.test is None:
         code, infra, per_test = _own_tests(spec, tree, variables, log_path, log, pidfile, started)

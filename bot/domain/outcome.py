@@ -162,6 +162,8 @@ def run_cause(run: RunSeen, metric: str | None = None, timeout_s: float | None =
     code = run.exit_code
     if code is None:
         return "gave no exit status"
+    if code == 0 and run.metric is None and metric and (why := _no_metric(run.log_tail)):
+        return why
     if code == 0 and run.metric is None and metric == "regex":
         return "the metric regex never matched the output (the test exited 0)"
     if code == 0 and run.metric is None and metric == "file":
@@ -174,6 +176,13 @@ def run_cause(run: RunSeen, metric: str | None = None, timeout_s: float | None =
     if run.metric is not None:
         said += f", metric {run.metric:g}"
     return said
+
+
+def _no_metric(tail: str) -> str:
+    """The step's own account of a missing metric (runners.step logs what was expected and what came)."""
+    marker = "revert-bisect: no metric: "
+    lines = [line.strip() for line in tail.splitlines() if line.strip().startswith(marker)]
+    return f"no metric: {lines[-1].removeprefix(marker)[:300]}" if lines else ""
 
 
 def _last_line(tail: str) -> str:

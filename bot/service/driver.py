@@ -296,6 +296,7 @@ class Driver:
             self.config.command,
             self.config.timeout_s,
             self.config.metric_regex,
+            metric_file=self.config.metric_file,
             revert=revert,
             env_spec=self.env_spec,
             ref=ref,

@@ -162,7 +162,9 @@ def test_a_metric_regex_that_never_matches_is_named_not_exit_125(synth, cli):
     r = cli(*bisect_args(repo, "--metric-regex", r"no_such_metric=(?P<value>[0-9.]+)"))
     no_traceback(r)
     assert r.code == 7, r.stderr
-    assert "the metric regex never matched the output (the test exited 0)" in r.stderr
+    # what was expected and what came: the regex, and the output's last line
+    assert "no metric: --metric-regex 'no_such_metric=(?P<value>[0-9.]+)' matched nothing in the output" in r.stderr
+    assert "its last line: 'Test Summary: 1/1 passed'" in r.stderr
     assert "exited 125" not in r.stderr
     assert "check --metric-regex" in r.stderr
     assert "avg_kl_div=" in logged(r.stderr).read_text()  # the log shows what the test did print
@@ -251,3 +253,17 @@ def test_an_untracked_script_given_to_an_interpreter_runs_from_the_checkout_too(
     no_traceback(r)
     assert r.code == 0 and r.json["culprit"] == repo.culprit, r.stderr
     assert f"test.sh is not in the tested commits: passing {script} from your checkout, to each run" in r.stderr
+
+
+def test_a_metric_that_is_not_a_number_or_a_result_file_never_written_is_named(synth, cli):
+    repo = synth(8, 4)
+    r = cli(*bisect_args(repo, "--metric-regex", r"(?P<value>avg_kl_div)="))
+    no_traceback(r)
+    assert r.code == 7, r.stderr
+    assert "matched 'avg_kl_div=', whose value is not a finite number" in r.stderr
+    assert r.json["reason"] == "metric_missing" and r.json["culprit"] is None
+    r = cli(*bisect_args(repo, "--metric-file"))
+    no_traceback(r)
+    assert r.code == 7, r.stderr
+    assert 'without writing {"metric": <number>} to $REVERT_BISECT_RESULT' in r.stderr
+    assert r.json["reason"] == "metric_missing" and r.json["culprit"] is None

@@ -179,6 +179,8 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
         positions = _sides(readings, block.last, block.parent, busy, free)
     else:
         positions = sampled_probes(post, free, busy, untestable)
+    if not positions and not in_flight and block.last <= n:  # the mass sits on one commit, short of the confidence
+        positions = _sides(readings, block.last, block.parent, busy, free)
     probes = tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
     return Decision(state, probes, guess=guess, boundary=ev.boundary, posterior=post)
 

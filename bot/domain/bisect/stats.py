@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-EFFECT_PRIOR = 1.0  # the prior's scale of a regression, in standard deviations of the noise (docs/algorithm.md)
+EFFECT_PRIOR = 1.5  # the prior scale of a regression, in standard deviations of the noise (docs/algorithm.md)
 _T_CAP = 1e6  # a t statistic beyond this (readings identical within each group) is as good as certain
 
 
