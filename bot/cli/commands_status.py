@@ -121,6 +121,7 @@ def _detail(row: BisectionRow) -> dict[str, Any]:
         "command": row.command,
         "message": said(outcome.message, outcome.reason, outcome.facts) if outcome and outcome.message else None,
         "candidates": outcome.candidates if outcome else [],
+        "effect": (outcome.facts or {}).get("effect") if outcome else None,  # a sampled metric's shift at the culprit
         "steps": [_step(s) for s in row.steps],
     }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import Counter
 
@@ -57,8 +58,22 @@ class LiveProgress:
             table.add_row("best guess", f"{guess}  P={snap.guess_probability:.3f}")
         if snap.flake_rate:
             table.add_row("flake rate", f"{snap.flake_rate:.3f}")
+        if sampled := _samples(snap):
+            table.add_row("samples", sampled)
         for test, view in snap.tests.items():  # a group: a row per test
             culprit = view.culprit or (view.guess if view.probability else None)
             said = f"{culprit[:12]} P={view.probability:.3f}" if culprit and not view.culprit else (culprit or "")[:12]
             table.add_row(test[-40:], f"{view.status:<16} {said}  {view.runs} runs")
         return Group(Text(f"revert-bisect #{snap.bisection_id}", style="bold"), table)
+
+
+def _samples(snap: Snapshot, most: int = 5) -> str:
+    """A noisy metric's readings per commit, the most sampled first: `9a5dd1928d14 x6 median 100.2`."""
+    readings: dict[str, list[float]] = {}
+    for sha, _, _, metric in snap.runs:
+        if metric is not None:
+            readings.setdefault(sha, []).append(metric)
+    if not any(len(v) > 1 for v in readings.values()):
+        return ""
+    ranked = sorted(readings.items(), key=lambda kv: -len(kv[1]))[:most]
+    return "  ".join(f"{sha[:12]} x{len(v)} median {statistics.median(v):.6g}" for sha, v in ranked)

@@ -64,6 +64,7 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         culprit_subject=subjects.get(culprit) if culprit else None,
         first_parent_culprit=outcome.first_parent_culprit,
         confidence=outcome.confidence,
+        effect=(outcome.facts or {}).get("effect"),  # a sampled metric's shift at the culprit, with its interval
         candidates=outcome.candidates,
         good=row.good,
         bad=row.bad,

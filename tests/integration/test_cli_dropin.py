@@ -10,13 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.cli import bisect_args, interrupted
+from tests.support.cli import bisect_args, interrupted, no_traceback
 
 LOG = re.compile(r"its log: (\S+/test\.log)")
-
-
-def no_traceback(r) -> None:
-    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
 
 
 def one_line_error(r, *words: str) -> None:

@@ -10,6 +10,10 @@ import time
 import sqlalchemy
 
 
+def no_traceback(r) -> None:
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
+
+
 def bisect_args(repo, *extra, command=None):
     return [
         "bisect",
