@@ -69,6 +69,7 @@ def render_svg(chart: ChartData, labels: dict[int, str] | None = None) -> Markup
             f'<text class="line-label {cls}-label" x="{LEFT + plot_w - 4}" y="{yy - 4:.1f}" '
             f'text-anchor="end">{name} {_fmt(value)}</text>'
         )
+    out += _bands(chart, x, y, plot_w)
     if (
         chart.culprit is not None
     ):  # where the answer is: the first bad commit, between the last good and the first bad point
@@ -89,5 +90,48 @@ def render_svg(chart: ChartData, labels: dict[int, str] | None = None) -> Markup
             f'cx="{cx:.1f}" cy="{y(p.metric):.1f}" r="5" '
             f'tabindex="0" role="img" aria-label="{escape(label)}"><title>{escape(label)}</title></circle>'
         )
+    out += _medians(chart, x, y)
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def _by_position(chart: ChartData) -> dict[int, list[float]]:
+    readings: dict[int, list[float]] = {}
+    for p in chart.points:
+        readings.setdefault(p.position, []).append(p.metric)
+    return readings
+
+
+def _bands(chart: ChartData, x, y, plot_w: float) -> list[str]:
+    """A sampled metric's GOOD and BAD bands: the range of each endpoint's readings across the plot, so every
+    commit's strip reads as like one or the other (drawn once an endpoint has been read more than once)."""
+    readings = _by_position(chart)
+    out = []
+    for name, pos, cls in (("GOOD", 0, "band-good"), ("BAD", chart.positions - 1, "band-bad")):
+        values = readings.get(pos, [])
+        if len(values) < 2:
+            continue
+        top, bottom = y(max(values)), y(min(values))
+        label = f"{name}'s readings: {_fmt(min(values))} to {_fmt(max(values))} ({len(values)} runs)"
+        out.append(
+            f'<rect class="band {cls}" data-band="{name.lower()}" x="{LEFT}" y="{top:.1f}" width="{plot_w}" '
+            f'height="{max(bottom - top, 1.0):.1f}" aria-label="{escape(label)}"><title>{escape(label)}</title></rect>'
+        )
+    return out
+
+
+def _medians(chart: ChartData, x, y) -> list[str]:
+    """A tick at the median of every commit read three times or more (the strip's centre)."""
+    out = []
+    for pos, values in sorted(_by_position(chart).items()):
+        if len(values) < 3:
+            continue
+        ordered = sorted(values)
+        mid = len(ordered) // 2
+        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        xx, yy = x(pos), y(median)
+        out.append(
+            f'<line class="median" data-median="{pos}" x1="{xx - 9:.1f}" y1="{yy:.1f}" x2="{xx + 9:.1f}" y2="{yy:.1f}">'
+            f"<title>median {_fmt(median)} of {len(values)} runs</title></line>"
+        )
+    return out

@@ -597,6 +597,7 @@ def test_chart_svg_is_accessible_and_marks_lines():
     assert svg.count("<circle") == 3 and svg.count("<title>") >= 4 and 'role="img"' in svg and "aria-label" in svg
     assert 'data-line="threshold"' in svg and 'data-line="boundary"' in svg and "stroke-dasharray" in svg
     assert str(render_svg(models.ChartData(points=[], positions=2))) == ""
+    assert 'data-band="bad"' in svg and 'data-band="good"' not in svg  # GOOD read once: no band
     same = models.ChartData(
         points=[models.ChartPoint(position=0, sha="a" * 40, metric=1.0, verdict="odd", kind="x", step_id=1)],
         positions=1,
@@ -677,3 +678,19 @@ def test_chart_marks_the_culprit(world, client):
     assert data["chart"]["culprit"] == culprit
     assert 'data-line="culprit"' in client.get(f"/bisections/{world.ids['found']}").text
     assert 'data-line="culprit"' not in client.get(f"/bisections/{world.ids['running']}").text
+
+
+def test_a_sampled_metric_is_drawn_as_strips_against_good_and_bad_bands():
+    def point(pos: int, metric: float, step: int) -> models.ChartPoint:
+        return models.ChartPoint(
+            position=pos, sha=f"{pos:040d}", metric=metric, verdict="good", kind="search", step_id=step
+        )
+
+    readings = {0: [100.1, 99.8, 100.4], 5: [99.9, 100.2, 100.0], 6: [96.2, 95.9, 96.1], 9: [96.0, 96.3]}
+    points = [point(pos, v, i) for i, (pos, values) in enumerate(readings.items()) for v in values]
+    svg = str(render_svg(models.ChartData(points=points, positions=10, higher_is_worse=False, culprit=6)))
+    assert 'data-band="good"' in svg and "GOOD&#39;s readings: 99.8 to 100.4 (3 runs)" in svg
+    assert 'data-band="bad"' in svg and "BAD&#39;s readings: 96 to 96.3 (2 runs)" in svg
+    # a median tick for each commit read three times or more, none for BAD's two readings
+    assert 'data-median="0"' in svg and 'data-median="5"' in svg and 'data-median="6"' in svg
+    assert 'data-median="9"' not in svg and "median 96.1 of 3 runs" in svg
