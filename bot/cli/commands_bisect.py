@@ -107,7 +107,14 @@ def bisect(
         bool, typer.Option("--descend-merges", help="When the culprit is a merge, search the commits it brought in.")
     ] = False,
     confidence: Annotated[
-        float, typer.Option(min=0.5, max=0.999999, metavar="P", help="Posterior probability the culprit must reach.")
+        float,
+        typer.Option(
+            min=0.5,
+            max=0.999999,
+            metavar="P",
+            help="Posterior probability the culprit must reach; for a benchmark (a metric, no --threshold) also "
+            "the stated error rate: 0.99 names a culprit with no regression at most 1% of the time.",
+        ),
     ] = 0.99,
     flake_rate: Annotated[
         str,
