@@ -59,7 +59,7 @@ class Settings:
     max_confirmations: int = 3
     max_runs: int | None = None  # None: a generous bound derived from the range size
     trusted_reruns: int = 1  # re-runs of a trusted (deterministic-looking) test's culprit under auto
-    samples: int = 3  # a sampled metric (bot.domain.bisect.sampled): first readings per endpoint, at culprit and parent
+    samples: int = 3  # a sampled metric (bot.domain.bisect.sampled): readings at culprit and parent, per A/B batch
     max_endpoint_samples: int = 12  # ... and at most this many per endpoint and per side of the A/B
 
     def run_budget(self, n: int) -> int:

@@ -4,9 +4,10 @@ endpoints' distributions, sampled until told apart at the stated error rate (doc
 A metric is sampled when its rule has no threshold (a benchmark: worse than GOOD is the signal), or when runs
 of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 against 0.002). Then:
 
-- CALIBRATING: GOOD and BAD are read `samples` times each, doubling up to `max_endpoint_samples`, until the
-  one-sided Bayes factor that BAD reads worse than GOOD passes `ENDPOINT_GATE`; past the cap it has not, or it
-  says the opposite: "not reproducible", no culprit.
+- CALIBRATING: GOOD and BAD are read `ENDPOINT_FIRST` times each, then once more each per round, until the
+  one-sided Bayes factor that BAD reads worse than GOOD passes `ENDPOINT_GATE` (search) or 1 / `ENDPOINT_GATE`
+  ("not reproducible", no culprit), at most `max_endpoint_samples` each; past the cap any lean towards worse is
+  searched (the gate below still guards the culprit).
 - SEARCHING: the change-point posterior of bot.domain.bisect.readings over every reading; runners go to its
   quantiles, a commit as often as it stays uncertain. A culprit is named when its mass reaches the confidence
   *and* the evidence of any change reaches 1 / (1 - confidence) (which bounds false culprits by Ville's
@@ -19,6 +20,7 @@ of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 aga
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -50,7 +52,6 @@ from bot.domain.reasons import Reason
 FAVOURITE = 0.5
 ENDPOINT_GATE = 10.0  # Bayes factor that BAD reads worse than GOOD before the search spends runs between them
 ENDPOINT_FIRST = 4
-ENDPOINT_STEP = 1
 
 
 def sampled(rule: MetricRule | None, runs: Sequence[Run]) -> bool:
@@ -102,7 +103,7 @@ def calibrate(
     want = ENDPOINT_FIRST
     gate = math.log(ENDPOINT_GATE)
     while min(len(good), len(bad)) >= want and want < s.max_endpoint_samples and abs(split.log_bayes_factor()) < gate:
-        want = min(want + ENDPOINT_STEP, s.max_endpoint_samples)
+        want += 1
     if min(len(good), len(bad)) >= want:
         shown = f"GOOD reads {_describe(good)}, BAD {_describe(bad)}"
         # Past the cap, any lean towards "BAD reads worse" is searched: the culprit still needs the search's own
@@ -112,11 +113,19 @@ def calibrate(
                 f"GOOD and BAD do not differ at the stated error rate ({shown}; Bayes factor that BAD reads worse "
                 f"{math.exp(split.log_bayes_factor()):.3g}): nothing to bisect"
             )
-            return final_decision(state, Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES), ev)
-        if rule.threshold is not None and not rule.worse(_median(bad), rule.threshold):
+            return final_decision(
+                state,
+                Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)),
+                ev,
+            )
+        if rule.threshold is not None and not rule.worse(statistics.median(bad), rule.threshold):
             found = f"BAD's median is within the threshold {rule.threshold:g} ({shown}): the failure does not reproduce"
-            return final_decision(state, Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES), ev)
-        if rule.threshold is not None and rule.worse(_median(good), rule.threshold):
+            return final_decision(
+                state,
+                Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)),
+                ev,
+            )
+        if rule.threshold is not None and rule.worse(statistics.median(good), rule.threshold):
             found = f"GOOD's median is already beyond the threshold {rule.threshold:g} ({shown})"
             return final_decision(
                 state, Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good)), ev
@@ -283,11 +292,5 @@ def _side(values: list[float], effect: Effect, rule: MetricRule, confidence: flo
     return None
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def _describe(values: list[float]) -> str:
-    return f"median {_median(values):.6g} over {len(values)}"
+    return f"median {statistics.median(values):.6g} over {len(values)}"
