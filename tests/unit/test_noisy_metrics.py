@@ -168,3 +168,41 @@ def test_the_live_display_shows_samples_per_commit():
     console.print(LiveProgress(console, {}).render(snap))
     shown = console.export_text()
     assert "samples" in shown and "aaaaaaaaaaaa x3 median 101" in shown and "bbbbbbbbbbbb x1 median 96" in shown
+
+
+def test_the_dashboards_posterior_of_a_sampled_metric_comes_from_its_readings():
+    from types import SimpleNamespace
+
+    from bot.domain.bisect.explain import explain
+
+    graph, good, bad = linear_graph(16)
+    problem = Problem(graph, good, bad, BENCHMARK)
+    rng = random.Random(11)
+    state, runs = State(), []
+    while True:
+        d = decide(problem, state, runs, (), 2)
+        state = d.state
+        if d.outcome:
+            break
+        runs += [
+            Run(p.sha, p.kind, RawResult(0, rng.gauss(97.0 if int(p.sha[1:]) >= 9 else 100.0, 1.0)), p.round)
+            for p in d.probes
+        ]
+    assert d.outcome.culprit == "c9"
+    steps = [
+        SimpleNamespace(
+            id=i,
+            sha=r.sha,
+            kind=r.kind.value,
+            round=r.round,
+            state="done",
+            verdict=None,
+            exit_code=0,
+            metric=r.raw.metric,
+            infra_reason=None,
+        )
+        for i, r in enumerate(runs, 1)
+    ]
+    told = explain(good, bad, BENCHMARK, steps, [f"c{i}" for i in range(1, 17)], None)
+    assert told.posterior.note is None
+    assert told.posterior.by_position[9] >= 0.99  # the engine's own answer, not a flake model over good/bad words

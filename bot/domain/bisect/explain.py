@@ -18,6 +18,8 @@ from typing import Protocol
 from bot.domain.bisect.evidence import Evidence, effective_flake
 from bot.domain.bisect.model import Kind, Problem, Run, Settings
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
+from bot.domain.bisect.readings import Readings
+from bot.domain.bisect.sampled import sampled
 from bot.domain.bisect.verdict import RawResult, Verdict
 
 AB_KIND_VALUES = {Kind.AB_HEAD.value, Kind.AB_REVERT.value}
@@ -69,7 +71,25 @@ def explain(
     for s in range_steps:
         if s.id in verdict_of and s.state in ("done", "lost"):
             by_sha[s.sha].append(verdict_of[s.id])
-    return Explanation(verdict_of, order, bool(recorded), posterior(order, by_sha, settings, flake_rate))
+    masses = _sampled(order, range_steps, verdict_of, settings) or posterior(order, by_sha, settings, flake_rate)
+    return Explanation(verdict_of, order, bool(recorded), masses)
+
+
+def _sampled(order: list[str], steps: Sequence[Step], verdict_of: dict[int, str], settings: Settings) -> Masses | None:
+    """A sampled metric's posterior, from the readings themselves as the engine has it (bot.domain.bisect.readings),
+    not from the good/bad words the boundary gives each run; None when the metric is not sampled."""
+    finished = [s for s in steps if s.state in ("done", "lost") and verdict_of.get(s.id) in ("good", "bad")]
+    runs = [Run(s.sha, Kind(s.kind), RawResult(s.exit_code, s.metric, s.infra_reason), s.round) for s in finished]
+    rule = settings.metric
+    if rule is None or not sampled(rule, runs) or len(order) < 2:
+        return None
+    position = {sha: i for i, sha in enumerate(order)}
+    pairs = [(position[s.sha], s.metric) for s in finished if s.sha in position and s.metric is not None]
+    if not pairs:
+        return Masses(note="no readings yet")
+    readings = Readings.by_position(pairs, rule.higher_is_worse)
+    post = readings.posterior(len(order) - 1)
+    return Masses({i: post.mass(i) for i in range(1, len(order))}, post.no_culprit)
 
 
 def verdicts(good: str, bad: str, settings: Settings, steps: Iterable[Step]) -> dict[int, str]:

@@ -29,11 +29,14 @@ class Readings:
 
     @classmethod
     def at(cls, scope: Scope, readings: Iterable[tuple[str, float]], higher_is_worse: bool = True) -> Readings:
+        positions = ((scope.position(sha), value) for sha, value in readings)
+        return cls.by_position(((p, v) for p, v in positions if p is not None), higher_is_worse)
+
+    @classmethod
+    def by_position(cls, readings: Iterable[tuple[int, float]], higher_is_worse: bool = True) -> Readings:
         out: dict[int, list[float]] = {}
-        for sha, value in readings:
-            pos = scope.position(sha)
-            if pos is not None:
-                out.setdefault(pos, []).append(value)
+        for pos, value in readings:
+            out.setdefault(pos, []).append(value)
         return cls({p: tuple(v) for p, v in sorted(out.items())}, higher_is_worse)
 
     def _oriented(self, values: Iterable[float]) -> list[float]:
