@@ -37,26 +37,16 @@ def _history(path, n: int, culprit: int) -> list[str]:
     return shas
 
 
+def _bisect(cli, tmp_path, shas: list[str]):
+    repo = str(tmp_path / "repo")
+    regex = r"output_throughput=(?P<value>[0-9.]+)"
+    argv = ["bisect", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--metric-regex", regex]
+    return cli(*argv, "--lower-is-worse", "--workers", "2", "--", "python3", "bench.py", timeout=600)
+
+
 def test_a_benchmark_without_threshold_finds_the_slower_commit_and_states_the_drop(tmp_path, cli):
     shas = _history(tmp_path / "repo", 32, culprit=19)
-    r = cli(
-        "bisect",
-        "--repo",
-        str(tmp_path / "repo"),
-        "--good",
-        shas[0],
-        "--bad",
-        shas[-1],
-        "--metric-regex",
-        r"output_throughput=(?P<value>[0-9.]+)",
-        "--lower-is-worse",
-        "--workers",
-        "2",
-        "--",
-        "python3",
-        "bench.py",
-        timeout=600,
-    )
+    r = _bisect(cli, tmp_path, shas)
     no_traceback(r)
     assert r.code == 0, r.stderr
     assert r.json["culprit"] == shas[19]
@@ -74,24 +64,7 @@ def test_a_benchmark_without_threshold_finds_the_slower_commit_and_states_the_dr
 
 def test_a_benchmark_whose_bad_reads_like_good_is_not_reproducible(tmp_path, cli):
     shas = _history(tmp_path / "repo", 8, culprit=99)  # no commit is slower
-    r = cli(
-        "bisect",
-        "--repo",
-        str(tmp_path / "repo"),
-        "--good",
-        shas[0],
-        "--bad",
-        shas[-1],
-        "--metric-regex",
-        r"output_throughput=(?P<value>[0-9.]+)",
-        "--lower-is-worse",
-        "--workers",
-        "2",
-        "--",
-        "python3",
-        "bench.py",
-        timeout=600,
-    )
+    r = _bisect(cli, tmp_path, shas)
     no_traceback(r)
     assert r.json["culprit"] is None, r.stderr
     assert r.json["status"] in ("not_reproducible", "no_culprit"), r.json["status"]

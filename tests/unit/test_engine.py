@@ -13,6 +13,7 @@ from bot.domain.bisect.posterior import Tally
 from bot.domain.bisect.sampled import ENDPOINT_FIRST
 from bot.domain.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate
 from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
+from tests.support.engine import drive
 
 
 def bound(n: int, k: int) -> int:
@@ -80,20 +81,6 @@ def test_auto_keeps_99_percent_at_a_5_percent_flake_rate_with_one_culprit_rerun(
             culprit = rng.randint(1, 64)
             correct += simulate(64, FlakyTest(culprit, 0.05, rng), k, Settings()).culprit_index() == culprit
         assert correct / sims >= 0.99, (k, correct / sims)
-
-
-def drive(problem, outcome_of, workers=4, state=State(), revert=None):
-    """Synchronous rounds against a results function; returns (decision, runs).
-
-    `revert` holds the State fields the caller sets when the engine asks for a revert."""
-    runs = []
-    for _ in range(500):
-        d = decide(problem, state, runs, (), workers)
-        state = replace(d.state, **revert) if d.wants_revert else d.state
-        if d.outcome:
-            return d, runs
-        runs += [Run(p.sha, p.kind, outcome_of(p.sha), p.round) for p in d.probes]
-    raise AssertionError("did not finish")
 
 
 def exits(bad_from: int, special: dict[int, int] | None = None):

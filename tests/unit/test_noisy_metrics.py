@@ -9,14 +9,14 @@ import statistics
 from rich.console import Console
 
 from bot.cli.progress import LiveProgress
-from bot.domain.bisect.engine import decide
-from bot.domain.bisect.model import Kind, Phase, Problem, Run, Settings, State, Status
+from bot.domain.bisect.model import Kind, Phase, Problem, Run, Settings, Status
 from bot.domain.bisect.readings import Readings
 from bot.domain.bisect.sampled import ENDPOINT_FIRST, sampled
 from bot.domain.bisect.simulate import NoisyMetric, linear_graph, simulate
 from bot.domain.bisect.stats import Split, Stats, t_cdf, t_quantile
 from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
 from bot.service.snapshot import Snapshot
+from tests.support.engine import drive
 
 BENCHMARK = Settings(metric=MetricRule(None, higher_is_worse=False))  # a throughput: lower is worse, no threshold
 
@@ -89,14 +89,9 @@ def test_a_spread_across_the_threshold_switches_the_metric_to_sampling():
 
 def test_a_deterministic_benchmark_needs_few_readings_and_names_the_culprit():
     graph, good, bad = linear_graph(32)
-    problem = Problem(graph, good, bad, BENCHMARK)
-    state, runs = State(), []
-    while True:
-        d = decide(problem, state, runs, (), 2)
-        state = d.state
-        if d.outcome:
-            break
-        runs += [Run(p.sha, p.kind, RawResult(0, 92.0 if int(p.sha[1:]) >= 11 else 100.0), p.round) for p in d.probes]
+    d, runs = drive(
+        Problem(graph, good, bad, BENCHMARK), lambda sha: RawResult(0, 92.0 if int(sha[1:]) >= 11 else 100.0), 2
+    )
     assert d.outcome.status is Status.FOUND and d.outcome.culprit == "c11"
     assert "-8.0% +/- 0.0% at the culprit (95%)" in d.outcome.message
     assert d.outcome.facts["culprit_readings"] == [92.0] * len(d.outcome.facts["culprit_readings"])
@@ -106,14 +101,7 @@ def test_a_deterministic_benchmark_needs_few_readings_and_names_the_culprit():
 def test_endpoints_that_do_not_differ_are_not_reproducible_and_name_no_culprit():
     graph, good, bad = linear_graph(16)
     rng = random.Random(5)
-    problem = Problem(graph, good, bad, BENCHMARK)
-    state, runs = State(), []
-    while True:
-        d = decide(problem, state, runs, (), 2)
-        state = d.state
-        if d.outcome:
-            break
-        runs += [Run(p.sha, p.kind, RawResult(0, rng.gauss(100, 1)), p.round) for p in d.probes]
+    d, _ = drive(Problem(graph, good, bad, BENCHMARK), lambda sha: RawResult(0, rng.gauss(100, 1)), 2)
     assert d.outcome.status in (Status.NOT_REPRODUCIBLE, Status.NO_CULPRIT) and d.outcome.culprit is None
 
 
@@ -128,25 +116,13 @@ def test_the_revert_is_proven_by_sampled_sides_of_the_a_b():
         slow = sha == "head" or (sha.startswith("c") and int(sha[1:]) >= 6)
         return RawResult(0, rng.gauss(96.0 if slow else 100.0, 1.0))
 
-    state, runs = State(), []
-    while True:
-        d = decide(problem, state, runs, (), 2)
-        state = d.state
-        if d.outcome:
-            break
-        if d.wants_revert:
-            assert d.wants_revert == "c6"
-            from dataclasses import replace
-
-            state = replace(state, revert="revert")
-            continue
-        runs += [Run(p.sha, p.kind, read(p.sha), p.round) for p in d.probes]
+    d, runs = drive(problem, read, 2, revert=dict(revert="revert"))
     assert d.outcome.status is Status.FOUND and d.outcome.culprit == "c6"
     assert d.outcome.ab is not None and d.outcome.ab.passed
     assert d.outcome.ab.head_verdicts == (Verdict.BAD,) and d.outcome.ab.revert_verdicts == (Verdict.GOOD,)
     assert "the revert is proven" in d.outcome.message
     assert {r.kind for r in runs} >= {Kind.AB_HEAD, Kind.AB_REVERT}
-    assert state.phase is Phase.DONE
+    assert d.state.phase is Phase.DONE
 
 
 def test_the_change_point_posterior_needs_no_estimate_of_the_means():
@@ -176,18 +152,12 @@ def test_the_dashboards_posterior_of_a_sampled_metric_comes_from_its_readings():
     from bot.domain.bisect.explain import explain
 
     graph, good, bad = linear_graph(16)
-    problem = Problem(graph, good, bad, BENCHMARK)
     rng = random.Random(11)
-    state, runs = State(), []
-    while True:
-        d = decide(problem, state, runs, (), 2)
-        state = d.state
-        if d.outcome:
-            break
-        runs += [
-            Run(p.sha, p.kind, RawResult(0, rng.gauss(97.0 if int(p.sha[1:]) >= 9 else 100.0, 1.0)), p.round)
-            for p in d.probes
-        ]
+    d, runs = drive(
+        Problem(graph, good, bad, BENCHMARK),
+        lambda sha: RawResult(0, rng.gauss(97.0 if int(sha[1:]) >= 9 else 100.0, 1.0)),
+        2,
+    )
     assert d.outcome.culprit == "c9"
     steps = [
         SimpleNamespace(

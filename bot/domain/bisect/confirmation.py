@@ -85,15 +85,28 @@ def confirmation_round(
         # not work. The whole round (confirmation and A/B) runs again; only a round that agrees proves it.
         again = replace(state, confirm_round=rnd, confirmations=state.confirmations + 1)
         return confirmation_round(problem, again, ev, in_flight, free, rnd, culprit, parent, flake, mass, guess, trust)
-    message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; {_confirmed_by(culprit_x, parent_x)})"
+    how = _confirmed_by(culprit_x, parent_x)
+    return found_decision(state, ev, culprit, mass, guess, how, ab, "HEAD fails, HEAD + revert passes", flake)
+
+
+def found_decision(
+    state: State,
+    ev: Evidence,
+    culprit: str,
+    mass: float,
+    guess: Guess,
+    how: str,
+    ab: ABResult | None,
+    proven: str,
+    flake: float = 0.0,
+    facts: dict | None = None,
+) -> Decision:
+    """The culprit named: `how` it was confirmed, and what the A/B said (`proven`: what a passing one showed)."""
+    message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; {how})"
     if state.revert_error:
         message += f"; no revert to verify: {state.revert_error}"
     elif ab is not None:
-        message += (
-            "; the revert is proven: HEAD fails, HEAD + revert passes"
-            if ab.passed
-            else "; the revert is NOT proven by the A/B runs"
-        )
+        message += f"; the revert is proven: {proven}" if ab.passed else "; the revert is NOT proven by the A/B runs"
     outcome = Outcome(
         Status.FOUND,
         message,
@@ -102,6 +115,7 @@ def confirmation_round(
         confidence=mass,
         ab=ab,
         revert_error=state.revert_error,
+        facts=facts or {},
     )
     return replace(final_decision(state, outcome, ev, flake), guess=guess)
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from bot.domain.bisect.calibration import untestable_positions
-from bot.domain.bisect.confirmation import final_decision, outermost
+from bot.domain.bisect.confirmation import final_decision, found_decision
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import (
     CONFIRMATION_KINDS,
@@ -247,33 +247,17 @@ def _prove(
             tuple(v for v in (judged[Kind.AB_HEAD],) if v is not None),
             tuple(v for v in (judged[Kind.AB_REVERT],) if v is not None),
         )
-    message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; {effect.describe()}; {effect.sides()})"
-    if state.revert_error:
-        message += f"; no revert to verify: {state.revert_error}"
-    elif ab is not None:
-        message += (
-            "; the revert is proven: HEAD reads like the culprit, HEAD + revert like its parent"
-            if ab.passed
-            else "; the revert is NOT proven by the A/B runs"
-        )
-    outcome = Outcome(
-        Status.FOUND,
-        message,
-        culprit=culprit,
-        first_parent_culprit=outermost(state, culprit),
-        confidence=mass,
-        ab=ab,
-        revert_error=state.revert_error,
-        facts=dict(
-            effect=effect.describe(),
-            shift=effect.shift,
-            half_width=effect.half_width,
-            level=effect.level,
-            culprit_readings=list(effect.culprit),
-            parent_readings=list(effect.parent),
-        ),
+    facts = dict(
+        effect=effect.describe(),
+        shift=effect.shift,
+        half_width=effect.half_width,
+        level=effect.level,
+        culprit_readings=list(effect.culprit),
+        parent_readings=list(effect.parent),
     )
-    return replace(final_decision(state, outcome, ev), guess=guess)
+    how = f"{effect.describe()}; {effect.sides()}"
+    proven = "HEAD reads like the culprit, HEAD + revert like its parent"
+    return found_decision(state, ev, culprit, mass, guess, how, ab, proven, facts=facts)
 
 
 def _side(values: list[float], effect: Effect, rule: MetricRule, confidence: float) -> Verdict | None:
