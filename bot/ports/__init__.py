@@ -54,6 +54,18 @@ class CulpritFacts:
     labels: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Followups:
+    """Where the proper fix of a culprit is being worked on, as the forge found it: the follow-up (None: nothing
+    fits, a tracking issue is opened), up to two related issues or PRs, what the follow-up shares with the culprit,
+    and what was searched (said in the status comment)."""
+
+    best: int | None
+    related: tuple[int, ...] = ()
+    why: str = ""
+    searched: str = ""
+
+
 class StepRunState(Protocol):
     """A dispatched step run as it is now (bot.adapters.github.actions.RunState)."""
 
@@ -134,7 +146,9 @@ class Forge(Protocol):
 
     def reverts_opened_since(self, since: datetime) -> int: ...
 
-    def followup_for(self, culprit_pr: int) -> int | None: ...
+    def followup_for(self, culprit_pr: int) -> Followups:
+        """The issue or PR where the culprit's proper fix is worked on, ranked from the culprit PR's timeline, the
+        open PRs that change its files and functions, and a search (bot.domain.followup), at a bounded cost."""
 
     def open_revert_of(self, culprit_pr: int, ours: str | None = None) -> int | None: ...
 

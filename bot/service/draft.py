@@ -57,6 +57,8 @@ def draft(
     prs: Mapping[str, PrRecord] = {},
     followups: list[int] = (),
     fixes: Sequence[str] = (),
+    related: Sequence[int] = (),
+    followup_why: str = "",
 ) -> PullRequestDraft:
     """The revert PR for a found, proven culprit. `fixes`: the tests of a group (bot.domain.bisect.group) that this
     culprit broke, each listed with its own A/B; the first one's runs make the bisect table (`test` is it)."""
@@ -134,6 +136,8 @@ def draft(
         before=metric(parent),
         after=metric(culprit),
         followups=list(followups),
+        related=list(related),
+        followup_why=followup_why,
         fixes=fixed,
     )
     return render(body, revert.branch)

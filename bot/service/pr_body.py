@@ -93,6 +93,8 @@ class RevertEvidence:
     after: list[float] = field(default_factory=list)
     followups: list[int] = field(default_factory=list)
     fixes: list[FixedTest] = field(default_factory=list)  # every test the revert fixes, when several
+    related: list[int] = field(default_factory=list)  # issues or PRs near the follow-up (bot.domain.followup)
+    followup_why: str = ""  # what the follow-up shares with the culprit, when it was found by its changes
 
 
 # Markdown, not HTML: no autoescaping; every value from elsewhere goes through a bot.domain.markdown filter.

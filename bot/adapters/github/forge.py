@@ -15,9 +15,10 @@ from github.Repository import Repository
 
 from bot.adapters.github.actions import GitHubActions
 from bot.adapters.github.downloads import Downloads
+from bot.adapters.github.followups import FollowupFinder
 from bot.adapters.github.runs import CiRuns
 from bot.adapters.github.writes import TRANSPORT_METHODS, for_client, register, writes_of
-from bot.ports import CulpritFacts, PullRef, Skipped
+from bot.ports import CulpritFacts, Followups, PullRef, Skipped
 
 MARKER = "<!-- revert-bisect:{key} -->"
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
@@ -292,13 +293,7 @@ class GitHubForge(CiRuns):
             count += pr.head.ref.startswith(bot_branch_prefix)
         return count
 
-    def followup_for(self, culprit_pr: int) -> int | None:
-        """An open issue or PR that cross-references the culprit PR as the place of the proper fix."""
-        for event in self.repo.get_issue(culprit_pr).get_timeline():
-            if event.event != "cross-referenced":
-                continue
-            source = (event.raw_data.get("source") or {}).get("issue") or {}
-            number, body = source.get("number"), source.get("body") or ""
-            if number and number != culprit_pr and source.get("state", "open") == "open" and f"#{culprit_pr}" in body:
-                return number
-        return None
+    def followup_for(self, culprit_pr: int) -> Followups:
+        """Where the culprit's proper fix is worked on: ranked from the culprit PR's timeline, the open PRs and a
+        search, each read capped (bot.adapters.github.followups)."""
+        return FollowupFinder(self.repo).find(culprit_pr)
