@@ -198,6 +198,9 @@ class Git(Protocol):
 
     def branches_at(self, sha: str) -> list[str]: ...
 
+    def file_changes(self, good: str, bad: str, paths: list[str] | None = None) -> dict[str, dict[str, str]]:
+        """Each commit of good..bad that changes one of `paths` (any file: None): file -> its diff's hunks."""
+
 
 # -- what the clone's operations give back (bot.adapters.git.revert, bot.adapters.git.already) -----------------------
 

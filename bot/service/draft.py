@@ -13,6 +13,7 @@ from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports import Git, Revert
 from bot.ports.store import BisectionRecord
+from bot.service.case_facts import case_of
 from bot.service.driver import finished_runs
 from bot.service.group_rows import member_outcome
 from bot.service.pr_body import (
@@ -136,6 +137,9 @@ def draft(
         before=metric(parent),
         after=metric(culprit),
         followups=list(followups),
+        case=case_of(row, problem, repo, culprit, fixes[0] if fixes else None),
+        good=problem.good,
+        bad=problem.bad,
         related=list(related),
         followup_why=followup_why,
         fixes=fixed,
