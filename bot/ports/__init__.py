@@ -280,10 +280,34 @@ class Clones(Protocol):
 
 # -- whether reverted culprits came back (the dashboard's trust report; bot.adapters.git.relanded) ---------------
 
+
+@dataclass(frozen=True)
+class BranchRevert:
+    """A commit on the default branch that reverts `reverted` (a commit of a bisected range), whoever made it."""
+
+    sha: str
+    subject: str
+    pr: int | None  # the revert's PR, from a squash merge's `(#N)`
+    reverted: str
+    reverted_subject: str
+
+
 # (repository, culprit) -> re-landed unchanged since its revert? None: cannot tell (no clone, not fetched yet)
 Relanded = Callable[[str, str], "bool | None"]
 # the revert bases ((repository, culprit) -> the head the revert was made on) -> who answers for them
 RelandedReader = Callable[[dict[tuple[str, str], str]], Relanded]
+
+
+class CloneReads(Protocol):
+    """What the trust page reads of the bot's clones (bot.adapters.git.relanded.RelandedInClones): whether reverted
+    culprits came back (a RelandedReader), and the reverts on each default branch of the commits of bisected ranges."""
+
+    def __call__(self, bases: dict[tuple[str, str], str]) -> Relanded: ...
+
+    def reverts(self, ranges: dict[str, list[tuple[str, str]]]) -> dict[str, list[BranchRevert]] | None:
+        """repository -> the reverts on its default branch of commits in its ranges ((good, bad) pairs); a repository
+        without a clone is left out; None when no clone could be read."""
+
 
 # -- a webhook about a workflow run (the router hands it to the dispatch backend: bot.adapters.dispatch.actions) --
 

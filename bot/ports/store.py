@@ -315,6 +315,8 @@ class FinishedRecord(Protocol):
     outcome: dict | None
     origin: dict | None
     head: str | None
+    good: str
+    bad: str
 
 
 class DashboardReads(Protocol):
