@@ -20,6 +20,7 @@ from bot.service.group_rows import runs_of
 class Case:
     assertion: str | None
     assertion_from_ci: bool
+    assertion_at: str  # the commit the bot's run that printed it ran (when not CI's)
     green: Reading | None  # CI's last scheduled run that passed
     red: tuple[Reading, ...]  # CI's scheduled runs that failed since
     culprit: Spread  # the bot's failing runs of the culprit
@@ -41,7 +42,9 @@ def case_of(row: BisectionRecord, problem: Problem, repo: Git, culprit: str, tes
     readings = [Reading(step.sha, v is Verdict.GOOD, step.runner or "") for step, v in ci]
     green, red = red_since(readings)
     ci_line = assertion_line(step.log_tail for step, run in failing if run.kind is Kind.CI)
-    ours = assertion_line(step.log_tail for step, run in failing if run.kind is not Kind.CI)
+    # the bot's own: a run of the culprit first, else any failing run (HEAD's in the A/B), with where it ran
+    mine = sorted((p for p in failing if p[1].kind is not Kind.CI), key=lambda p: p[1].sha != culprit)
+    ours, at = next(((line, run.sha) for step, run in mine if (line := assertion_line([step.log_tail]))), (None, ""))
     metric = lambda kinds, sha=None: [  # noqa: E731
         run.raw.metric for _, run in failing if run.kind in kinds and (sha is None or run.sha == sha)
     ]
@@ -51,6 +54,7 @@ def case_of(row: BisectionRecord, problem: Problem, repo: Git, culprit: str, tes
     return Case(
         ci_line or ours,
         ci_line is not None,
+        "" if ci_line else at,
         green,
         tuple(red),
         spread(metric(BISECT_KINDS, culprit) or _exits(failing, culprit)),
