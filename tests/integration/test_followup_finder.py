@@ -89,3 +89,27 @@ def test_a_prs_files_are_paged_as_github_pages_them_with_their_patches(served):
     assert first[0]["patch"].startswith("@@") and first[0]["changes"] == 1 and first[0]["blob_url"]
     _, big = forge.repo.requester.requestJsonAndCheck("GET", url, parameters={"per_page": 500})
     assert len(big) == 45  # at most 100 a page
+
+
+def test_the_miniatures_follow_up_shaped_like_29792_is_found_by_its_function(tmp_path):
+    """The miniature with its follow-up as SGLang's real one was (scenario followup="pr"): an open PR by another
+    author, opened before the culprit merged, changing the culprit's function, never naming it. Before the finder read
+    files and functions, the bot opened its own tracking issue here and never named the PR."""
+    from sandbox import seed_from_scenario
+    from scenarios.mamba_track_boundary import build
+
+    scenario = build(tmp_path / "scenario", commits=12, seed=5, followup="pr")
+    follow = scenario.followup
+    assert follow["kind"] == "pr" and f"#{scenario.culprit_pr}" not in follow["body"]
+    state = SandboxState(tmp_path / "sandbox")
+    seeded = seed_from_scenario(state, tmp_path / "scenario")
+    base, stop = run_in_thread(state)
+    try:
+        forge = GitHubForge(connect(base, seeded.tokens["revert-bisect-bot"], throttle=False), seeded.repo)
+        files = list(forge.repo.get_pull(follow["number"]).get_files())  # from its branch, as git has it
+        assert [f.filename for f in files] == ["mini_sglang/scheduler.py"] and "@@" in files[0].patch
+        found = forge.followup_for(scenario.culprit_pr)
+        assert found.best == follow["number"]
+        assert "mini_sglang/scheduler.py" in found.why and "`process_decode_result`" in found.why
+    finally:
+        stop()
