@@ -81,17 +81,7 @@ def add_operations_beyond_the_subset(spec: dict) -> dict:
                 {"$ref": "#/components/parameters/per-page"},
                 {"$ref": "#/components/parameters/page"},
             ],
-            "responses": {
-                "200": {
-                    "description": "Response",
-                    "content": {
-                        "application/json": {
-                            "schema": {"type": "array", "items": {"$ref": "#/components/schemas/issue"}}
-                        }
-                    },
-                },
-                "404": {"$ref": "#/components/responses/not_found"},
-            },
+            "responses": {"200": _list_of("issue"), "404": {"$ref": "#/components/responses/not_found"}},
         }
     files = spec["paths"].setdefault("/repos/{owner}/{repo}/pulls/{pull_number}/files", {})
     if "get" not in files:  # pulls/list-files: 30 a page by default, at most 100, at most 3000 files
@@ -105,20 +95,19 @@ def add_operations_beyond_the_subset(spec: dict) -> dict:
                 {"$ref": "#/components/parameters/page"},
             ],
             "responses": {
-                "200": {
-                    "description": "Response",
-                    "content": {
-                        "application/json": {
-                            "schema": {"type": "array", "items": {"$ref": "#/components/schemas/diff-entry"}}
-                        }
-                    },
-                },
+                "200": _list_of("diff-entry"),
                 "422": {"$ref": "#/components/responses/validation_failed"},
                 "500": {"$ref": "#/components/responses/internal_error"},
                 "503": {"$ref": "#/components/responses/service_unavailable"},
             },
         }
     return spec
+
+
+def _list_of(schema: str) -> dict:
+    """A 200 answer that is an array of the component `schema`."""
+    items = {"$ref": f"#/components/schemas/{schema}"}
+    return {"description": "Response", "content": {"application/json": {"schema": {"type": "array", "items": items}}}}
 
 
 def allow_documented_nulls(node):
