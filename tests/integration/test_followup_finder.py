@@ -113,3 +113,17 @@ def test_the_miniatures_follow_up_shaped_like_29792_is_found_by_its_function(tmp
         assert "mini_sglang/scheduler.py" in found.why and "`process_decode_result`" in found.why
     finally:
         stop()
+
+
+def test_a_candidate_whose_files_cannot_be_read_is_ranked_without_them(served):
+    from github import GithubException
+
+    class Gone(FollowupFinder):  # GitHub hides a PR removed as spam: its files answer 404
+        def _files(self, number: int, pages: int):
+            if number == 33118:
+                raise GithubException(404, {"message": "Not Found"}, {})
+            return super()._files(number, pages)
+
+    _, forge = served()
+    found = Gone(forge.repo).find(31369)
+    assert found.best == 29792 and "#33118's files could not be read (404)" in found.searched

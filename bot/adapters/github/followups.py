@@ -132,7 +132,12 @@ class FollowupFinder:
             for item in (data or {}).get("items", []) if isinstance(data, dict) else []:
                 note(self._candidate(item, culprit_pr, "search"))
         for c in preselect(culprit_pr, culprit.title, [c for c in found.values() if c.is_pr], caps.candidates_read):
-            found[c.number] = replace(found[c.number], change=self._files(c.number, caps.file_pages))
+            try:
+                found[c.number] = replace(found[c.number], change=self._files(c.number, caps.file_pages))
+            except GithubException as exc:  # one candidate unreadable (gone, too large a diff): ranked without files
+                if exc.status not in (404, 406, 410, 422):
+                    raise
+                self.reads.notes.append(f"#{c.number}'s files could not be read ({exc.status})")
         choice = choose(culprit, list(found.values()))
         return Followups(
             choice.best.number if choice.best else None,
