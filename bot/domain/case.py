@@ -15,13 +15,14 @@ ASSERTION = re.compile(r"^.*(?:AssertionError\b.*|\b\w+=\S+ [<>]=? ?threshold=\S
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 
 
-def assertion_line(logs: Iterable[str | None]) -> str | None:
-    """The first failing check's line in the first log that has one, its timestamp taken off."""
+def assertion_line(logs: Iterable[str | None], prefer: str | None = None) -> str | None:
+    """The first failing check's line in the first log that has one, its timestamp taken off; of a log's lines, the
+    first that says `prefer` (the reading the run reported: a file of several failing cases prints several)."""
     for log in logs:
-        for m in ASSERTION.finditer(log or ""):
-            line = TIMESTAMP.sub("", m.group(0).strip())
-            if line:
-                return line[:500]
+        lines = [TIMESTAMP.sub("", m.group(0).strip()) for m in ASSERTION.finditer(log or "")]
+        lines = [line for line in lines if line]
+        if lines:
+            return next((line for line in lines if prefer and prefer in line), lines[0])[:500]
     return None
 
 
@@ -68,9 +69,15 @@ class Overlap:
     others: Mapping[str, Mapping[str, frozenset[str]]]  # sha -> file -> definitions it shares with the culprit
 
     @property
+    def rivals(self) -> dict[str, dict[str, frozenset[str]]]:
+        """The other commits that change a function the culprit changes: sha -> file -> those functions."""
+        out = {sha: {f: d for f, d in files.items() if d} for sha, files in self.others.items()}
+        return {sha: files for sha, files in out.items() if files}
+
+    @property
     def alone_in_functions(self) -> bool:
         """No other commit of the window changes a function the culprit changes."""
-        return not any(defs for files in self.others.values() for defs in files.values())
+        return not self.rivals
 
     @property
     def alone_in_files(self) -> bool:

@@ -139,7 +139,8 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
                     value = float(reading[0]["value"])
                     given = reading[0].get("threshold")
                     threshold = float(given) if given is not None else test.metric.threshold
-                said = assertion_line([*(f.block for f in found), _own_output(test, log)]) or ""
+                prefer = None if value is None else repr(value)  # the case whose reading is reported
+                said = assertion_line([*(f.block for f in found), _own_output(test, log)], prefer) or ""
                 out.append(FailedTest(test, name, value, threshold, tuple(f.case for f in found), said))
                 break
     return out

@@ -43,8 +43,13 @@ def case_of(row: BisectionRecord, problem: Problem, repo: Git, culprit: str, tes
     green, red = red_since(readings)
     ci_line = assertion_line(step.log_tail for step, run in failing if run.kind is Kind.CI)
     # the bot's own: a run of the culprit first, else any failing run (HEAD's in the A/B), with where it ran
-    mine = sorted((p for p in failing if p[1].kind is not Kind.CI), key=lambda p: p[1].sha != culprit)
-    ours, at = next(((line, run.sha) for step, run in mine if (line := assertion_line([step.log_tail]))), (None, ""))
+    # (a step that ran several tests has one log for all: which test printed a line is not known, so none is quoted)
+    mine = sorted(
+        (p for p in failing if p[1].kind is not Kind.CI and len(p[0].results or {}) <= 1),
+        key=lambda p: p[1].sha != culprit,
+    )
+    said = ((assertion_line([step.log_tail], _said(run.raw.metric)), run.sha) for step, run in mine)
+    ours, at = next(((line, sha) for line, sha in said if line), (None, ""))
     metric = lambda kinds, sha=None: [  # noqa: E731
         run.raw.metric for _, run in failing if run.kind in kinds and (sha is None or run.sha == sha)
     ]
@@ -62,6 +67,11 @@ def case_of(row: BisectionRecord, problem: Problem, repo: Git, culprit: str, tes
         overlap(culprit, changed, window),
         max(len(problem.graph) - 1, 0),
     )
+
+
+def _said(metric: float | None) -> str | None:
+    """How a test prints its reading (`repr`), to find the line of the case the run reported."""
+    return None if metric is None else repr(metric)
 
 
 def _exits(failing, sha: str | None, kind: Kind | None = None) -> list[float | None]:

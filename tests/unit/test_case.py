@@ -12,6 +12,9 @@ def test_the_assertion_line_is_quoted_as_the_log_printed_it_without_githubs_time
         assertion_line(["avg_kl_div=0.0065 > threshold=0.002 for m t"]) == "avg_kl_div=0.0065 > threshold=0.002 for m t"
     )
     assert assertion_line(["avg_kl_div=0.0003", ""]) is None  # a reading is not a failure
+    cases = (("0.0069", "A"), ("0.0078", "B"))
+    several = "\n".join(f"AssertionError: avg_kl_div={v} > threshold=0.002 for {c}" for v, c in cases)
+    assert assertion_line([several]).endswith("for A") and assertion_line([several], "0.0078").endswith("for B")
 
 
 def test_identical_on_every_retry_or_the_spread():
@@ -41,5 +44,6 @@ def test_why_this_commit_names_what_no_other_commit_of_the_window_touches():
     assert not o.alone_in_files and o.alone_in_functions and list(o.others) == ["same-file"]
     rival = overlap("culprit", changed, {**window, "rival": {brp: frozenset({"_mamba_check_track_boundary", "x"})}})
     assert not rival.alone_in_functions and rival.others["rival"] == {brp: frozenset({"_mamba_check_track_boundary"})}
+    assert rival.rivals == {"rival": {brp: frozenset({"_mamba_check_track_boundary"})}}  # "same-file" shares none
     alone = overlap("culprit", changed, {"culprit": changed, "docs": {"README.md": frozenset()}})
     assert alone.alone_in_files and alone.alone_in_functions
