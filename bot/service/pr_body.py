@@ -8,9 +8,8 @@ from dataclasses import dataclass, field, replace
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.domain import markdown
+from bot.domain.body_limit import MAX_BODY, fit
 from bot.service.case_facts import Case
-
-MAX_BODY = 65_536  # GitHub refuses a longer body with 422 (docs/github-contract.md, "Writes")
 
 
 @dataclass(frozen=True)
@@ -153,6 +152,5 @@ def render(evidence: RevertEvidence, head_branch: str) -> PullRequestDraft:
         kept = [r for i, r in enumerate(evidence.rows) if i < rows or r.sha == c.sha]
         short = _shorter_log(evidence.replay_log, 0, evidence.bisection_id)
         body = body_of(replace(evidence, rows=kept, replay_log=short))
-    if len(body) > MAX_BODY:  # only text from elsewhere (a title, an assertion line) could still be this long
-        body = body[: MAX_BODY - 200] + f"\n\n... cut to fit GitHub's limit: see bisection #{evidence.bisection_id}\n"
+    body = fit(body, f"bisection #{evidence.bisection_id}")  # only text from elsewhere could still be this long
     return PullRequestDraft(title, body, head_branch, evidence.branch)

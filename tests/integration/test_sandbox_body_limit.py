@@ -48,3 +48,23 @@ def test_a_comment_over_the_limit_is_refused_when_made_and_when_edited(api):
 def test_a_pull_request_body_over_the_limit_is_refused(api):
     long = {"title": "t", "head": "any", "base": "main", "body": "x" * (LIMIT + 1)}
     assert refused(api.post("/pulls", json=long), "PullRequest")
+
+
+def test_the_bot_never_sends_a_body_over_the_limit_it_cuts_it_and_says_so(tmp_path):
+    from bot.adapters.github.forge import GitHubForge, connect
+
+    state = SandboxState(tmp_path / "sandbox")
+    slug = seed_incident(state)
+    base, stop = run_in_thread(state)
+    try:
+        forge = GitHubForge(connect(base, f"sandbox-token-{BOT}", throttle=False), slug)
+        evidence = "<details>\n\n```\n" + "git bisect good 0123456789abcdef\n" * 4000 + "```\n\n</details>\n"
+        comment_id, created = forge.comment_once(31369, "evidence-1", evidence)
+        number, _ = forge.ensure_issue("tracking-31369", "Fix it", evidence)
+    finally:
+        stop()
+    body = state.comments[comment_id][1].body
+    assert created and len(body) <= LIMIT and "cut to fit GitHub's limit of 65,536 characters" in body
+    assert body.count("```") % 2 == 0 and body.count("<details>") == body.count("</details>")  # still well-formed
+    issue = state.repo(slug).issues[number].body
+    assert len(issue) <= LIMIT and "revert-bisect:tracking-31369" in issue

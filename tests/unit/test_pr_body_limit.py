@@ -42,3 +42,12 @@ def test_a_long_replay_log_is_cut_with_where_the_whole_log_is():
 def test_a_huge_bisect_table_keeps_the_culprits_row():
     pr = render(evidence(10, 2000), "b")
     assert len(pr.body) <= LIMIT and "`cccccccccccc` **culprit**" in pr.body
+
+
+def test_fit_leaves_a_body_that_fits_and_cuts_one_that_does_not_closing_what_it_opened():
+    from bot.domain.body_limit import fit
+
+    assert fit("x" * LIMIT) == "x" * LIMIT
+    cut = fit("<details>\n```\n" + "y" * LIMIT, "bisection #7")
+    assert len(cut) <= LIMIT and cut.endswith("(cut to fit GitHub's limit of 65,536 characters: bisection #7)\n")
+    assert cut.count("```") == 2 and "</details>" in cut

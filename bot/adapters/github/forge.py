@@ -18,6 +18,7 @@ from bot.adapters.github.downloads import Downloads
 from bot.adapters.github.followups import FollowupFinder
 from bot.adapters.github.runs import CiRuns
 from bot.adapters.github.writes import TRANSPORT_METHODS, for_client, register, writes_of
+from bot.domain.body_limit import fit
 from bot.ports import CulpritFacts, Followups, PullRef, Skipped
 
 MARKER = "<!-- revert-bisect:{key} -->"
@@ -146,6 +147,7 @@ class GitHubForge(CiRuns):
     # -- writes, each looked up first, and looked up again before a retry --
 
     def open_pr(self, title: str, body: str, head: str, base: str, draft: bool = False) -> PullRef:
+        body = fit(body)  # GitHub refuses a longer one (422): never sent
         existing = self.open_pr_for_head(head)
         if existing:
             return existing
@@ -210,7 +212,7 @@ class GitHubForge(CiRuns):
         The comment's id is kept once known: a status comment edited every few minutes costs one PATCH, and
         nothing when its text did not change, not a listing of every comment of the thread each time."""
         tag = marker(key)
-        text = f"{tag}\n{body}"
+        text = fit(f"{tag}\n{body}")  # GitHub refuses a longer one (422): never sent
         known = self._comments.get((number, key))
         if known is not None:
             comment_id, shown = known
@@ -266,7 +268,7 @@ class GitHubForge(CiRuns):
                 return issue.number, False
         if (number := recent()) is not None:
             return number, False
-        make = lambda: self.repo.create_issue(title=title, body=f"{tag}\n{body}").number  # noqa: E731
+        make = lambda: self.repo.create_issue(title=title, body=fit(f"{tag}\n{body}")).number  # noqa: E731
         return self.writes.make(f"opening the issue {key}", make, recent), True
 
     def react(self, number: int, comment_id: int, content: str) -> None:
