@@ -35,6 +35,10 @@ def test_a_merged_revert_says_how_to_reland_and_a_human_revert_the_bot_never_nam
     assert "identical on every retry" in case or "reading from" in case
     assert f"`{scenario.good[:12]}` (the last good)" in case and "**Why this commit**" in case
     assert f"the proper fix is being worked on in #{followup}" in case
+    status = wait_for(
+        lambda: [c for c in comments(world, followup) if "**revert-bisect**" in c["body"] and "searched" in c["body"]]
+    )
+    assert f"follow-up: #{followup}" in status[0]["body"] and "the culprit PR" in status[0]["body"]  # what was searched
 
     # a maintainer merges the revert as SGLang does (squash); GitHub sends `pull_request` `closed`, merged
     state.add_hook(world["bot"] + "/webhooks/github", SECRET, events=("pull_request",), repo=repo)
