@@ -23,6 +23,7 @@ from bot.observability.github_api import install as install_github_api
 from bot.ports import BackendFor, CiReads, Git
 from bot.service.backends import step_inputs
 from bot.service.bisections import Bisections
+from bot.service.reland import RevertMerged
 from bot.settings import BotSettings, default_workspace
 from runners.spec import Backend, StepSpec
 from runners.step import Request
@@ -91,8 +92,9 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
             forges[repo] = GitHubForge(client_for(repo), repo)
         return forges[repo]
 
+    store = Store(engine)
     bisections = Bisections(  # the service gets the store's ports (bot.ports.store), here the SQLAlchemy store
-        Store(engine),
+        store,
         Holds(engine),
         backends_over(forge_for),
         GIT_CLONES,
@@ -104,4 +106,7 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     return {
         "command": CommandJob(policies, forge_for, bisections),
         "nightly_failure": NightlyJob(policies, forge_for, bisections, Flakes(engine)),
+        # a merged revert of the bot's: the culprit PR is told how to re-land it (the route of `pull_request`
+        # `closed` to it is bot.ingress.webhooks.routes')
+        "revert_merged": RevertMerged(store, forge_for),
     }

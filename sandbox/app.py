@@ -11,7 +11,7 @@ import re
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 
-from .api import actions, apps, checks, git_http, issues, pulls, repos
+from .api import actions, apps, checks, git_http, issues, pull_files, pull_merge, pulls, repos
 from .api.errors import ApiError, respond
 from .lost_answers import install as lose_answers
 from .ratelimit import rate_and_etag
@@ -20,7 +20,17 @@ from .state import SandboxState
 
 GIT_ROUTE = re.compile(r"^/[^/]+/[^/]+\.git(/|$)")
 # registration order is matching order: git smart HTTP's catch-all `/{owner}/{repo}.git/...` comes last
-ROUTERS = (repos.router, issues.router, pulls.router, checks.router, apps.router, actions.router, git_http.router)
+ROUTERS = (
+    repos.router,
+    issues.router,
+    pulls.router,
+    pull_files.router,
+    pull_merge.router,
+    checks.router,
+    apps.router,
+    actions.router,
+    git_http.router,
+)
 
 
 def _token(request: Request) -> str | None:

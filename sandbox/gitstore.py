@@ -24,6 +24,14 @@ def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True) 
     return proc.stdout.decode(errors="replace")
 
 
+def git_env(repo: Path, env: dict[str, str], *args: str) -> str:
+    """`git` with more environment (a commit's author and committer)."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env={**_ENV, **env}, check=False)
+    if proc.returncode != 0:
+        raise GitError(proc.stderr.decode(errors="replace").strip())
+    return proc.stdout.decode(errors="replace")
+
+
 def init_bare(path: Path, default_branch: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(

@@ -71,6 +71,8 @@ class PullInfo:
     draft: bool = False
     requested_reviewers: list[str] = field(default_factory=list)
     id: int = 0
+    files: list[dict] | None = None  # recorded changed files (filename, status, additions, deletions, patch) of a PR
+    # whose branch is not in the repository (a recorded incident); None: its diff is read from git
 
 
 @dataclass

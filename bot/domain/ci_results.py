@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
+from bot.domain.case import assertion_line
 from bot.domain.cases import failures
 from bot.domain.joblog import plain
 from bot.domain.policy import Direction, Policy, Test
@@ -46,6 +47,7 @@ class FailedTest:
     metric: float | None = None
     threshold: float | None = None
     cases: tuple[str, ...] = ()  # the file's failed cases (bot.domain.cases): what each bisect step runs
+    line: str = ""  # the failing check's line as the log printed it (bot.domain.case.assertion_line)
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,9 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
                     value = float(reading[0]["value"])
                     given = reading[0].get("threshold")
                     threshold = float(given) if given is not None else test.metric.threshold
-                out.append(FailedTest(test, name, value, threshold, tuple(f.case for f in found)))
+                prefer = None if value is None else repr(value)  # the case whose reading is reported
+                said = assertion_line([*(f.block for f in found), _own_output(test, log)], prefer) or ""
+                out.append(FailedTest(test, name, value, threshold, tuple(f.case for f in found), said))
                 break
     return out
 

@@ -13,6 +13,7 @@ class CiReading:
     passed: bool
     metric: float | None
     url: str  # the run (or its job) on GitHub, shown next to the reading
+    line: str = ""  # a failure's check as CI's log printed it (the revert PR quotes it)
 
 
 @dataclass(frozen=True)

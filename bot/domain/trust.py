@@ -7,7 +7,13 @@ Per repository:
 - reverts opened (the outcome holds `revert_pr`), and of those the ones whose culprit was later re-landed
   unchanged: a false positive (the culprit was innocent, or the revert was not needed). Whether it was
   re-landed is asked of `relanded(repo, culprit)`, which answers None when it cannot tell (no clone);
-- reverts refused by the guards (`revert_refused` in the outcome), by reason.
+- reverts refused by the guards (`revert_refused` in the outcome), by reason;
+- recall, as PyTorch measures its auto-revert's: culprits the bot flagged (named, status `found`) against those
+  plus the ones it missed -- a revert on the default branch, by anyone else, of a commit inside a range the bot
+  bisected (a watched test went red over it) that the bot never named. The reverts are asked of the caller, who
+  reads them from the clones (bot.adapters.git.reverts); None when it cannot tell.
+
+Each figure comes with the incidents behind it: the reverts re-landed unchanged, the culprits flagged, the misses.
 
 "Re-landed unchanged" is decided by the caller (see GitRepo.relanded): a commit on the default branch after
 the revert whose `git patch-id --stable` equals the culprit's.
@@ -16,7 +22,7 @@ the revert whose `git patch-id --stable` equals the culprit's.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,6 +44,30 @@ class Bisection(Protocol):
     outcome: dict | None  # JSON; read with bot.domain.outcome.outcome_of
     origin: dict | None
     head: str | None
+    good: str
+    bad: str
+
+
+class Revert(Protocol):
+    """A revert on the default branch of a commit of a bisected range (bot.ports.BranchRevert)."""
+
+    sha: str
+    subject: str
+    pr: int | None
+    reverted: str
+    reverted_subject: str
+
+
+@dataclass(frozen=True)
+class Incident:
+    """One fact behind a figure: `relanded` (a false positive), `flagged` (a culprit the bot named), `missed` (a
+    commit someone else reverted that the bot never named)."""
+
+    kind: str
+    culprit: str
+    subject: str = ""
+    pr: int | None = None  # the revert's PR: the bot's for relanded and flagged, the human's for missed
+    revert: str | None = None  # the human revert's commit, for missed
 
 
 @dataclass
@@ -54,6 +84,16 @@ class TrustRow:
     relanded: int = 0  # reverts whose culprit was re-landed unchanged: false positives
     relanded_unknown: int = 0  # reverts for which that could not be told (no clone, culprit not fetched...)
     refused: dict[str, int] = field(default_factory=dict)  # reason key -> reverts refused for it
+    flagged: int = 0  # distinct culprits the bot named
+    missed: int = 0  # commits of bisected ranges reverted by someone else, never named by the bot
+    misses_known: bool = False  # whether the branch's reverts could be read (a clone)
+    incidents: list[Incident] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float | None:
+        """Flagged / (flagged + missed); None when the misses are unknown or there is nothing to count."""
+        total = self.flagged + self.missed
+        return self.flagged / total if self.misses_known and total else None
 
     @property
     def reverts_refused(self) -> int:
@@ -84,8 +124,12 @@ class TrustRow:
             "reverts_opened",
             "relanded",
             "relanded_unknown",
+            "flagged",
+            "missed",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.misses_known = self.misses_known or other.misses_known
+        self.incidents = [*self.incidents, *other.incidents]
         self.statuses = dict(Counter(self.statuses) + Counter(other.statuses))
         self.refused = dict(Counter(self.refused) + Counter(other.refused))
 
@@ -129,10 +173,28 @@ def revert_bases(bisections: Iterable[Bisection]) -> dict[tuple[str, str], str]:
     return out
 
 
-def report(bisections: Iterable[Bisection], relanded: Callable[[str, str], bool | None]) -> list[TrustRow]:
+def ranges(bisections: Iterable[Bisection]) -> dict[str, list[tuple[str, str]]]:
+    """repository -> the (GOOD, BAD) of every finished bisection: where a watched test went red."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for row in bisections:
+        if row.status is not None and row.good and row.bad:
+            pairs = out.setdefault(repository_of(row), [])
+            if (row.good, row.bad) not in pairs:
+                pairs.append((row.good, row.bad))
+    return out
+
+
+def report(
+    bisections: Iterable[Bisection],
+    relanded: Callable[[str, str], bool | None],
+    reverts: Mapping[str, Sequence[Revert]] | None = None,
+) -> list[TrustRow]:
     """One row per repository, sorted by name. `relanded(repo, culprit_sha)` is asked once per revert opened
-    (True: re-landed unchanged, False: not, None: unknown); a revert without a culprit sha counts as unknown."""
+    (True: re-landed unchanged, False: not, None: unknown); a revert without a culprit sha counts as unknown.
+    `reverts`: per repository, the reverts on its default branch of commits of its bisected ranges (`ranges()`); a
+    repository missing from it has unknown misses."""
     rows: dict[str, TrustRow] = {}
+    named: dict[str, set[str]] = {}
     for row in bisections:
         if row.status is None:  # still running: no answer yet
             continue
@@ -147,23 +209,43 @@ def report(bisections: Iterable[Bisection], relanded: Callable[[str, str], bool 
             t.cancelled += 1
         else:
             t.inconclusive += 1
+        culprit = _str(outcome.culprit)
+        subject = _str(outcome.culprit_subject) or ""
+        if row.status == CONFIRMED and culprit and culprit not in named.setdefault(repo, set()):
+            named[repo].add(culprit)
+            t.flagged += 1
+            t.incidents.append(Incident("flagged", culprit, subject, outcome.revert_pr))
         if revert_opened(outcome):
             t.reverts_opened += 1
-            culprit = _str(outcome.culprit)
             answer = relanded(repo, culprit) if culprit else None
             if answer is None:
                 t.relanded_unknown += 1
             elif answer:
                 t.relanded += 1
+                t.incidents.append(Incident("relanded", culprit or "", subject, outcome.revert_pr))
         if _str(outcome.revert_refused):
             reason = refusal_reason(outcome)
             t.refused[reason] = t.refused.get(reason, 0) + 1
+    for repo, t in rows.items():
+        if reverts is None or repo not in reverts:
+            continue
+        t.misses_known = True
+        ours = named.get(repo, set())
+        for r in reverts[repo]:
+            if r.reverted not in ours:
+                ours = ours | {r.reverted}  # a commit reverted twice is one miss
+                t.missed += 1
+                t.incidents.append(Incident("missed", r.reverted, r.reverted_subject, r.pr, r.sha))
     return [rows[name] for name in sorted(rows)]
 
 
-def build(bisections: Iterable[Bisection], relanded: Callable[[str, str], bool | None]) -> TrustReport:
+def build(
+    bisections: Iterable[Bisection],
+    relanded: Callable[[str, str], bool | None],
+    reverts: Mapping[str, Sequence[Revert]] | None = None,
+) -> TrustReport:
     """report() and the sum of its rows."""
-    rows = report(bisections, relanded)
+    rows = report(bisections, relanded, reverts)
     total = TrustRow("all repositories")
     for row in rows:
         total.add(row)

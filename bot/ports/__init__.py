@@ -54,6 +54,18 @@ class CulpritFacts:
     labels: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Followups:
+    """Where the proper fix of a culprit is being worked on, as the forge found it: the follow-up (None: nothing
+    fits, a tracking issue is opened), up to two related issues or PRs, what the follow-up shares with the culprit,
+    and what was searched (said in the status comment)."""
+
+    best: int | None
+    related: tuple[int, ...] = ()
+    why: str = ""
+    searched: str = ""
+
+
 class StepRunState(Protocol):
     """A dispatched step run as it is now (bot.adapters.github.actions.RunState)."""
 
@@ -134,7 +146,9 @@ class Forge(Protocol):
 
     def reverts_opened_since(self, since: datetime) -> int: ...
 
-    def followup_for(self, culprit_pr: int) -> int | None: ...
+    def followup_for(self, culprit_pr: int) -> Followups:
+        """The issue or PR where the culprit's proper fix is worked on, ranked from the culprit PR's timeline, the
+        open PRs that change its files and functions, and a search (bot.domain.followup), at a bounded cost."""
 
     def open_revert_of(self, culprit_pr: int, ours: str | None = None) -> int | None: ...
 
@@ -183,6 +197,9 @@ class Git(Protocol):
     def parents(self, sha: str) -> list[str]: ...
 
     def branches_at(self, sha: str) -> list[str]: ...
+
+    def file_changes(self, good: str, bad: str, paths: list[str] | None = None) -> dict[str, dict[str, str]]:
+        """Each commit of good..bad that changes one of `paths` (any file: None): file -> its diff's hunks."""
 
 
 # -- what the clone's operations give back (bot.adapters.git.revert, bot.adapters.git.already) -----------------------
@@ -263,10 +280,34 @@ class Clones(Protocol):
 
 # -- whether reverted culprits came back (the dashboard's trust report; bot.adapters.git.relanded) ---------------
 
+
+@dataclass(frozen=True)
+class BranchRevert:
+    """A commit on the default branch that reverts `reverted` (a commit of a bisected range), whoever made it."""
+
+    sha: str
+    subject: str
+    pr: int | None  # the revert's PR, from a squash merge's `(#N)`
+    reverted: str
+    reverted_subject: str
+
+
 # (repository, culprit) -> re-landed unchanged since its revert? None: cannot tell (no clone, not fetched yet)
 Relanded = Callable[[str, str], "bool | None"]
 # the revert bases ((repository, culprit) -> the head the revert was made on) -> who answers for them
 RelandedReader = Callable[[dict[tuple[str, str], str]], Relanded]
+
+
+class CloneReads(Protocol):
+    """What the trust page reads of the bot's clones (bot.adapters.git.relanded.RelandedInClones): whether reverted
+    culprits came back (a RelandedReader), and the reverts on each default branch of the commits of bisected ranges."""
+
+    def __call__(self, bases: dict[tuple[str, str], str]) -> Relanded: ...
+
+    def reverts(self, ranges: dict[str, list[tuple[str, str]]]) -> dict[str, list[BranchRevert]] | None:
+        """repository -> the reverts on its default branch of commits in its ranges ((good, bad) pairs); a repository
+        without a clone is left out; None when no clone could be read."""
+
 
 # -- a webhook about a workflow run (the router hands it to the dispatch backend: bot.adapters.dispatch.actions) --
 

@@ -153,6 +153,9 @@ class BisectionStore(Protocol):
     def from_thread(self, repo: str, thread: int) -> Sequence[BisectionRecord]:
         """Bisections asked for in one issue or PR, newest first."""
 
+    def found_in(self, repo: str, limit: int = 500) -> Sequence[BisectionRecord]:
+        """The newest bisections asked for in `repo` that found a culprit (their outcomes name the reverts)."""
+
     def save_progress(self, bisection_id: int, **fields: Any) -> None:
         """Write state-machine fields (phase, merges, confirming, ...), the latest view, the status and outcome."""
 
@@ -315,6 +318,8 @@ class FinishedRecord(Protocol):
     outcome: dict | None
     origin: dict | None
     head: str | None
+    good: str
+    bad: str
 
 
 class DashboardReads(Protocol):

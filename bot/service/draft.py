@@ -13,6 +13,7 @@ from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports import Git, Revert
 from bot.ports.store import BisectionRecord
+from bot.service.case_facts import case_of
 from bot.service.driver import finished_runs
 from bot.service.group_rows import member_outcome
 from bot.service.pr_body import (
@@ -57,6 +58,8 @@ def draft(
     prs: Mapping[str, PrRecord] = {},
     followups: list[int] = (),
     fixes: Sequence[str] = (),
+    related: Sequence[int] = (),
+    followup_why: str = "",
 ) -> PullRequestDraft:
     """The revert PR for a found, proven culprit. `fixes`: the tests of a group (bot.domain.bisect.group) that this
     culprit broke, each listed with its own A/B; the first one's runs make the bisect table (`test` is it)."""
@@ -134,6 +137,11 @@ def draft(
         before=metric(parent),
         after=metric(culprit),
         followups=list(followups),
+        case=case_of(row, problem, repo, culprit, fixes[0] if fixes else None),
+        good=problem.good,
+        bad=problem.bad,
+        related=list(related),
+        followup_why=followup_why,
         fixes=fixed,
     )
     return render(body, revert.branch)

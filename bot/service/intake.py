@@ -39,7 +39,7 @@ def ci_readings(scoped: Scoped, bad_url: str) -> tuple[CiReading, ...]:
         and not (measured and s.outcome is Outcome.FAILED and s.metric is None)
     ]
     readings = [CiReading(s.sha, s.outcome is Outcome.PASSED, s.metric, s.url) for s in told]
-    return (*readings, CiReading(scoped.bad, False, scoped.test.metric, bad_url))
+    return (*readings, CiReading(scoped.bad, False, scoped.test.metric, bad_url, scoped.test.line))
 
 
 def nightly_request(repo_slug: str, scoped: Scoped, site: str) -> StartRequest:

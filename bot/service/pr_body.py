@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.domain import markdown
+from bot.domain.body_limit import MAX_BODY, fit
+from bot.service.case_facts import Case
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,11 @@ class RevertEvidence:
     after: list[float] = field(default_factory=list)
     followups: list[int] = field(default_factory=list)
     fixes: list[FixedTest] = field(default_factory=list)  # every test the revert fixes, when several
+    case: Case | None = None  # the case point by point (bot.service.case_facts)
+    good: str = ""  # the window
+    bad: str = ""
+    related: list[int] = field(default_factory=list)  # issues or PRs near the follow-up (bot.domain.followup)
+    followup_why: str = ""  # what the follow-up shares with the culprit, when it was found by its changes
 
 
 # Markdown, not HTML: no autoescaping; every value from elsewhere goes through a bot.domain.markdown filter.
@@ -111,13 +118,41 @@ def _fmt(values: list[float]) -> str:
     return ", ".join(f"{v:.4g}" for v in values) or "-"
 
 
+def _shorter_log(log: str, keep: int, bisection_id: int) -> str:
+    """The replay log's first `keep` lines, and where the whole of it is."""
+    lines = log.splitlines()
+    if len(lines) <= keep:
+        return log
+    return "\n".join(
+        [
+            *lines[:keep],
+            f"# ... {len(lines) - keep} more lines cut to fit GitHub's {MAX_BODY:,}-character limit: the whole log is "
+            f"bisection #{bisection_id}'s (dashboard /bisections/{bisection_id}, API /api/bisections/{bisection_id})",
+        ]
+    )
+
+
 def render(evidence: RevertEvidence, head_branch: str) -> PullRequestDraft:
+    """The PR; a body over GitHub's limit is shortened (the replay log, then the bisect table), never sent whole."""
     c = evidence.culprit
     title = f'Revert "{c.title}"'
     culprit_ref = f"#{c.pr}" if c.pr else markdown.code(c.sha[:12])
-    body = _env.get_template("pr_body.md.j2").render(
-        **evidence.__dict__,
-        culprit_ref=culprit_ref,
-        fmt=_fmt,
-    )
-    return PullRequestDraft(title, re.sub(r"\n{3,}", "\n\n", body), head_branch, evidence.branch)
+    template = _env.get_template("pr_body.md.j2")
+
+    def body_of(e: RevertEvidence) -> str:
+        text = template.render(**e.__dict__, culprit_ref=culprit_ref, fmt=_fmt, max_body=MAX_BODY)
+        return re.sub(r"\n{3,}", "\n\n", text)
+
+    body = body_of(evidence)
+    keep = len(evidence.replay_log.splitlines())
+    while len(body) > MAX_BODY and keep > 0:
+        keep //= 2
+        body = body_of(replace(evidence, replay_log=_shorter_log(evidence.replay_log, keep, evidence.bisection_id)))
+    rows = len(evidence.rows)
+    while len(body) > MAX_BODY and rows > 0:  # the culprit's row kept: the rest are in the dashboard's table
+        rows //= 2
+        kept = [r for i, r in enumerate(evidence.rows) if i < rows or r.sha == c.sha]
+        short = _shorter_log(evidence.replay_log, 0, evidence.bisection_id)
+        body = body_of(replace(evidence, rows=kept, replay_log=short))
+    body = fit(body, f"bisection #{evidence.bisection_id}")  # only text from elsewhere could still be this long
+    return PullRequestDraft(title, body, head_branch, evidence.branch)

@@ -5,13 +5,13 @@ told, each write looked up first. A Publisher is built once per concluded bisect
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.domain.bisect.model import Problem
 from bot.domain.errors import WorkflowPushRefused
 from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction
-from bot.ports import Clones, CulpritFacts, Forge, Git, Revert, RevertFound
+from bot.ports import Clones, CulpritFacts, Followups, Forge, Git, Revert, RevertFound
 from bot.service.draft import PrRecord
 from bot.service.draft import draft as draft_pr
 from bot.service.pr_body import FailingTest, PullRequestDraft
@@ -44,8 +44,9 @@ WORKFLOWS_REFUSED_COMMENT = (
     "hand. The runs are in bisection #{id}."
 )
 FOLLOWUP_COMMENT = (
-    "The regression this issue tracks was bisected to #{culprit_pr}, which {revert_ref} reverts on `{base}` "
-    "to bring the nightly back to green while the proper fix is worked on here."
+    "revert-bisect bisected a regression on `{base}` to #{culprit_pr}, which {revert_ref} reverts to bring the "
+    "nightly back to green. The proper fix looks to be worked on here{why}: once it is ready, #{culprit_pr} can be "
+    "re-landed together with it (revert the revert in the same change)."
 )
 
 
@@ -111,26 +112,37 @@ class Publisher:
                 REFUSED_COMMENT.format(test=t.named, evidence=evidence, why=refusal, id=t.bisection_id),
             )
 
+    def followup(
+        self, culprit_pr: int | None, asked: int | None, open_tracking: bool = True
+    ) -> tuple[int | None, Followups | None]:
+        """Where the proper fix is worked on: the one asked for, the policy's, else what the forge finds (with what it
+        searched); when nothing fits, a tracking issue opened (`open_tracking`), listing what was related."""
+        t = self.target
+        followup, found = asked or t.policy.followups.get(culprit_pr or -1), None
+        if followup is None and culprit_pr:
+            found = t.forge.followup_for(culprit_pr)
+            followup = found.best
+        related = found.related if found else ()
+        if followup is None and culprit_pr and open_tracking:  # nowhere to track the proper fix yet: open the place
+            followup, _ = t.forge.ensure_issue(
+                f"tracking-{culprit_pr}",
+                f"Fix the regression from #{culprit_pr} so it can be re-landed",
+                f"revert-bisect bisected {t.named} to #{culprit_pr} and proved that reverting it fixes the "
+                "test. This issue tracks the proper fix."
+                + (f" Related: {', '.join(f'#{n}' for n in related)}." if related else ""),
+            )
+        return followup, found
+
     def revert(
         self, row, problem: Problem, culprit: str, facts: CulpritFacts, evidence: str, asked_followup: int | None
     ) -> tuple[Published, PullRequestDraft, int | None]:
         """The revert on `row.head`, its PR drafted and published; and the follow-up issue it links, found (the one
         asked for, the policy's, a cross-reference on the culprit PR) or opened when there is none."""
         t = self.target
-        policy, forge, culprit_pr = t.policy, t.forge, facts.pr
+        policy, culprit_pr = t.policy, facts.pr
         comment_only = policy.revert.action is RevertAction.COMMENT_ONLY
-        followup = (
-            asked_followup
-            or policy.followups.get(culprit_pr or -1)
-            or (forge.followup_for(culprit_pr) if culprit_pr else None)
-        )
-        if followup is None and culprit_pr and not comment_only:  # nowhere to track the proper fix yet: open the place
-            followup, _ = forge.ensure_issue(
-                f"tracking-{culprit_pr}",
-                f"Fix the regression from #{culprit_pr} so it can be re-landed",
-                f"revert-bisect bisected {t.named} to #{culprit_pr} and proved that reverting it fixes the "
-                "test. This issue tracks the proper fix.",
-            )
+        followup, found = self.followup(culprit_pr, asked_followup, open_tracking=not comment_only)
+        related = list(found.related) if found else []
         revert = t.clones.create_revert(t.repo, culprit, row.head)
         test = policy.test(t.test_id)
         prs = {culprit: PrRecord(culprit_pr, facts.title, facts.author)} if culprit_pr else {}
@@ -146,9 +158,19 @@ class Publisher:
             ),
             prs=prs,
             followups=[followup] if followup else [],
+            related=related,
+            followup_why=found.why if found and found.best else "",
             fixes=t.tests,
         )
-        published = self.publish(revert, pr, evidence, culprit_pr, facts.author, followup)
+        why = f" ({found.why})" if found and found.best else ""
+        published = self.publish(revert, pr, evidence, culprit_pr, facts.author, followup, why=why)
+        if found is not None:  # what was searched for the follow-up, said in the status comment
+            told = (
+                f"#{found.best} ({found.why})"
+                if found.best
+                else "nothing that fits" + (f": opened #{followup}" if followup else "")
+            )
+            published = replace(published, notes=(*published.notes, f"follow-up: {told}; searched {found.searched}"))
         return published, pr, followup
 
     def publish(
@@ -160,11 +182,13 @@ class Publisher:
         culprit_author: str | None,
         followup: int | None,
         already: RevertFound | None = None,
+        why: str = "",
     ) -> Published:
         """Every write is looked up first: re-running this after a crash changes nothing twice. (Shadow mode never
         gets here: bot.service.conclude stops before the first write.) `already`: the culprit is reverted on the
         branch (no `revert` or `draft` then); like an open revert PR, that revert's PR gets the evidence, else the
-        culprit PR does, and nothing is pushed or opened. The revert's branch is pushed with the target's clones."""
+        culprit PR does, and nothing is pushed or opened. The revert's branch is pushed with the target's clones.
+        `why`: what the follow-up shares with the culprit, said on it."""
         t = self.target
         forge, policy, bisection_id = t.forge, t.policy, t.bisection_id
         branch = branch_name(culprit_pr, (already or revert).culprit)
@@ -238,6 +262,6 @@ class Publisher:
             forge.comment_once(
                 followup,
                 t.key("followup"),
-                FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch),
+                FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch, why=why),
             )
         return Published(pr.number, pr.url, branch, notes=notes)

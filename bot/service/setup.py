@@ -251,7 +251,7 @@ def record_ci(store: BisectionStore, bisection_id: int, readings: Sequence[CiRea
         results = (
             None if test is None else {test: dict(kind=Kind.CI.value, exit_code=code, metric=c.metric, verdict=verdict)}
         )
-        store.finish_step(step_id, StepReport(code, c.metric, None, verdict, c.url, 0.0, "", results=results))
+        store.finish_step(step_id, StepReport(code, c.metric, None, verdict, c.url, 0.0, c.line, results=results))
 
 
 def load(store: BisectionStore, bisection_id: int, open_repo: Callable[[str], Git]) -> Loaded:

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bot.domain import trust
 from bot.domain.bisect.model import Status
-from bot.ports import RelandedReader
+from bot.ports import CloneReads
 from bot.ports.store import PHASES, DashboardReads, FlakeCounts, HoldLog, ParkedJobs
 from bot.web import auth
 from bot.web.chart import render_svg
@@ -79,7 +79,8 @@ def version_of(store: DashboardReads, bisection_id: int, now: datetime, settle_s
 
 def trust_report(request: Request) -> trust.TrustReport:
     rows = _store(request).finished()
-    return trust.build(rows, request.app.state.relanded(trust.revert_bases(rows)))
+    clones = request.app.state.relanded
+    return trust.build(rows, clones(trust.revert_bases(rows)), clones.reverts(trust.ranges(rows)))
 
 
 def _store(request: Request) -> DashboardReads:
@@ -265,7 +266,7 @@ def install(
     queue: ParkedJobs,
     holds: HoldLog,
     flakes: FlakeCounts,
-    relanded: RelandedReader,
+    relanded: CloneReads,
 ) -> None:
     """Mount the dashboard (/, /bisections/..., /trust), /login and the JSON API on the app, reading the store
     through its ports (bot.ports.store; the app factory passes bot.adapters.store's) and whether reverted culprits

@@ -20,6 +20,17 @@ class RefusalCount(BaseModel):
     count: int
 
 
+class IncidentView(BaseModel):
+    kind: str = Field(
+        description="relanded: a revert whose culprit came back unchanged (a false positive); flagged: a culprit the "
+        "bot named; missed: a commit of a bisected range reverted by someone else, never named by the bot"
+    )
+    culprit: str = Field(description="the commit (re-landed, flagged, or reverted by someone else)")
+    subject: str = ""
+    pr: int | None = Field(None, description="the revert's PR: the bot's (relanded, flagged), the human's (missed)")
+    revert: str | None = Field(None, description="the human revert's commit (missed)")
+
+
 class TrustRowView(BaseModel):
     repository: str
     bisections: int = Field(description="finished bisections (running ones are not counted)")
@@ -43,6 +54,16 @@ class TrustRowView(BaseModel):
     false_positive_rate: float | None = Field(None, description="relanded / reverts with a known answer")
     reverts_refused: int
     refused: list[RefusalCount] = Field(description="refused reverts by reason, most frequent first")
+    flagged: int = Field(description="distinct culprits the bot named (status found)")
+    missed: int = Field(
+        description="commits inside a range the bot bisected (a watched test went red over it) that someone else "
+        "reverted on the default branch and the bot never named"
+    )
+    misses_known: bool = Field(description="false when the default branch's reverts could not be read (no clone)")
+    recall: float | None = Field(
+        None, description="flagged / (flagged + missed), as PyTorch measures its auto-revert's"
+    )
+    incidents: list[IncidentView] = Field(description="the facts behind the figures: re-landed, flagged, missed")
 
 
 class HoldView(BaseModel):
@@ -79,7 +100,10 @@ class TrustReportView(BaseModel):
 TRUST_NOTE = (
     "A revert counts as a false positive when a commit with the culprit's git patch-id --stable (the same change, "
     "unchanged) landed on the default branch after the head the revert was made on. That is read from the bot's clone "
-    "of each repository in its workspace; without one it is unknown."
+    "of each repository in its workspace; without one it is unknown. Recall, as PyTorch measures its auto-revert's: "
+    "the culprits the bot named against those plus its misses -- a commit inside a range the bot bisected (a watched "
+    "test went red over it) that someone else reverted on the default branch and the bot never named. The reverts are "
+    'read from the same clones (`This reverts commit <sha>`, or a squash merge\'s `Revert "<subject>"`).'
 )
 
 
@@ -101,6 +125,11 @@ def trust_row_view(row: TrustRow) -> TrustRowView:
         false_positive_rate=row.false_positive_rate,
         reverts_refused=row.reverts_refused,
         refused=[RefusalCount(reason=k, label=REASON_LABELS.get(k, k), count=n) for k, n in refused],
+        flagged=row.flagged,
+        missed=row.missed,
+        misses_known=row.misses_known,
+        recall=row.recall,
+        incidents=[IncidentView(**i.__dict__) for i in row.incidents],
     )
 
 

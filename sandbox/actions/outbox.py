@@ -38,6 +38,16 @@ class OutboxMixin:
         if not hooks:
             return
         payload = self.event_payload(run, action) if job is None else self.job_payload(run, job, action)
+        self._enqueue(hooks, event, payload)
+
+    def deliver(self, repo: str, event: str, payload: dict) -> None:
+        """Deliver another event of `repo` (a `pull_request` one, from the REST API) to the hooks that subscribe it."""
+        with self.lock:
+            hooks = [h for h in self.hooks if event in h.events and h.repo in (None, repo.lower())]
+        if hooks:
+            self._enqueue(hooks, event, payload)
+
+    def _enqueue(self, hooks: list[Hook], event: str, payload: dict) -> None:
         for hook in hooks:
             self._outbox.put((hook, event, payload))
         with self.lock:
@@ -53,7 +63,7 @@ class OutboxMixin:
             "action": action,
             "workflow_run": render_run(rr, wf, repo, run),
             "workflow": render_workflow(rr, repo, wf),
-            "repository": _hook_repository(rr, repo),
+            "repository": hook_repository(rr, repo),
             "sender": rr.user(run.actor),
         }
 
@@ -64,7 +74,7 @@ class OutboxMixin:
         return {
             "action": action,
             "workflow_job": render_job(rr, self.workflow_of(run), repo, run, job),
-            "repository": _hook_repository(rr, repo),
+            "repository": hook_repository(rr, repo),
             "sender": rr.user(run.actor),
         }
 
@@ -129,7 +139,7 @@ def signature(secret: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-def _hook_repository(rr: Renderer, repo) -> dict:
+def hook_repository(rr: Renderer, repo) -> dict:
     """A webhook's `repository`: the REST repository, plus `custom_properties` (an object, `{}` for a repository
     without any), which GitHub's webhook payloads carry (octokit/webhooks examples)."""
     return {**rr.repo(repo, schema="repository"), "custom_properties": {}}

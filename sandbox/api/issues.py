@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
 from fastapi import APIRouter, Request
 
 from ..models import Reaction, now_iso
 from ..render import references
 from ..schema import conform
+from .body_limit import check_body
 from .deps import Access, State, body_of, issue_of, need_write, page, renderer
 from .errors import ApiError, invalid, not_found, respond
+from .search_query import parse
 
 router = APIRouter()
 
@@ -25,6 +25,7 @@ async def create_issue(request: Request, access: Access, state: State):
     title = body.get("title") if isinstance(body, dict) else None
     if title is None or (isinstance(title, str) and not title.strip()):
         raise invalid([{"resource": "Issue", "field": "title", "code": "missing_field"}])
+    check_body(body.get("body"), "Issue")
     labels = [str(x) for x in body.get("labels") or []]
     issue = state.add_issue(
         r.full_name,
@@ -83,6 +84,7 @@ async def update_comment(request: Request, access: Access, state: State, comment
     text = body.get("body") if isinstance(body, dict) else None
     if not isinstance(text, str) or not text:
         raise invalid([{"resource": "IssueComment", "field": "body", "code": "missing_field"}])
+    check_body(text, "IssueComment")
     with state.lock:
         comment.body, comment.updated_at = text, now_iso()
     return rr.comment(r, comment)
@@ -130,6 +132,7 @@ async def create_comment(request: Request, access: Access, state: State, issue_n
     text = body.get("body") if isinstance(body, dict) else None
     if not isinstance(text, str) or not text:
         raise invalid([{"resource": "IssueComment", "field": "body", "code": "missing_field"}])
+    check_body(text, "IssueComment")
     comment = state.add_comment(r.full_name, issue_number, user=login, body=text)
     return respond(201, rr.comment(r, comment), {"Location": f"{rr.api(r)}/issues/comments/{comment.id}"})
 
@@ -199,41 +202,12 @@ def search_issues(request: Request, state: State):
     if not q:
         raise invalid([{"resource": "Search", "field": "q", "code": "missing"}])
     rr = renderer(request)
-    tokens = re.findall(r'(\S+:"[^"]*"|"[^"]*"|\S+)', q)
-    repos, kind, st, labels, authors, words = [], None, None, [], [], []
-    for tok in tokens:
-        key, sep, value = tok.partition(":")
-        value = value.strip('"')
-        if sep and key == "repo":
-            repos.append(value.lower())
-        elif sep and key in ("is", "type") and value in ("pr", "pull-request", "issue"):
-            kind = "issue" if value == "issue" else "pr"
-        elif sep and key in ("is", "state") and value in ("open", "closed", "merged"):
-            st = value
-        elif sep and key == "label":
-            labels.append(value)
-        elif sep and key == "author":
-            authors.append(value)
-        elif sep and key == "in":
-            continue
-        else:
-            words.append(tok.strip('"').lower())
+    query = parse(q)
     found = []
     with state.lock:
         for key_, r in state.repos.items():
-            if repos and key_ not in repos:
-                continue
             for issue in r.issues.values():
-                if kind == "pr" and not issue.pull or kind == "issue" and issue.pull:
-                    continue
-                if st == "merged" and not (issue.pull and issue.pull.merged):
-                    continue
-                if st in ("open", "closed") and issue.state != st:
-                    continue
-                if any(lab not in issue.labels for lab in labels) or (authors and issue.user not in authors):
-                    continue
-                text = f"{issue.title}\n{issue.body or ''}".lower()
-                if all(w in text for w in words):
+                if query.matches(key_, issue):
                     found.append((r, issue))
     found.sort(key=lambda x: (x[1].created_at, x[1].number), reverse=True)
     items, headers = page(request, found)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from .. import gitstore
+from .body_limit import check_body
 from .deps import Access, State, body_of, need_write, page, pull_of
 from .errors import ApiError, invalid, respond
 
@@ -53,6 +54,7 @@ async def create_pull(request: Request, access: Access, state: State):
     ]
     if errors and not (errors[0]["field"] == "title" and body.get("issue")):
         raise invalid(errors)
+    check_body(body.get("body"), "PullRequest")
     head = str(body["head"]).rpartition(":")[2]
     base = str(body["base"])
     if gitstore.resolve(r.path, f"refs/heads/{head}") is None:

@@ -311,6 +311,57 @@ def _followup(number: int, culprit_pr: int, created: datetime) -> dict:
     }
 
 
+FIX_BOUNDARY = """\
+                # Under overlap the next step may already be prepared: record the boundary from the
+                # result's own sequence length, which is the position the state was snapshotted at.
+                req.mamba_last_track_seqlen = req.kv_committed_len - lookahead
+"""
+
+
+def _followup_pr(number: int, opened: datetime) -> dict:
+    """The follow-up as SGLang's #29792 was: an open PR by another author, opened before the culprit merged, that
+    changes the culprit's function and never names it (its description predates it)."""
+    name, email, login, _ = AUTHORS[FOLLOWUP_AUTHOR]
+    body = (
+        "## Motivation\n\nUnder the overlap scheduler the next decode step is prepared before the previous one's "
+        "result is processed, so `kv_committed_len` can lead the position whose recurrent state was snapshotted at a "
+        "track boundary. Make the boundary bookkeeping take the lookahead into account explicitly.\n\n"
+        "## Modifications\n\n- `scheduler.py`: record the track boundary from the result's own sequence length.\n"
+    )
+    return {
+        "number": number,
+        "kind": "pr",
+        "title": "[Mamba] Fix track-boundary bookkeeping under overlap scheduling",
+        "body": body,
+        "author": login,
+        "author_name": name,
+        "author_email": email,
+        "state": "open",
+        "labels": ["mamba"],
+        "created_at": opened.isoformat().replace("+00:00", "Z"),
+        "head": f"{login}/fix-{number}",
+    }
+
+
+def _followup_branch(follow: dict, tree: Tree, parent_index: int, when: datetime) -> list[bytes]:
+    """The follow-up PR's branch: one commit on the culprit's parent (fast-import mark `parent_index`) that changes
+    the function the culprit changes."""
+    path = "mini_sglang/scheduler.py"
+    text = tree[path]
+    if history.GOOD_BOUNDARY not in text:
+        raise AssertionError("scenario builder: the follow-up's function is not in the culprit's parent")
+    ident = f"{follow['author_name']} <{follow['author_email']}> {int(when.timestamp())} +0000"
+    return [
+        f"commit refs/heads/{follow['head']}\n".encode(),
+        f"author {ident}\ncommitter {ident}\n".encode(),
+        _data(f"{follow['title']}\n"),
+        f"from :{parent_index}\n".encode(),
+        f"M 100644 inline {path}\n".encode(),
+        _data(text.replace(history.GOOD_BOUNDARY, FIX_BOUNDARY)),
+        b"\n",
+    ]
+
+
 def build(
     dir: Path,
     commits: int = 60,
@@ -319,9 +370,15 @@ def build(
     unbuildable: int = 0,
     force: bool = False,
     regressions: int = 1,
+    followup: str = "issue",
 ) -> Scenario:
     """Write DIR/repo and DIR/scenario.json; see the module docstring. `regressions=2`: the nightly runs two more
-    accuracy files, one the culprit breaks too, and a second culprit later in the range breaks the other."""
+    accuracy files, one the culprit breaks too, and a second culprit later in the range breaks the other.
+    `followup="pr"`: the follow-up is shaped like SGLang's real one (#29792): an open PR by another author, opened
+    before the culprit merged, changing the culprit's function on a branch of its own, never naming the culprit; else
+    an issue that cites the culprit (the easy case)."""
+    if followup not in ("issue", "pr"):
+        raise ValueError("followup must be 'issue' or 'pr'")
     if regressions not in (1, 2):
         raise ValueError("regressions must be 1 or 2")
     if not 0.0 <= flake_rate <= 1.0:
@@ -351,6 +408,8 @@ def build(
                 tree.update(history.extra_tests())
         else:
             change.apply(tree)
+        if i == culprit_index:
+            before_culprit, culprit_when = before, when
         changed = sorted(p for p in tree if before.get(p) != tree[p])
         removed = sorted(p for p in before if p not in tree)
         if i and not changed and not removed:
@@ -388,6 +447,14 @@ def build(
             }
         )
 
+    numbers = {p.pr for p in plan}
+    followup_number = max(numbers) + 1 + rng.randrange(30)
+    if followup == "pr":
+        opened = culprit_when - timedelta(days=14)
+        follow = _followup_pr(followup_number, opened)
+        stream += _followup_branch(follow, before_culprit, culprit_index, opened)
+    else:
+        follow = _followup(followup_number, plan[culprit_index].pr, when + timedelta(hours=6))
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
     git = ["git", "-C", str(repo)]
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=env, capture_output=True)
@@ -406,8 +473,6 @@ def build(
     for record, sha in zip(records, shas):
         record["sha"] = sha
 
-    numbers = {p.pr for p in plan}
-    followup_number = max(numbers) + 1 + rng.randrange(30)
     scenario = Scenario(
         dir=dir,
         repo=repo,
@@ -422,7 +487,7 @@ def build(
         shas=shas,
         unbuildable=[shas[u] for u in broken],
         prs=records,
-        followup=_followup(followup_number, plan[culprit_index].pr, when + timedelta(hours=6)),
+        followup=follow,
         second_culprit=shas[second_index] if second_index is not None else None,
         second_culprit_pr=plan[second_index].pr if second_index is not None else None,
         second_culprit_index=second_index,

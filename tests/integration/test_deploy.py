@@ -27,7 +27,7 @@ MANIFEST = ROOT / "deploy" / "github-app-manifest.json"
 # Exactly what the bot calls (bot/adapters/github, bot/service, bot/adapters/dispatch/actions.py) and handles
 # (bot/ingress/webhooks/routes.py; workflow_job wakes the Actions backend's polling).
 PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "actions": "write", "metadata": "read"}
-EVENTS = {"workflow_run", "workflow_job", "issue_comment"}
+EVENTS = {"workflow_run", "workflow_job", "issue_comment", "pull_request"}
 
 
 def instructions(path: Path) -> list[tuple[str, str]]:

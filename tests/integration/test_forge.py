@@ -53,7 +53,8 @@ def test_ensure_issue_is_idempotent(sandbox):
 def test_pull_for_commit_and_followup_from_the_timeline(sandbox):
     forge, scenario = sandbox["forge"], sandbox["scenario"]
     assert forge.pulls_for_commit(scenario.culprit) == [scenario.culprit_pr]
-    assert forge.followup_for(scenario.culprit_pr) == scenario.followup["number"]
+    found = forge.followup_for(scenario.culprit_pr)
+    assert found.best == scenario.followup["number"] and "names the culprit" in found.why
 
 
 def test_push_and_open_pr_once_without_leaving_the_token_behind(sandbox):

@@ -66,7 +66,16 @@ def test_revert_pr_body_structure(synth, cli, tmp_path):
     assert pr.body.splitlines()[0] == "Reverts acme/engine#1015"
     tokens = MarkdownIt("commonmark").enable("table").parse(pr.body)
     headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
-    assert headings == ["Summary", "Motivation", "Bisect", "Implementation", "A/B verification", "Risk", "Related"]
+    assert headings == [
+        "Summary",
+        "Why this revert",
+        "Motivation",
+        "Bisect",
+        "Implementation",
+        "A/B verification",
+        "Risk",
+        "Related",
+    ]
     tables = [i for i, t in enumerate(tokens) if t.type == "table_open"]
     assert len(tables) == 3  # metric before/after, bisect, A/B
     cells = [t.content for t in tokens if t.type == "inline"]
@@ -78,6 +87,20 @@ def test_revert_pr_body_structure(synth, cli, tmp_path):
     html = MarkdownIt("commonmark").enable("table").render(pr.body)
     assert "<details>" in html and "git bisect start" in html and "first bad commit" in html
     assert revert.sha not in pr.body.split("<details>")[1]  # the replay log holds commits of the range only
+    # the case point by point, as SGLang's #31622 makes it
+    case = pr.body.split("## Why this revert")[1].split("## Motivation")[0]
+    points = re.findall(r"^- \*\*(.+?)\*\*", case, re.M)
+    assert points == [
+        "Since when",
+        "Deterministic or flaky",
+        "The window",
+        "Why this commit",
+        "The A/B",
+        "The follow-up",
+    ]  # no CI log here: no failure line to quote (the nightly story quotes CI's: tests/e2e/test_github_story.py)
+    assert "all read 0.0065 (not a flake)" in case and f"`{repo.good[:12]}` (the last good)" in case
+    assert "No other commit of the window touches these files" in case and "`service/config.py`" in case
+    assert "the proper fix is being worked on in #4242; re-land #1015 together with it" in case
     assert pr.head_branch == revert.branch and pr.base_branch == "main"
     (tmp_path / "pr.md").write_text(pr.body)
 

@@ -137,6 +137,9 @@ def test_seeded_repository_commits_and_pulls(sandbox):
     pr = repo.get_pull(sc.culprit_pr)
     assert pr.merged and pr.merge_commit_sha == sc.culprit and pr.user.login == sc.prs[sc.culprit_index]["author"]
     assert [c.sha for c in pr.get_commits()] == [sc.culprit]
+    files = list(pr.get_files())  # its diff as git has it, each file's hunks in `patch`
+    assert {f.filename for f in files} == set(sc.prs[sc.culprit_index]["files"])
+    assert all(f.patch.startswith("@@ -") and f.changes == f.additions + f.deletions for f in files)
     assert pr.html_url == f"{sandbox['base']}/{sc.repo_slug}/pull/{sc.culprit_pr}"
     merged = list(repo.get_pulls(state="closed", base="main"))
     assert len(merged) == len(sc.prs)
@@ -389,6 +392,8 @@ def test_error_shapes_of_every_operation(sandbox):
         ("POST", f"{r}/pulls", {"title": "t", "head": "no-such-branch", "base": "main"}, 422),
         ("GET", f"{r}/pulls/999999", None, 404),
         ("GET", f"{r}/pulls/999999/commits", None, 404),
+        ("GET", f"{r}/pulls/{sc.culprit_pr}/files?page=first", None, 422),
+        ("GET", "/search/issues?q=mamba OR a OR b OR c OR d OR e OR f", None, 422),
         ("POST", f"{r}/pulls/999999/requested_reviewers", {"reviewers": ["x"]}, 404),
         ("POST", f"{r}/pulls/{sc.culprit_pr}/requested_reviewers", {"reviewers": ["ghost-user"]}, 422),
         ("POST", f"{r}/statuses/{missing}", {"state": "success"}, 422),

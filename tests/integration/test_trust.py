@@ -42,14 +42,60 @@ def refused(refusal) -> dict:
     return dict(revert_refused=str(refusal), revert_refused_reason=refusal.key)
 
 
-def row(status, repo="octo/widgets", head="h" * 40, origin=True, **outcome):
+def row(status, repo="octo/widgets", head="h" * 40, origin=True, good="g" * 40, bad="b" * 40, **outcome):
     return SimpleNamespace(
         repo=f"/srv/clones/{repo}",
         status=status,
         outcome=outcome or None,
         head=head,
         origin={"repo": repo, "test": "t"} if origin else None,
+        good=good,
+        bad=bad,
     )
+
+
+def revert(sha: str, reverted: str, pr: int | None = None) -> SimpleNamespace:
+    """A revert on the branch as bot.adapters.git.reverts reads one (bot.ports.BranchRevert)."""
+    return SimpleNamespace(sha=sha, subject=f'Revert "{reverted}"', pr=pr, reverted=reverted, reverted_subject="s")
+
+
+def test_recall_counts_culprits_named_against_reverts_by_others_the_bot_never_named():
+    rows = [
+        row("found", culprit="c1", revert_pr=11, good="g1", bad="b1"),
+        row("found", culprit="c1", revert_pr=11, good="g1", bad="b1"),  # the same culprit found twice: one flagged
+        row("found", culprit="c2", **refused(DAILY_CAP), good="g2", bad="b2"),  # named, not reverted by the bot
+        row("inconclusive", good="g3", bad="b3"),  # red, never named
+        row("found", repo="octo/gizmos", culprit="z1", revert_pr=5),
+    ]
+    assert trust.ranges(rows) == {
+        "octo/widgets": [("g1", "b1"), ("g2", "b2"), ("g3", "b3")],
+        "octo/gizmos": [("g" * 40, "b" * 40)],
+    }
+    reverts = {
+        "octo/widgets": [
+            revert("r1", "c1", 11),  # the bot's own revert: flagged, not a miss
+            revert("r2", "c2", 40),  # a human reverted what the bot named: not a miss
+            revert("r3", "m1", 41),  # a human reverted a commit of a red range the bot never named: a miss
+            revert("r4", "m1", 42),  # reverted again: still one miss
+        ]
+    }
+    gizmos, widgets = trust.report(rows, lambda repo, culprit: False, reverts)  # sorted by name
+    assert (widgets.flagged, widgets.missed, widgets.misses_known) == (2, 1, True)
+    assert widgets.recall == 2 / 3
+    missed = [i for i in widgets.incidents if i.kind == "missed"]
+    assert [(i.culprit, i.revert, i.pr) for i in missed] == [("m1", "r3", 41)]
+    assert {i.culprit for i in widgets.incidents if i.kind == "flagged"} == {"c1", "c2"}
+    assert (gizmos.flagged, gizmos.missed, gizmos.misses_known, gizmos.recall) == (1, 0, False, None)  # no clone
+    total = trust.build(rows, lambda repo, culprit: False, reverts).total
+    assert (total.flagged, total.missed, total.misses_known) == (3, 1, True)
+    assert trust.report(rows, lambda repo, culprit: None)[1].recall is None  # reverts unknown: no recall
+
+
+def test_a_relanded_revert_is_an_incident_behind_the_false_positive_rate():
+    (widgets,) = trust.report(
+        [row("found", culprit="c1", revert_pr=11, culprit_subject="Faster (#10)")], lambda r, c: True
+    )
+    assert [(i.kind, i.culprit, i.pr) for i in widgets.incidents] == [("flagged", "c1", 11), ("relanded", "c1", 11)]
 
 
 def test_report_counts_per_repository():
@@ -215,6 +261,20 @@ def test_a_reland_merged_as_a_pr_counts(history):
 def test_before_the_revert_does_not_count(history):
     """The culprit is not its own re-land, even when since..ref reaches back past it."""
     assert GitRepo(history.path).relanded(history.culprit, f"{history.culprit}~1", "main") is False
+
+
+def test_reverts_of_a_bisected_range_on_the_branch_by_message_and_by_quoted_subject(history):
+    from bot.adapters.git.reverts import reverts_of_range
+
+    path = history.path
+    base = git(path, "rev-parse", f"{history.culprit}~1")
+    # a squash-merged revert PR says only `Revert "<subject>" (#N)`, as SGLang's #31622 did
+    commit_file(path, "README", "", 'Revert "Docs (#11)" (#20)')
+    found = reverts_of_range(GitRepo(path), base, history.head, "main")
+    assert [(r.reverted, r.pr) for r in found] == [(history.other, 20), (history.culprit, None)]
+    assert found[1].subject == 'Revert "Faster kernel (#10)"' and found[1].reverted_subject == "Faster kernel (#10)"
+    # a range the revert's commit is not in: nothing
+    assert reverts_of_range(GitRepo(path), history.other, history.head, "main") == []
 
 
 def test_unknown_commits_raise(history):

@@ -42,7 +42,8 @@ def load_spec() -> dict:
 def add_operations_beyond_the_subset(spec: dict) -> dict:
     """Operations the bot calls that the subset lacks, described as in GitHub's full description:
     issues/get-comment (PyGithub's `Repository.get_issue_comment`, used by the forge before reacting) and
-    issues/list-for-repo (the forge's lookup of an issue it may have just opened: search lags behind)."""
+    issues/list-for-repo (the forge's lookup of an issue it may have just opened: search lags behind) and
+    pulls/list-files (the follow-up finder reads a candidate PR's changed files)."""
     path = spec["paths"].setdefault("/repos/{owner}/{repo}/issues/comments/{comment_id}", {})
     if "get" not in path:
         params = [
@@ -80,19 +81,33 @@ def add_operations_beyond_the_subset(spec: dict) -> dict:
                 {"$ref": "#/components/parameters/per-page"},
                 {"$ref": "#/components/parameters/page"},
             ],
+            "responses": {"200": _list_of("issue"), "404": {"$ref": "#/components/responses/not_found"}},
+        }
+    files = spec["paths"].setdefault("/repos/{owner}/{repo}/pulls/{pull_number}/files", {})
+    if "get" not in files:  # pulls/list-files: 30 a page by default, at most 100, at most 3000 files
+        files["get"] = {
+            "operationId": "pulls/list-files",
+            "parameters": [
+                {"$ref": "#/components/parameters/owner"},
+                {"$ref": "#/components/parameters/repo"},
+                {"$ref": "#/components/parameters/pull-number"},
+                {"$ref": "#/components/parameters/per-page"},
+                {"$ref": "#/components/parameters/page"},
+            ],
             "responses": {
-                "200": {
-                    "description": "Response",
-                    "content": {
-                        "application/json": {
-                            "schema": {"type": "array", "items": {"$ref": "#/components/schemas/issue"}}
-                        }
-                    },
-                },
-                "404": {"$ref": "#/components/responses/not_found"},
+                "200": _list_of("diff-entry"),
+                "422": {"$ref": "#/components/responses/validation_failed"},
+                "500": {"$ref": "#/components/responses/internal_error"},
+                "503": {"$ref": "#/components/responses/service_unavailable"},
             },
         }
     return spec
+
+
+def _list_of(schema: str) -> dict:
+    """A 200 answer that is an array of the component `schema`."""
+    items = {"$ref": f"#/components/schemas/{schema}"}
+    return {"description": "Response", "content": {"application/json": {"schema": {"type": "array", "items": items}}}}
 
 
 def allow_documented_nulls(node):

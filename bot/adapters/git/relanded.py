@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from git import GitCommandError
+
 from bot.adapters.git.repo import GitRepo
+from bot.adapters.git.reverts import reverts_of_range
 from bot.domain.errors import RepoError
-from bot.ports import Relanded
+from bot.ports import BranchRevert, Relanded
 
 SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
@@ -31,6 +34,7 @@ class RelandedInClones:
     def __init__(self, workspace: Path):
         self.workspace = workspace
         self.known: dict[tuple, bool] = {}
+        self.found: dict[tuple, list[BranchRevert]] = {}  # a range's reverts, keyed by the branch's sha
 
     def __call__(self, bases: dict[tuple[str, str], str]) -> Relanded:
         branches: dict[str, tuple[GitRepo, str] | None] = {}
@@ -60,3 +64,26 @@ class RelandedInClones:
             return self.known[key]
 
         return relanded
+
+    def reverts(self, ranges: dict[str, list[tuple[str, str]]]) -> dict[str, list[BranchRevert]] | None:
+        """repository -> the reverts on its clone's default branch of commits of its ranges (each revert once);
+        a repository without a clone, or whose range is not in it yet, is left out. None when no clone was read."""
+        out: dict[str, list[BranchRevert]] = {}
+        for repo, pairs in ranges.items():
+            path = clone_of(self.workspace, repo)
+            if path is None:
+                continue
+            try:
+                clone = GitRepo(path)
+                head = clone.resolve(clone.default_branch())
+                seen: dict[str, BranchRevert] = {}
+                for good, bad in pairs:
+                    key = (str(path), "reverts", good, bad, head)
+                    if key not in self.found:
+                        self.found[key] = reverts_of_range(clone, good, bad, head)
+                    for r in self.found[key]:
+                        seen.setdefault(r.sha, r)
+            except (RepoError, OSError, GitCommandError):  # a range not fetched into the clone yet: unknown
+                continue
+            out[repo] = list(seen.values())
+        return out if out or not ranges else None

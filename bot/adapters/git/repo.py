@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -83,6 +84,46 @@ class GitRepo:
             return {}
         out = self.repo.git.show("-s", "--format=%H %s", *shas)
         return dict(line.split(" ", 1) if " " in line else (line, "") for line in out.splitlines())
+
+    def file_changes(self, good: str, bad: str, paths: list[str] | None = None) -> dict[str, dict[str, str]]:
+        """Each commit of good..bad that changes a file (of `paths`, when given): file -> its diff's hunks, with hunk
+        headers naming the enclosing Python `def`/`class` (git's python driver, as GitHub shows them)."""
+        with tempfile.NamedTemporaryFile("w", suffix=".gitattributes") as attributes:
+            attributes.write("*.py diff=python\n")
+            attributes.flush()
+            out = self.repo.git.execute(
+                [
+                    "git",
+                    "-c",
+                    f"core.attributesFile={attributes.name}",
+                    "log",
+                    "--patch",
+                    *self._PATCH_OPTS,
+                    "--format=commit %H",
+                    f"{good}..{bad}",
+                    "--",
+                    *(paths or []),
+                ],
+                stdout_as_string=True,
+            )
+        changes: dict[str, dict[str, str]] = {}
+        sha, name, lines = None, None, []  # type: ignore[var-annotated]
+
+        def flush() -> None:
+            if sha and name is not None:
+                changes.setdefault(sha, {})[name] = "\n".join(lines)
+
+        for line in str(out).splitlines():
+            if line.startswith("commit ") and len(line) == 47:
+                flush()
+                sha, name, lines = line[7:], None, []
+            elif line.startswith("diff --git "):
+                flush()
+                name, lines = line.split(" b/", 1)[-1], []
+            elif name is not None and (lines or line.startswith("@@")):
+                lines.append(line)
+        flush()
+        return changes
 
     # -- re-lands --
 

@@ -15,9 +15,11 @@ from github.Repository import Repository
 
 from bot.adapters.github.actions import GitHubActions
 from bot.adapters.github.downloads import Downloads
+from bot.adapters.github.followups import FollowupFinder
 from bot.adapters.github.runs import CiRuns
 from bot.adapters.github.writes import TRANSPORT_METHODS, for_client, register, writes_of
-from bot.ports import CulpritFacts, PullRef, Skipped
+from bot.domain.body_limit import fit
+from bot.ports import CulpritFacts, Followups, PullRef, Skipped
 
 MARKER = "<!-- revert-bisect:{key} -->"
 FIXES_KEYWORDS = re.compile(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#(\d+)")
@@ -145,6 +147,7 @@ class GitHubForge(CiRuns):
     # -- writes, each looked up first, and looked up again before a retry --
 
     def open_pr(self, title: str, body: str, head: str, base: str, draft: bool = False) -> PullRef:
+        body = fit(body)  # GitHub refuses a longer one (422): never sent
         existing = self.open_pr_for_head(head)
         if existing:
             return existing
@@ -209,7 +212,7 @@ class GitHubForge(CiRuns):
         The comment's id is kept once known: a status comment edited every few minutes costs one PATCH, and
         nothing when its text did not change, not a listing of every comment of the thread each time."""
         tag = marker(key)
-        text = f"{tag}\n{body}"
+        text = fit(f"{tag}\n{body}")  # GitHub refuses a longer one (422): never sent
         known = self._comments.get((number, key))
         if known is not None:
             comment_id, shown = known
@@ -265,7 +268,7 @@ class GitHubForge(CiRuns):
                 return issue.number, False
         if (number := recent()) is not None:
             return number, False
-        make = lambda: self.repo.create_issue(title=title, body=f"{tag}\n{body}").number  # noqa: E731
+        make = lambda: self.repo.create_issue(title=title, body=fit(f"{tag}\n{body}")).number  # noqa: E731
         return self.writes.make(f"opening the issue {key}", make, recent), True
 
     def react(self, number: int, comment_id: int, content: str) -> None:
@@ -292,13 +295,7 @@ class GitHubForge(CiRuns):
             count += pr.head.ref.startswith(bot_branch_prefix)
         return count
 
-    def followup_for(self, culprit_pr: int) -> int | None:
-        """An open issue or PR that cross-references the culprit PR as the place of the proper fix."""
-        for event in self.repo.get_issue(culprit_pr).get_timeline():
-            if event.event != "cross-referenced":
-                continue
-            source = (event.raw_data.get("source") or {}).get("issue") or {}
-            number, body = source.get("number"), source.get("body") or ""
-            if number and number != culprit_pr and source.get("state", "open") == "open" and f"#{culprit_pr}" in body:
-                return number
-        return None
+    def followup_for(self, culprit_pr: int) -> Followups:
+        """Where the culprit's proper fix is worked on: ranked from the culprit PR's timeline, the open PRs and a
+        search, each read capped (bot.adapters.github.followups)."""
+        return FollowupFinder(self.repo).find(culprit_pr)

@@ -65,7 +65,15 @@ class Bisections:
 
     def finished(self) -> list:
         """What the trust report reads of every finished bisection (no steps)."""
-        columns = (BisectionRow.repo, BisectionRow.status, BisectionRow.outcome, BisectionRow.origin, BisectionRow.head)
+        columns = (
+            BisectionRow.repo,
+            BisectionRow.status,
+            BisectionRow.outcome,
+            BisectionRow.origin,
+            BisectionRow.head,
+            BisectionRow.good,
+            BisectionRow.bad,
+        )
         with self._session() as s:
             return list(
                 s.execute(select(*columns).where(BisectionRow.status.is_not(None)).order_by(BisectionRow.id)).all()

@@ -96,6 +96,19 @@ class Store:
             ).all()
             return [r for r in rows if r.origin.get("repo") == repo and r.origin.get("thread") == thread]
 
+    def found_in(self, repo: str, limit: int = 500) -> Sequence[BisectionRow]:
+        """The newest bisections of `repo` (as asked: origin's repository) that found a culprit.
+
+        Filtered here to stay portable across JSON dialects."""
+        with self._session() as s:
+            rows = s.scalars(
+                select(BisectionRow)
+                .where(BisectionRow.origin.is_not(None), BisectionRow.status == "found")
+                .order_by(BisectionRow.id.desc())
+                .limit(limit)
+            ).all()
+            return [r for r in rows if r.origin.get("repo") == repo]
+
     def save_progress(self, bisection_id: int, **fields) -> None:
         """Write state-machine fields (phase, merges, confirming, ...) and the latest view."""
         with self._session.begin() as s:
