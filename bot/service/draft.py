@@ -143,6 +143,7 @@ def draft(
         related=list(related),
         followup_why=followup_why,
         fixes=fixed,
+        effect=str((outcome.facts or {}).get("effect") or ""),
     )
     return render(body, revert.branch)
 

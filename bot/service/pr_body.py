@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass, field, replace
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -102,6 +103,7 @@ class RevertEvidence:
     bad: str = ""
     related: list[int] = field(default_factory=list)  # issues or PRs near the follow-up (bot.domain.followup)
     followup_why: str = ""  # what the follow-up shares with the culprit, when it was found by its changes
+    effect: str = ""  # a sampled metric's shift at the culprit with its interval (bot.domain.bisect.sampled)
 
 
 # Markdown, not HTML: no autoescaping; every value from elsewhere goes through a bot.domain.markdown filter.
@@ -116,6 +118,14 @@ _env.filters.update(md=markdown.text, code=markdown.code, fence=markdown.fence)
 
 def _fmt(values: list[float]) -> str:
     return ", ".join(f"{v:.4g}" for v in values) or "-"
+
+
+def _spread(values: list[float]) -> str:
+    """A sampled metric's readings at one commit: `median 96.1, sd 1.9 over 4 runs`."""
+    if not values:
+        return "no readings"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"median {statistics.median(values):.4g}, sd {sd:.2g} over {len(values)} run{'s' if len(values) > 1 else ''}"
 
 
 def _shorter_log(log: str, keep: int, bisection_id: int) -> str:
@@ -140,7 +150,7 @@ def render(evidence: RevertEvidence, head_branch: str) -> PullRequestDraft:
     template = _env.get_template("pr_body.md.j2")
 
     def body_of(e: RevertEvidence) -> str:
-        text = template.render(**e.__dict__, culprit_ref=culprit_ref, fmt=_fmt, max_body=MAX_BODY)
+        text = template.render(**e.__dict__, culprit_ref=culprit_ref, fmt=_fmt, spread=_spread, max_body=MAX_BODY)
         return re.sub(r"\n{3,}", "\n\n", text)
 
     body = body_of(evidence)
