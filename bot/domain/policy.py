@@ -48,7 +48,9 @@ class Watch(Closed):
         ge=0,
         le=24 * 60,
         description="After a red run completes, wait this long for re-runs of its failed jobs to start; "
-        "the run is scoped once its last attempt has completed",
+        "the run is scoped once its last attempt has completed. A failure already reproduced (a re-run attempt "
+        "that completed red, or the suite runner's own retry failing every watched failing test again) is scoped "
+        "at once",
     )
 
 

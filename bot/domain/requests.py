@@ -47,6 +47,7 @@ class StartRequest:
     # several red tests of the run, bisected together over the union range (`good` the oldest of theirs; `test` the
     # first's id): empty for one test
     members: tuple[Member, ...] = ()
+    started: str = ""  # a red run's: why it starts now (bot.ingress.jobs.nightly), said in the status comment
 
     @property
     def key(self) -> str:
@@ -60,7 +61,8 @@ class StartRequest:
         """Where the bisection was asked for, as stored with it (the dashboard, holds and `status` read it)."""
         if self.run is not None:
             tests = {"tests": [m.test for m in self.members]} if self.members else {}
-            return dict(repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run, **tests)
+            started = {"started": self.started} if self.started else {}
+            return dict(repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run, **tests, **started)
         return dict(
             repo=self.repo,
             thread=self.thread,

@@ -67,6 +67,7 @@ class Scoped:
     # the test's signals in the runs after GOOD and before BAD, newest first: CI's own evidence inside the range
     history: tuple[Signal, ...] = ()
     good_signal: Signal | None = None  # GOOD's own reading (its metric when printed); BAD's is `test.metric`
+    started: str = ""  # why it starts now: what reproduced the failure, or the re-run grace it waited out
 
 
 @dataclass(frozen=True)

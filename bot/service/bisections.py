@@ -78,7 +78,7 @@ class Bisections:
             status = StatusComment(forge, work.thread, admitted.loaded.id)
             drive(forge, admitted, status, self.store, self.backends, self.workspace)
             row, link = self.conclusions.conclude(forge, admitted)
-            status.say(render_status(work.test, admitted.loaded.problem, None, row, link))
+            status.say(render_status(work.test, admitted.loaded.problem, None, row, link, started=work.started))
             log.info("bisection #%s of %s: %s %s", row.id, work.repo, row.status, link or "")
             # rocket: the revert PR is open; confused: the bisection ended without one (the status comment says why).
             if work.comment_id and not work.dry_run:

@@ -41,13 +41,13 @@ def drive(
 ) -> None:
     """Runs the bisection unless it has ended already (a retried job), saying how it goes every STATUS_EVERY_S."""
     work, loaded = admitted.work, admitted.loaded
-    status.say(render_status(work.test, loaded.problem, None, None))
+    status.say(render_status(work.test, loaded.problem, None, None, started=work.started))
     last = [0.0]
 
     def observe(snap: Snapshot) -> None:
         if time.monotonic() - last[0] >= STATUS_EVERY_S:
             last[0] = time.monotonic()
-            status.say(render_status(work.test, loaded.problem, snap, None))
+            status.say(render_status(work.test, loaded.problem, snap, None, started=work.started))
 
     if loaded.row.status:
         return

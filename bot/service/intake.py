@@ -57,6 +57,7 @@ def nightly_request(repo_slug: str, scoped: Scoped, site: str) -> StartRequest:
         run=scoped.bad_run,
         cases=scoped.test.cases,
         ci=ci_readings(scoped, f"{site}/actions/runs/{scoped.bad_run}"),
+        started=scoped.started,
     )
 
 

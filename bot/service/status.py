@@ -14,9 +14,17 @@ from bot.service.wording import said
 
 
 def render_status(
-    test: str, problem: Problem, snap: Snapshot | None, row: BisectionRecord | None, link: str | None = None
+    test: str,
+    problem: Problem,
+    snap: Snapshot | None,
+    row: BisectionRecord | None,
+    link: str | None = None,
+    started: str = "",
 ) -> str:
+    """`started`: a red run's, why it started when it did (bot.ingress.jobs.nightly)."""
     head = f"**revert-bisect** {code(test)}: {len(problem.graph)} commits in `{problem.good[:12]}..{problem.bad[:12]}`"
+    if started:
+        head += f"\n\nStarted {text(started)}."
     if row is not None and row.status:
         outcome = outcome_of(row) or BisectionOutcome()
         lines = [head, "", f"**{row.status}**: {said(test, outcome.message, outcome.reason, outcome.facts)}"]

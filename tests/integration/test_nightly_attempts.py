@@ -19,6 +19,7 @@ import requests
 
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.store.deliveries import ClaimedJob
+from bot.domain.patience import NotYet
 from bot.domain.scope import run_info
 from bot.domain.signals import Outcome
 from bot.ingress.jobs.nightly import NightlyJob
@@ -40,8 +41,8 @@ if part == "0":
 else:
     kl = plan.get("kl" if attempt == "1" else "kl_rerun", plan.get("kl"))
     files = [File("test/registered/models_e2e/test_qwen3_next_models_mtp.py", [True], ["avg_kl_div=0.01"])]
-    if kl is not None:
-        files.append(File(KL_TEST, [kl <= 0.002], kl_output(kl)))
+    if kl is not None:  # "retried": run_suite's own retry of the file, with the same reading
+        files.append(File(KL_TEST, [kl <= 0.002] * (2 if plan.get("retried") else 1), kl_output(kl)))
 print("\\n".join(run_suite(files)))
 sys.exit(0 if all(f.attempts[-1] for f in files) else 1)
 """
@@ -158,9 +159,9 @@ class Flakes:
         return True
 
 
-def scope(world, first_attempt_payload: dict, events: str = "[schedule]"):
-    """The nightly job as the bot runs it on the red run's (first attempt's) workflow_run webhook, after the grace
-    period for re-runs."""
+def scope(world, first_attempt_payload: dict, events: str = "[schedule]", after: timedelta = timedelta(minutes=31)):
+    """The nightly job as the bot runs it on the red run's (first attempt's) workflow_run webhook, `after` it completed
+    (by default past the grace period for re-runs)."""
     red = run_info(first_attempt_payload)
     bisections, flakes = Bisections(), Flakes()
     job = NightlyJob(
@@ -168,7 +169,7 @@ def scope(world, first_attempt_payload: dict, events: str = "[schedule]"):
         lambda repo: world["forge"],
         bisections,
         flakes,
-        now=lambda: red.updated_at + timedelta(minutes=31),
+        now=lambda: red.updated_at + after,
     )
     payload = {"repository": {"full_name": world["repo"]}, "workflow_run": first_attempt_payload}
     job(ClaimedJob(1, "nightly_failure", f"d-{red.id}", "workflow_run", payload, 1))
@@ -297,3 +298,33 @@ def test_what_github_refuses_to_rerun(world):
     assert whole.status_code == 201
     state.actions.wait(green, 120)
     assert {j["run_attempt"] for j in api(world, "GET", f"runs/{green}/jobs").json()["jobs"]} == {2}
+
+
+def test_a_failure_already_reproduced_starts_at_once_and_one_nothing_reproduced_waits_out_the_grace(world):
+    shas = world["shas"]
+    good = shas[8]
+    set_plan(
+        world,
+        **{
+            good: {"kl": 0.0004},
+            shas[9]: {"kl": 0.0066, "kl_rerun": 0.0066},  # re-run as attempt 2: it fails again
+            shas[10]: {"kl": 0.0066, "retried": True},  # run_suite's own retry fails it again
+            shas[11]: {"kl": 0.0066},  # one failing reading, nothing else yet
+        },
+    )
+    started(world, good)
+    soon = timedelta(minutes=1)  # well inside the 30-minute grace
+    rerun = started(world, shas[9])
+    first = api(world, "GET", f"runs/{rerun}").json()
+    rerun_failed(world, rerun)
+    [scoped], _ = scope(world, first, after=soon)
+    assert scoped.bad == shas[9] and scoped.started == "at once: re-run attempt 2 of the run failed again"
+    retried = api(world, "GET", f"runs/{started(world, shas[10])}").json()
+    [scoped], _ = scope(world, retried, after=soon)
+    assert scoped.started == "at once: the suite runner's own retry failed it again, with the same verdict"
+    once = api(world, "GET", f"runs/{started(world, shas[11])}").json()
+    with pytest.raises(NotYet) as waited:
+        scope(world, once, after=soon)
+    assert 28 * 60 < waited.value.after_s <= 29 * 60  # the rest of the grace
+    [scoped], _ = scope(world, once)  # once the grace has passed with no re-run: scoped, and says so
+    assert scoped.started == "after waiting 30 minutes for re-runs of the red attempt"

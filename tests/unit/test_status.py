@@ -51,3 +51,12 @@ def test_runner_errors_and_test_names_are_markdown_escaped():
     )
     assert not any("@alice" in c.content for c in item.children if c.type == "text")  # in a code span: no ping
     assert any(c.type == "code_inline" and c.content == "test_`kl`" for c in children)
+
+
+def test_a_red_runs_bisection_says_why_it_started_when_it_did():
+    graph, good, bad = linear_graph(8)
+    now = render_status(
+        "kl", Problem(graph, good, bad), None, None, started="at once: re-run attempt 2 of the run failed again"
+    )
+    assert "\n\nStarted at once: re-run attempt 2 of the run failed again." in now
+    assert "Started" not in render_status("kl", Problem(graph, good, bad), None, None)  # a comment's: it says nothing

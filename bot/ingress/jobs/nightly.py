@@ -7,6 +7,9 @@ that still fails over its range.
    the same run id), and a re-run's completion may never arrive as a webhook. So the job waits out the grace period
    after the red attempt completed (bot.domain.patience.NotYet: queued again, no attempt used), then reads the run
    as it is now; while an attempt is in flight, or within the grace period of the newest attempt, it waits again.
+   The grace is for a failure nothing has reproduced yet: a red re-run attempt (attempt 2 or later), or a first
+   attempt in which the suite runner's own retry failed every watched failing test again (`↻ RETRIED: ... failed`),
+   is scoped at once, and the status comment says which it was.
 3. The final attempt: a test that failed in an earlier attempt and not in the final one, or that the suite runner
    passed on its own retry (`↻ RETRIED: ... passed`), is a flake: recorded once (the trust report's flakes seen
    per test) and not bisected. A final attempt that succeeded bisects nothing.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -55,6 +59,13 @@ class NoFlakeLog:
         return True
 
 
+def _rerun_failed(run: RunInfo) -> str | None:
+    """A red re-run attempt: the failure reproduced (the failed jobs ran again and failed)."""
+    if run.run_attempt > 1 and run.conclusion == "failure":
+        return f"re-run attempt {run.run_attempt} of the run failed again"
+    return None
+
+
 def _age_s(run: RunInfo, now: datetime) -> float | None:
     return (now - run.updated_at).total_seconds() if run.updated_at is not None else None
 
@@ -86,13 +97,26 @@ class NightlyJob:
         rerun_passed = info.conclusion == "success" and info.run_attempt > 1  # its earlier attempt's failures: flakes
         if watch is None or (info.conclusion != "failure" and not rerun_passed):
             return  # a green or unwatched run (a fork's `main` too): nothing to do, and no API call
-        self._grace(watch, info)  # no API call while re-runs may still start
+        reproduced = _rerun_failed(info)
+        if reproduced is None:
+            try:
+                self._grace(watch, info)  # no API call while re-runs may still start...
+            except NotYet:
+                reproduced = self._reproduced(self.forge_for(repo), policy, info)  # ...unless something reproduced
+                if reproduced is None:
+                    raise
         forge = self.forge_for(repo)
-        final = self._final_attempt(forge, watch, info)
+        final = self._final_attempt(forge, watch, info, waits=reproduced is None)
         if final is None:
             return
+        reproduced = reproduced or _rerun_failed(final)
+        started = (
+            f"at once: {reproduced}"
+            if reproduced
+            else f"after waiting {watch.rerun_grace_minutes:g} minutes for re-runs of the red attempt"
+        )
         workflow = run.get("workflow_id") or info.workflow_path
-        self._scope(job.delivery_id, forge, policy, watch, final, workflow, repo)
+        self._scope(job.delivery_id, forge, policy, watch, final, workflow, repo, started)
 
     # -- re-runs --
 
@@ -102,8 +126,26 @@ class NightlyJob:
         if age is not None and left > 0:
             raise NotYet(left, f"run {run.id} attempt {run.run_attempt}: waiting {left:.0f}s for re-runs to start")
 
-    def _final_attempt(self, ci: CiReads, watch: Watch, first: RunInfo) -> RunInfo | None:
-        """The run as it is now, once its newest attempt completed and the grace period after it passed."""
+    def _reproduced(self, ci: ForgeWithCi, policy: Policy, run: RunInfo) -> str | None:
+        """What already reproduced the red attempt's failure, if anything: a re-run attempt that completed red, or the
+        suite runner's own retry failing every watched failing test again (one read of the run, its jobs and logs)."""
+        now = ci.run(run.id)
+        if now.status != "completed":
+            return None  # a re-run in flight: its verdict is worth the wait
+        if now.run_attempt > run.run_attempt:
+            return _rerun_failed(now)
+        red = run_reads.red_run(ci, policy, run)
+        found = failures(policy, run, red.results)
+        if not isinstance(found, list) or not found:
+            return None
+        retried = {t.id for t in run_reads.retried_failed(policy, red.logs.values())}
+        if not all(f.test.id in retried for f in found):
+            return None
+        return "the suite runner's own retry failed it again, with the same verdict"
+
+    def _final_attempt(self, ci: CiReads, watch: Watch, first: RunInfo, waits: bool = True) -> RunInfo | None:
+        """The run as it is now, once its newest attempt completed and (`waits`: nothing reproduced the failure yet)
+        the grace period after it passed."""
         now_run = ci.run(first.id)
         waited = _age_s(first, self.now()) or 0.0
         if now_run.status != "completed":
@@ -120,7 +162,7 @@ class NightlyJob:
                 min(RERUN_POLL_S, max(MIN_RERUN_POLL_S, watch.rerun_grace_minutes * 60)),
                 f"run {first.id}: attempt {now_run.run_attempt} is {now_run.status}",
             )
-        if now_run.run_attempt > first.run_attempt:
+        if waits and now_run.run_attempt > first.run_attempt and _rerun_failed(now_run) is None:
             self._grace(watch, now_run)  # a re-run of the re-run may come too
         return now_run
 
@@ -140,6 +182,7 @@ class NightlyJob:
         run: RunInfo,
         workflow: int | str,
         repo: str,
+        started: str = "",
     ) -> None:
         if run.conclusion not in ("success", "failure"):
             log.warning(
@@ -180,7 +223,7 @@ class NightlyJob:
                 scoped.bad[:12],
                 scoped.good_run,
             )
-            scoped_tests.append(scoped)
+            scoped_tests.append(replace(scoped, started=started))
         for group in together(policy, scoped_tests):
             if len(group) == 1:
                 self.bisections.start_nightly(repo, group[0], forge)

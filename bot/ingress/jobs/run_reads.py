@@ -90,8 +90,18 @@ def failed_in(policy: Policy, test: Test, red: RedRun) -> str | None:
 
 def retried_passed(policy: Policy, logs: Iterable[str]) -> list[Test]:
     """Watched tests the suite runner retried in these logs and that then passed (↻ RETRIED: ... passed)."""
-    passed = [r.file for text in logs for r in parse(text).retried if r.result == "passed"]
-    found = (for_name(test, name) for test in policy.tests for name in passed)
+    return _retried(policy, logs, "passed")
+
+
+def retried_failed(policy: Policy, logs: Iterable[str]) -> list[Test]:
+    """Watched tests the suite runner retried in these logs and that failed again (↻ RETRIED: ... failed): the
+    failure reproduced by the suite's own retry, with the same verdict."""
+    return _retried(policy, logs, "failed")
+
+
+def _retried(policy: Policy, logs: Iterable[str], result: str) -> list[Test]:
+    files = [r.file for text in logs for r in parse(text).retried if r.result == result]
+    found = (for_name(test, name) for test in policy.tests for name in files)
     return list({t.id: t for t in found if t is not None}.values())
 
 
