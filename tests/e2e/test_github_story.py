@@ -18,7 +18,16 @@ from scenarios.mamba_track_boundary import build
 from tests.support import ROOT
 from tests.support.net import free_port
 from tests.support.sandbox import BotWatch, wait_for
-from tests.support.world import SECRET, comments, deliver_comment, gh, open_reverts, sandbox_and_bot, wait_http
+from tests.support.world import (
+    SECRET,
+    comments,
+    deliver_comment,
+    gh,
+    open_reverts,
+    published_reverts,
+    sandbox_and_bot,
+    wait_http,
+)
 
 
 def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
@@ -28,7 +37,7 @@ def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
         world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup
     )
 
-    pulls = wait_for(lambda: open_reverts(world), bot=world["watch"])
+    pulls = published_reverts(world)
     assert len(pulls) == 1
     pr = pulls[0]
     culprit_pr = scenario.culprit_pr

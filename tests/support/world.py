@@ -17,7 +17,7 @@ from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from scenarios.mamba_track_boundary import build
 from tests.support import ROOT
 from tests.support.net import serving
-from tests.support.sandbox import BotWatch, github_get
+from tests.support.sandbox import BotWatch, github_get, wait_for
 
 SECRET = "story-secret-" + uuid.uuid4().hex
 
@@ -153,6 +153,13 @@ def open_reverts(world):
         state="open",
     )
     return [p for p in pulls if p["title"].startswith("Revert ")]
+
+
+def published_reverts(world, timeout: float = 180):
+    """The open revert PRs once the bot has no job left: the PR is opened before its labels, reviewers and
+    comments are written, so a test that reads those waits for the job that writes them to end."""
+    watch = world["watch"]
+    return wait_for(lambda: watch.settled() and open_reverts(world), timeout=timeout, bot=watch)
 
 
 def comments(world, number):

@@ -87,6 +87,18 @@ def test_a_spread_across_the_threshold_switches_the_metric_to_sampling():
     assert sampled(MetricRule(None), []) and not sampled(None, once)
 
 
+def test_a_flaky_run_far_off_is_a_wrong_verdict_not_a_spread():
+    """The demo's faulted state restore: a GOOD-side commit reads 0.0004 and 0.0005, and once 0.0189. That is a
+    flaky run (the pass/fail search's flake model weighs it), not noise around 0.002: sampling it as a
+    distribution would let one outlier swamp the commit's mean."""
+    rule = MetricRule(threshold=0.002)
+    runs = [Run("c3", Kind.SEARCH, RawResult(0, value)) for value in (0.0004, 0.0005)]
+    faulted = runs + [Run("c3", Kind.SEARCH, RawResult(1, 0.0189))]
+    assert not sampled(rule, faulted)
+    near = [Run("c3", Kind.SEARCH, RawResult(0, 0.0019)), Run("c3", Kind.SEARCH, RawResult(1, 0.0021))]
+    assert sampled(rule, faulted + near)  # readings close on both sides of the cut: its noise, sampled
+
+
 def test_a_deterministic_benchmark_needs_few_readings_and_names_the_culprit():
     graph, good, bad = linear_graph(32)
     d, runs = drive(

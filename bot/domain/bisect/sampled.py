@@ -52,19 +52,36 @@ from bot.domain.reasons import Reason
 FAVOURITE = 0.5
 ENDPOINT_GATE = 10.0  # Bayes factor that BAD reads worse than GOOD before the search spends runs between them
 ENDPOINT_FIRST = 4
+SPREAD_RATIO = 4.0  # readings of one commit across the cut this close are its noise; further apart, a flaky run
 
 
 def sampled(rule: MetricRule | None, runs: Sequence[Run]) -> bool:
-    """Whether the metric is judged by distributions: a benchmark, or runs of one commit spread across the cut."""
+    """Whether the metric is judged by distributions: a benchmark, or runs of one commit spread across the cut.
+
+    Two readings of one commit on both sides of the threshold are spread when within `SPREAD_RATIO` of each other
+    (0.0019 and 0.0065 against 0.002); further apart (0.0004 and a faulted run's 0.0189) one of them is a flaky
+    run, a wrong verdict the flake model of the pass/fail search already weighs."""
     if rule is None:
         return False
-    if rule.threshold is None:
+    threshold = rule.threshold
+    if threshold is None:
         return True
-    sides: dict[str, set[bool]] = {}
+    readings: dict[str, list[float]] = {}
     for r in runs:
         if r.kind is not Kind.CI and r.raw.metric is not None and r.raw.infra_reason is None:
-            sides.setdefault(r.sha, set()).add(rule.worse(r.raw.metric, rule.threshold))
-    return any(len(s) == 2 for s in sides.values())
+            readings.setdefault(r.sha, []).append(r.raw.metric)
+    for values in readings.values():
+        worse = [v for v in values if rule.worse(v, threshold)]
+        better = [v for v in values if not rule.worse(v, threshold)]
+        if any(_close(w, b) for w in worse for b in better):
+            return True
+    return False
+
+
+def _close(a: float, b: float) -> bool:
+    if a <= 0 or b <= 0:
+        return True  # no scale to compare on: any straddle is spread
+    return max(a, b) / min(a, b) <= SPREAD_RATIO
 
 
 def _values(ev: Evidence, sha: str, kinds: tuple[Kind, ...], since: int = 0) -> list[float]:
