@@ -14,6 +14,7 @@ import uvicorn
 
 from .app import create_sandbox
 from .state import NIGHTLY_WORKFLOW, SandboxState, seed_from_scenario
+from .state.search_index import DEFAULT_LAG_S
 
 DESCRIPTION = (
     "The GitHub sandbox: a local, stateful GitHub for offline use (REST, git over HTTP, Actions on this machine), "
@@ -23,7 +24,8 @@ DESCRIPTION = (
 # Written out, not generated: argparse would show the required --scenario in brackets.
 USAGE = (
     "%(prog)s --scenario DIR [--port PORT] [--host HOST]\n"
-    "       [--root DIR] [--hook URL --hook-secret SECRET] [--schedule]"
+    "       [--root DIR] [--hook URL --hook-secret SECRET] [--schedule]\n"
+    "       [--search-lag SECONDS]"
 )
 BUILD = "python -m scenarios.mamba_track_boundary build DIR"
 
@@ -47,6 +49,16 @@ def _port(value: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port number (1 to 65535)")
     return port
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 <= seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{value} is not within 0 to 3600 seconds")
+    return seconds
 
 
 def _scenario_problem(directory: Path) -> str | None:
@@ -96,6 +108,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m sandbox") -> int:
         action="store_true",
         help="once serving, start one scheduled run of the nightly workflow on the default branch",
     )
+    parser.add_argument(
+        "--search-lag",
+        type=_seconds,
+        default=DEFAULT_LAG_S,
+        metavar="SECONDS",
+        help="how long issue search takes to see a write, as GitHub's index lags (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     if not args.scenario:
         parser.exit(
@@ -111,6 +130,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m sandbox") -> int:
             2, f"{prog}: error: --root {args.root}: cannot keep the repositories there ({exc.strerror or exc})\n"
         )
     state.actions.base_url = f"http://{args.host}:{args.port}"
+    state.search.lag_s = args.search_lag
     try:
         seeded = seed_from_scenario(state, args.scenario)
     except Exception as exc:  # a scenario damaged in a way the checks above do not see: one line, no traceback

@@ -4,6 +4,8 @@
   seconds) and `-resource: core` for its caller's hourly budget (5,000 for a user token or an App
   installation). When it is spent, requests answer 403 "API rate limit exceeded ..." with
   `x-ratelimit-remaining: 0` until the reset.
+- Search (`/search/...`) has a budget of its own: 30 requests a minute, `-resource: search`, the same 403 when
+  spent (docs.github.com/en/rest/search/search#rate-limit).
 - A GET answers with an `ETag`; a GET whose `If-None-Match` names the current one answers
   `304 Not Modified` without a body, and a 304 does not count against the budget.
 
@@ -26,6 +28,10 @@ from fastapi.responses import JSONResponse, Response
 
 LIMIT = 5000
 WINDOW_S = 3600
+# Search has its own budget: 30 requests a minute for an authenticated caller, answered 403 with
+# `x-ratelimit-resource: search` when spent (docs.github.com/en/rest/search/search#rate-limit).
+SEARCH_LIMIT = 30
+SEARCH_WINDOW_S = 60
 DOCS = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits"
 
 
@@ -34,6 +40,7 @@ class Budget:
     reset: float
     used: int = 0
     not_modified: int = 0
+    resource: str = "core"
 
 
 @dataclass
@@ -41,29 +48,35 @@ class RateBook:
     """Each caller's budget, and every REST request counted by (method, path) and by answer status."""
 
     limit: int = LIMIT
+    search_limit: int = SEARCH_LIMIT
     clock: Callable[[], float] = time.time
     budgets: dict[str, Budget] = field(default_factory=dict)
     calls: Counter = field(default_factory=Counter)  # (method, path) -> requests answered
     statuses: Counter = field(default_factory=Counter)  # status code -> requests answered
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def budget(self, login: str) -> Budget:
+    def budget(self, login: str, resource: str = "core") -> Budget:
         now = self.clock()
-        got = self.budgets.get(login)
+        key = login if resource == "core" else f"{resource}:{login}"
+        got = self.budgets.get(key)
         if got is None or now >= got.reset:
-            got = self.budgets[login] = Budget(reset=now + WINDOW_S)
+            window = WINDOW_S if resource == "core" else SEARCH_WINDOW_S
+            got = self.budgets[key] = Budget(reset=now + window, resource=resource)
         return got
+
+    def limit_of(self, budget: Budget) -> int:
+        return self.limit if budget.resource == "core" else self.search_limit
 
     def total(self) -> int:
         return sum(self.statuses.values())
 
     def headers(self, budget: Budget) -> dict[str, str]:
         return {
-            "X-RateLimit-Limit": str(self.limit),
-            "X-RateLimit-Remaining": str(max(0, self.limit - budget.used)),
+            "X-RateLimit-Limit": str(self.limit_of(budget)),
+            "X-RateLimit-Remaining": str(max(0, self.limit_of(budget) - budget.used)),
             "X-RateLimit-Used": str(budget.used),
             "X-RateLimit-Reset": str(int(budget.reset)),
-            "X-RateLimit-Resource": "core",
+            "X-RateLimit-Resource": budget.resource,
         }
 
 
@@ -84,9 +97,10 @@ async def rate_and_etag(request: Request, call_next, book: RateBook):
     if login is None or request.url.path.startswith("/_sandbox/") or ".git/" in request.url.path:  # git: no REST budget
         return await call_next(request)
     key = str(login)
+    resource = "search" if request.url.path.startswith("/search/") else "core"
     with book.lock:
-        budget = book.budget(key)
-        spent = budget.used >= book.limit
+        budget = book.budget(key, resource)
+        spent = budget.used >= book.limit_of(budget)
     if spent:
         with book.lock:
             book.statuses[403] += 1

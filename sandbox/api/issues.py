@@ -40,7 +40,7 @@ async def create_issue(request: Request, access: Access, state: State):
 @router.get("/repos/{owner}/{repo}/issues")
 def list_issues(request: Request, access: Access, state: State, sort: str = "created", direction: str = "desc"):
     """issues/list-for-repo (not in the OpenAPI subset; GitHub's docs): open by default, pull requests included
-    (with their `pull_request` key), newest first by default, paged."""
+    (with their `pull_request` key), newest first by default, paged; `labels=a,b` keeps those carrying every one."""
     r, rr, _ = access
     state_ = request.query_params.get("state", "open")
     if state_ not in ("open", "closed", "all") or sort not in ("created", "updated", "comments"):
@@ -53,7 +53,12 @@ def list_issues(request: Request, access: Access, state: State, sort: str = "cre
                 }
             ]
         )
-    found = [i for i in state.issues_of(r) if state_ == "all" or i.state == state_]
+    labels = [name.strip() for name in request.query_params.get("labels", "").split(",") if name.strip()]
+    found = [
+        i
+        for i in state.issues_of(r)
+        if (state_ == "all" or i.state == state_) and all(name in i.labels for name in labels)
+    ]
     key = {"updated": lambda i: (i.updated_at, i.number)}.get(sort, lambda i: (i.created_at, i.number))
     found.sort(key=key, reverse=direction != "asc")
     items, headers = page(request, found)
@@ -207,8 +212,9 @@ def search_issues(request: Request, state: State):
     with state.lock:
         for key_, r in state.repos.items():
             for issue in r.issues.values():
-                if query.matches(key_, issue):
-                    found.append((r, issue))
+                seen = state.search.view(key_, issue)
+                if seen is not None and query.matches(key_, seen):
+                    found.append((r, seen))
     found.sort(key=lambda x: (x[1].created_at, x[1].number), reverse=True)
     items, headers = page(request, found)
     out = []

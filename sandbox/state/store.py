@@ -16,6 +16,7 @@ from ..models import Comment, Issue, PullInfo, Reaction, Repo, User, now_iso
 from ..ratelimit import RateBook
 from .blobs import BlobHost
 from .faults import Faults
+from .search_index import SearchIndex
 
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
 
@@ -39,6 +40,7 @@ class SandboxState:
         self.faults = Faults()
         self.blobs = BlobHost()  # where download redirects point: another host (sandbox.server serves it)
         self.rates = RateBook()  # the REST rate limit, and every request counted
+        self.search = SearchIndex()  # what issue search sees: writes show after a lag, as on GitHub
         self._ids = itertools.count(1000)
         # GitHub Actions emulation (workflows, runs, webhooks)
         self.actions = Actions(self)

@@ -162,9 +162,15 @@ def test_sandbox_help_names_revert_bisect_and_explains_every_option(cli):
     assert r.code == 0, r.stderr
     assert r.stdout.startswith("Usage: revert-bisect sandbox --scenario DIR ")
     assert "python -m sandbox" not in r.stdout
-    for term in ("--scenario DIR", "--port PORT", "--host HOST", "--root DIR", "--hook URL", "--hook-secret SECRET"):
+    terms = ("--scenario DIR", "--port PORT", "--host HOST", "--root DIR", "--hook URL", "--hook-secret SECRET")
+    for term in (*terms, "--search-lag SECONDS"):
         assert re.search(rf"^  {re.escape(term)}\s+\S", r.stdout, re.M), term  # help on the same line
-    assert "(default: 8765)" in r.stdout and "(default: 127.0.0.1)" in r.stdout
+    assert "(default: 8765)" in r.stdout and "(default: 127.0.0.1)" in r.stdout and "(default: 5.0)" in r.stdout
+
+
+def test_sandbox_with_a_search_lag_out_of_range_is_one_line(cli, tmp_path):
+    one_error_line(cli("sandbox", "--search-lag", "-1", timeout=60), "--search-lag", "-1 is not within 0 to 3600")
+    one_error_line(cli("sandbox", "--search-lag", "soon", timeout=60), "'soon' is not a number of seconds")
 
 
 def one_error_line(r, *words):

@@ -3,6 +3,8 @@ adapter using them (a run polled while nothing changes costs nothing against the
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from github import Auth, Github, GithubException
 
@@ -100,3 +102,44 @@ def test_a_status_comment_edited_again_and_again_lists_the_thread_once(world):
     state.comments.pop(first)  # a maintainer deleted it: found missing, posted again
     again, created = forge.comment_once(thread, "status-1", "round 7")
     assert created and again != first
+
+
+def test_search_has_its_own_budget_of_30_a_minute(world):
+    state, gh = world["state"], world["gh"]
+    repo = world["seeded"].repo
+    counts = [gh.search_issues(f"repo:{repo} is:issue").totalCount for _ in range(30)]
+    assert len(set(counts)) == 1 and counts[0] > 0
+    with pytest.raises(GithubException) as refused:
+        _ = gh.search_issues(f"repo:{repo} is:issue").totalCount
+    assert refused.value.status == 403 and "API rate limit exceeded" in refused.value.data["message"]
+    headers = refused.value.headers
+    assert (headers["x-ratelimit-resource"], headers["x-ratelimit-remaining"], headers["x-ratelimit-limit"]) == (
+        "search",
+        "0",
+        "30",
+    )
+    assert gh.get_repo(repo).get_commit("main").sha == world["scenario"].bad  # the core budget is untouched
+    budget = state.rates.budgets[f"search:{world['seeded'].maintainer}"]
+    state.rates.clock = lambda: budget.reset  # a minute later
+    assert gh.search_issues(f"repo:{repo} is:issue").totalCount >= 0
+
+
+def test_search_lags_behind_writes_while_listing_shows_them_at_once(world):
+    state, gh = world["state"], world["gh"]
+    repo = gh.get_repo(world["seeded"].repo)
+    now = [state.search.clock()]
+    state.search.clock = lambda: now[0]
+    made = repo.create_issue(title="Stop the bot", body="maintenance window", labels=["stop-bot"])
+    query = f'repo:{repo.full_name} is:issue is:open label:"stop-bot"'
+    assert [i.number for i in gh.search_issues(query)] == []  # just written: not in the index yet
+    assert [i.number for i in repo.get_issues(state="open", labels=["stop-bot"])] == [made.number]
+    now[0] += state.search.lag_s + 1
+    assert [i.number for i in gh.search_issues(query)] == [made.number]
+    made.add_to_labels("urgent")  # a write: search keeps the copy it had until the lag passes again
+    now[0] = time.time()
+    both = f"{query} label:urgent"
+    assert [i.number for i in gh.search_issues(both)] == []
+    assert [i.number for i in gh.search_issues(query)] == [made.number]
+    assert [i.number for i in repo.get_issues(state="open", labels=["stop-bot", "urgent"])] == [made.number]
+    now[0] += state.search.lag_s + 1
+    assert [i.number for i in gh.search_issues(both)] == [made.number]

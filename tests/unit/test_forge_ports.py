@@ -79,3 +79,40 @@ commands: {allow_users: [ann]}
     assert kill_switch(forge, policy) == 7
     assert forge.args == ("stop-bot", ["admin"], ["ann"])
     assert parse(policy.model_dump_json(exclude={"revert"}), "p.json").revert.kill_switch_roles == ["admin", "maintain"]
+
+
+def test_a_run_of_130_jobs_is_read_whole_across_pages(sandbox):
+    """GitHub answers at most 100 jobs a page (`per_page`), the rest behind `Link: rel="next"`: SGLang's nightly
+    has ~40 jobs, a re-run attempt's `filter=latest` more, a matrix of shards more still."""
+    from dataclasses import replace
+
+    forge, state = sandbox["forge"], sandbox["state"]
+    run_id = state.start_run(sandbox["seeded"].repo, "echo.yml", "main", event="workflow_dispatch")
+    run = state.actions.wait(run_id, 50)
+    [first] = run.jobs
+    run.jobs += [replace(first, id=state.new_id(), name=f"shard ({i})") for i in range(1, 130)]
+    STATS.reset()
+    jobs = forge.run_jobs(run_id)
+    assert [j.id for j in jobs] == [j.id for j in run.jobs] and len(jobs) == 130
+    calls, _, _, _ = STATS.snapshot()
+    assert calls == {("GET", "2xx"): 2}  # two pages of 100
+
+
+def test_the_kill_switch_holds_the_moment_its_issue_is_opened(sandbox):
+    """Found by listing the label, not by search, which lags behind writes (the sandbox's search index does too):
+    a maintainer who turns the switch on a second before a revert is still obeyed."""
+    forge, state, seeded = sandbox["forge"], sandbox["state"], sandbox["seeded"]
+    assert forge.kill_switch("stop-revert-bisect", ["admin", "maintain"], []) is None
+    lag, state.search.lag_s = state.search.lag_s, 3600  # search would not see it for an hour
+    made = state.add_issue(
+        seeded.repo, title="Stop", body="a release", user=seeded.maintainer, labels=["stop-revert-bisect"]
+    )
+    outsider = state.add_issue(seeded.repo, title="Stop?", body="", user="drive-by", labels=["stop-revert-bisect"])
+    assert forge.kill_switch("stop-revert-bisect", ["admin", "maintain"], []) == made.number
+    assert (
+        forge.kill_switch("stop-revert-bisect", ["admin"], ["drive-by"]) == outsider.number
+    )  # a maintainer: not admin
+    assert forge.kill_switch("stop-revert-bisect", ["admin"], []) is None  # anyone can label their own issue
+    made.state = outsider.state = "closed"
+    assert forge.kill_switch("stop-revert-bisect", ["admin", "maintain"], ["drive-by"]) is None
+    state.search.lag_s = lag

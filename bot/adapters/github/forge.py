@@ -278,8 +278,11 @@ class GitHubForge(CiRuns):
 
     def kill_switch(self, label: str, allowed_roles: list[str], allowed_users: list[str]) -> int | None:
         """An open issue carrying `label`, opened by someone allowed to command the bot (anyone could add a label
-        to their own issue otherwise)."""
-        for issue in self.gh.search_issues(f'repo:{self.repo.full_name} is:issue is:open label:"{label}"'):
+        to their own issue otherwise). Listed by label, not searched: search lags behind writes, and a switch turned on
+        a moment ago must hold the next revert."""
+        for issue in self.repo.get_issues(state="open", labels=[label]):
+            if issue.pull_request is not None:
+                continue
             login = issue.user.login if issue.user else None
             if login and (login in allowed_users or self.role(login) in allowed_roles):
                 return issue.number
