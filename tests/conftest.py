@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy
 
 from scenarios.synthetic import build
+from tests.support import deadline
 
 PG_URL = os.environ.get("REVERT_BISECT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
@@ -29,6 +30,27 @@ def _home_in(home, monkeypatch) -> None:
     for who in ("AUTHOR", "COMMITTER"):
         monkeypatch.setenv(f"GIT_{who}_NAME", "Test Runner")
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "tests@revert-bisect.invalid")
+
+
+def pytest_configure(config):
+    """The tests run as the README says whatever the shell that starts them exports: its REVERT_BISECT_* settings
+    (a database, a token, a GitHub URL) would change what the bot under test does. REVERT_BISECT_TEST_PG names the
+    tests' own PostgreSQL server and stays."""
+    for name in [n for n in os.environ if n.startswith("REVERT_BISECT_") and n != "REVERT_BISECT_TEST_PG"]:
+        del os.environ[name]
+
+
+@pytest.fixture(autouse=True)
+def bounded_waits(request):
+    """Every wait of the test (tests.support.sandbox.wait_for) ends before the test's own limit, with its diagnosis."""
+    marker = request.node.get_closest_marker("timeout")
+    if marker is not None:
+        limit = marker.args[0] if marker.args else marker.kwargs.get("timeout")
+    else:
+        limit = request.config.getoption("timeout", None) or request.config.getini("timeout")
+    deadline.start(float(limit or 0) or None)
+    yield
+    deadline.start(None)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -160,6 +160,7 @@ class JobsMixin:
     def _take_runner(self, job: Job) -> bool:
         runner = self.runner_for(job.labels)
         if runner is None or self._busy >= self.concurrency:
+            job.passed_over += 1
             return False
         self._busy += 1
         job.runner_name = runner

@@ -91,6 +91,7 @@ class Job:
     runner_name: str | None = None
     pid: int | None = None
     queued: bool = False  # the job left `pending` (workflow_job `queued` sent)
+    passed_over: int = 0  # times a runner was looked for and none could take it (a queued job is still waited on)
     token: str | None = None  # its GITHUB_TOKEN, revoked when it completes
     masks: list[str] = field(default_factory=list, repr=False)  # values the log shows as *** (secrets, token)
     context: dict = field(default_factory=dict, repr=False)  # the expression context (matrix, needs)

@@ -26,6 +26,11 @@ def _switch_on(world) -> int:
     return answer.json()["number"]
 
 
+def settled(world) -> None:
+    """Every job the bot had has ended: what it held back, said and listed is all there to read."""
+    wait_for(world["watch"].settled, timeout=60, bot=world["watch"])
+
+
 def _comments(world, number) -> list[str]:
     answer = gh(world, "GET", f"/repos/{world['seeded'].repo}/issues/{number}/comments")
     assert answer.status_code == 200, answer.text
@@ -51,7 +56,9 @@ def test_a_red_nightly_held_back_by_the_kill_switch_is_said_on_its_issue_and_lis
     red = state.start_run(repo, ".github/workflows/nightly-test.yml", "main", event="schedule")
     red_run = state.actions.wait(red, 120)
     assert red_run.conclusion == "failure" and accuracy_word(red_run).startswith("failed")
-    held = wait_for(lambda: [b for b in _comments(world, switch) if "held back" in b], timeout=120)
+    wait_for(lambda: [b for b in _comments(world, switch) if "held back" in b], timeout=120, bot=world["watch"])
+    settled(world)
+    held = [b for b in _comments(world, switch) if "held back" in b]
     assert len(held) == 1
     assert (
         f"held back the bisection of red run {red} "
@@ -74,7 +81,10 @@ def test_a_command_held_back_by_the_kill_switch_is_said_once_on_its_issue(world)
         deliver_comment(
             world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup
         )
-    wait_for(lambda: len([b for b in _comments(world, followup) if "cannot start" in b]) == 2, timeout=60)
+    wait_for(
+        lambda: len([b for b in _comments(world, followup) if "cannot start" in b]) == 2, timeout=60, bot=world["watch"]
+    )
+    settled(world)
     held = [b for b in _comments(world, switch) if "held back" in b]
     assert len(held) == 2
     assert all(
@@ -93,7 +103,9 @@ def test_a_revert_held_back_by_a_kill_switch_turned_on_mid_bisection_names_the_c
     deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
     wait_for(lambda: [b for b in _comments(world, followup) if "**revert-bisect**" in b], timeout=60)  # started
     switch = _switch_on(world)
-    final = wait_for(lambda: [b for b in _comments(world, followup) if "**found**" in b], timeout=300)
+    wait_for(lambda: [b for b in _comments(world, followup) if "**found**" in b], timeout=300, bot=world["watch"])
+    settled(world)
+    final = [b for b in _comments(world, followup) if "**found**" in b]
     assert f"not opened: the kill switch is on: issue #{switch}" in final[0]
     [held] = [b for b in _comments(world, switch) if "held back" in b]
     assert (

@@ -73,7 +73,7 @@ def test_github_going_away_mid_story_parks_what_meets_it_and_the_story_completes
 
     attempts = Attempts(monkeypatch, int(world["bot"].rsplit(":", 1)[1]))
     deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-    wait_for(lambda: query("SELECT count(*) FROM steps WHERE state = 'done'")[0][0] >= 2, timeout=600, bot=watch)
+    wait_for(lambda: query("SELECT count(*) FROM steps WHERE state = 'done'")[0][0] >= 2, timeout=240, bot=watch)
     # A question asked on GitHub just before it goes away; its webhook reaches the bot during the outage.
     question = "/revert-bisect status"
     asked = gh(world, "POST", f"/repos/{repo}/issues/{followup}/comments", json={"body": question}).json()
@@ -118,11 +118,12 @@ def test_github_going_away_mid_story_parks_what_meets_it_and_the_story_completes
     assert connections <= MAX_CONNECTIONS and fetches <= MAX_GIT_FETCHES
     assert reach.short_circuited > 0  # the bisection kept asking, and the breaker kept it off the network
 
-    pulls = wait_for(lambda: open_reverts(world), timeout=900, bot=watch)
+    pulls = wait_for(lambda: open_reverts(world), timeout=300, bot=watch)
     assert len(pulls) == 1 and pulls[0]["body"].startswith(f"Reverts {repo}#{scenario.culprit_pr}")
     reply = f"revert-bisect:reply-{asked['id']}"  # the marker of the bot's answer to that comment
     answer = wait_for(lambda: [c for c in comments(world, followup) if reply in c["body"]], timeout=120)
     assert "`decode-cache-hit`" in answer[0]["body"]
+    wait_for(watch.settled, timeout=60, bot=watch)  # the answer is written before its job is marked done
     assert len(answer) == 1  # the parked question was answered once GitHub was back
     jobs = query("SELECT state, error FROM jobs ORDER BY id")
     assert [state for state, _ in jobs] == ["done", "done"], jobs

@@ -4,13 +4,10 @@ comment, and publishes the rest: the revert PR, the comment on the culprit PR an
 
 from __future__ import annotations
 
-import pytest
-
 from tests.support.sandbox import wait_for
 from tests.support.world import comments, deliver_comment, open_reverts
 
 
-@pytest.mark.timeout(1500)
 def test_an_outside_contributors_culprit_is_reverted_without_their_review_request(world):
     scenario, state, repo = world["scenario"], world["state"], world["seeded"].repo
     culprit_pr, followup = scenario.culprit_pr, scenario.followup["number"]
@@ -21,7 +18,7 @@ def test_an_outside_contributors_culprit_is_reverted_without_their_review_reques
 
     status = wait_for(
         lambda: [c for c in comments(world, followup) if "**revert-bisect**" in c["body"] and "Revert PR" in c["body"]],
-        timeout=1200,
+        timeout=300,
         bot=world["watch"],
     )
     pulls = open_reverts(world)

@@ -201,14 +201,23 @@ def test_interrupted_bisection_keeps_its_worktrees_until_resumed(synth, tmp_path
     assert not list((tmp_path).glob("*.migrate-lock"))
 
 
+def _blocked_on(inode: int) -> bool:
+    """A process waits for a lock on the file with this inode (/proc/locks: "N: -> FLOCK ... dev:ino start end")."""
+    with open("/proc/locks") as table:
+        return any("->" in line and line.split()[6].rsplit(":", 1)[1] == str(inode) for line in table)
+
+
 def test_lock_file_removed_by_its_holder_never_admits_two(tmp_path):
     path = tmp_path / "x.lock"
     first = locks.take(path)
     got = []
     waiter = threading.Thread(target=lambda: got.append(locks.take(path)))
     waiter.start()  # opens the file that `first` holds, and blocks on it
-    time.sleep(0.3)
-    assert not got
+    inode = os.stat(path).st_ino
+    deadline = time.monotonic() + 30
+    while not _blocked_on(inode) and time.monotonic() < deadline:  # the kernel lists a waiter as "->"
+        time.sleep(0.01)
+    assert _blocked_on(inode) and not got
     locks.release_and_remove(first, path)
     waiter.join(5)
     second = got[0]

@@ -26,6 +26,7 @@ from sqlalchemy.pool import NullPool
 
 from bot.cli.demo_watch import failing_steps
 from sandbox.schema import SPEC_PATH
+from tests.support import deadline as test_deadline
 
 SPEC = SPEC_PATH  # GitHub's description, cut to what the bot calls: the one copy, packaged with the sandbox
 SERVED_PREFIXES_EXCLUDED = (
@@ -400,6 +401,7 @@ def wait_for(
     at the timeout) when the bot exited, a job failed for good, a bisection ended with a status not in
     `expect`, or every bisection ended with nothing left to run; the failure carries `bot.report()`."""
     expect = tuple(expect)
+    timeout, by_limit = test_deadline.bounded(timeout)
     deadline = time.monotonic() + timeout
     while True:
         if value := predicate():
@@ -415,5 +417,6 @@ def wait_for(
                 raise AssertionError(f"{why}\n{bot.report()}")
             continue
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s" + (f"\n{bot.report()}" if bot else ""))
+            limit = " (all the test's own limit leaves)" if by_limit else ""
+            raise AssertionError(f"timed out after {timeout:.0f} s{limit}" + (f"\n{bot.report()}" if bot else ""))
         time.sleep(0.5)
