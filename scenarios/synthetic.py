@@ -3,7 +3,8 @@
 Each commit touches a file of its own; the culprit flips `BROKEN = True` in `service/config.py`.
 The test script lives outside the repository (the yardstick must not change along the range):
 it sleeps, exits 125 on commits marked unbuildable, fails on broken ones, and fails a good
-one with the flake probability it is given.
+one with the flake probability it is given. With SYNTH_RUN_LOG it logs each run; with SYNTH_HOLD too, runs after
+the SYNTH_HOLD_AFTER-th wait while that file exists (a test interrupts a bisection that cannot have ended).
 
 The history is written with one `git fast-import` stream (4096 commits in a few seconds).
 """
@@ -26,6 +27,12 @@ sha = os.environ.get("REVERT_BISECT_SHA", "")
 if log:
     with open(log, "a") as fh:
         fh.write(f"{{os.environ.get('REVERT_BISECT_STEP_ID', '-')}} {{sha}}\\n")
+hold = os.environ.get("SYNTH_HOLD")  # a file: while it exists, every run after the SYNTH_HOLD_AFTER-th waits
+if hold and log:
+    with open(log) as fh:
+        nth = sum(1 for _ in fh)
+    while nth > int(os.environ.get("SYNTH_HOLD_AFTER", "0")) and os.path.exists(hold):
+        time.sleep(0.05)
 if os.path.exists(os.path.join(tree, "BUILD_BROKEN")):
     print("build failed: BUILD_BROKEN present")
     sys.exit(125)

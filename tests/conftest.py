@@ -67,6 +67,8 @@ def isolated_home(tmp_path, monkeypatch):
     configuration too."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    for size in ("COLUMNS", "LINES"):  # pytest-xdist's workers export 80x24: a test's width is what it passes
+        monkeypatch.delenv(size, raising=False)
     _home_in(tmp_path / "home", monkeypatch)
 
 

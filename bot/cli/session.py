@@ -124,7 +124,8 @@ def _per_test(report: dict, subjects: dict[str, str], err: Console, out: Console
         if t["culprit"]:
             broke.setdefault(t["culprit"], []).append(t["test"])
     for culprit, tests in broke.items():
-        out.print(f"{culprit} {subjects.get(culprit, '')}".rstrip() + f"  ({', '.join(tests)})", markup=False)
+        line = f"{culprit} {subjects.get(culprit, '')}".rstrip() + f"  ({', '.join(tests)})"
+        out.print(line, markup=False, highlight=False, soft_wrap=True)  # a script reads it: one line, never wrapped
 
 
 def run_bisection(
@@ -176,11 +177,11 @@ def run_bisection(
     if report.get("tests") is not None:
         _per_test(report, subjects, err, out)
     elif outcome.culprit:
-        out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip())
+        out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip(), markup=False, soft_wrap=True)
     for sha in outcome.candidates:
         out.print(f"  candidate {sha}")
     if report.get("revert") and report["revert"]["sha"]:
-        out.print(f"revert {report['revert']['sha']} on branch {report['revert']['branch']}")
+        out.print(f"revert {report['revert']['sha']} on branch {report['revert']['branch']}", soft_wrap=True)
     err.print(_summary(report, told), highlight=False)
     written = True  # checked writable before the first run; a disk that filled meanwhile still loses no answer
     if json_out:

@@ -204,7 +204,7 @@ def _interrupted(repo, tmp_path, *flags: str) -> str:
     db = f"sqlite:///{tmp_path / 'resume.db'}"
     argv = ["bisect", "--db", db, *flags]
     argv += ["--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad, "--", *repo.command()]
-    proc = interrupted(db, argv, after=1)
+    proc = interrupted(db, argv, after=1, hold=tmp_path / "hold")
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     return db

@@ -182,7 +182,7 @@ def test_interrupted_bisection_keeps_its_worktrees_until_resumed(synth, tmp_path
     workdir = tmp_path / "work"
     argv = ["bisect", "--db", db, "--workers", "2", "--workdir", str(workdir)]
     argv += ["--repo", str(repo.path), "--good", repo.good, "--bad", repo.bad, "--", *repo.command()]
-    proc = interrupted(db, argv, after=3)
+    proc = interrupted(db, argv, after=3, hold=tmp_path / "hold")
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "--resume 1" in stderr

@@ -77,9 +77,8 @@ def runs_logged(tmp_path, name: str) -> int:
 def test_every_red_test_in_one_search_each_culprit_right_for_at_most_0_6_times_the_runs(history, cli, tmp_path):
     repo, script = history
     c45 = repo.shas[44]
-    together = cli(
-        *bisect_args(repo, "--junit", "report.xml", command=[str(script)]), env=env_for(tmp_path, repo, "together")
-    )
+    narrow = {**env_for(tmp_path, repo, "together"), "COLUMNS": "40"}  # stdout's lines are a script's: never wrapped
+    together = cli(*bisect_args(repo, "--junit", "report.xml", command=[str(script)]), env=narrow)
     assert together.code == 0, together.stderr
     assert "Traceback" not in together.stderr
     by_test = {t["test"]: t for t in together.json["tests"]}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import sqlalchemy
 
@@ -29,21 +31,30 @@ def bisect_args(repo, *extra, command=None):
     ]
 
 
-def interrupted(db: str, argv: list[str], after: int) -> subprocess.Popen:
-    """`revert-bisect <argv>` on store `db`, Ctrl-C'd once `after` of its runs finished (or within 60 s); the
-    process is returned after it ended, its stderr unread."""
+def interrupted(db: str, argv: list[str], after: int, hold: Path) -> subprocess.Popen:
+    """`revert-bisect <argv>` (a synthetic repository's test) on store `db`, Ctrl-C'd once `after` of its runs
+    finished; every later run waits while the file `hold` exists (scenarios.synthetic), so the bisection cannot
+    have ended first however slow the machine. The process is returned unended, its stderr unread."""
+    hold.touch()
+    env = {**os.environ, "SYNTH_RUN_LOG": f"{hold}.runs", "SYNTH_HOLD": str(hold), "SYNTH_HOLD_AFTER": str(after)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli.main", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "bot.cli.main", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     engine = sqlalchemy.create_engine(db)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
+    deadline = time.monotonic() + 120
+    done = 0
+    while done < after:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{done} of {after} runs done, then: {proc.communicate()[1][-3000:]}")
         time.sleep(0.1)
         try:
             with engine.connect() as conn:
-                if conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar() >= after:
-                    break
-        except sqlalchemy.exc.OperationalError:
+                done = conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar() or 0
+        except sqlalchemy.exc.OperationalError:  # no table yet, or the bisection holds the write lock
             continue
     engine.dispose()
     proc.send_signal(signal.SIGINT)  # Ctrl-C
