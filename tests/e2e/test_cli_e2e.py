@@ -334,9 +334,14 @@ def test_verify_revert_proves_the_revert_alongside_confirmation(synth, cli):
     assert r.json["ab"]["passed"] and r.json["ab"]["head"] == repo.bad
     assert r.json["ab"]["head_verdicts"] == ["bad", "bad"] and r.json["ab"]["revert_verdicts"] == ["good", "good"]
     assert r.json["revert"]["branch"] == f"revert-bisect/revert-{repo.culprit[:12]}"
-    confirm_rounds = {s["round"] for s in r.json["steps"] if s["kind"] in ("confirm", "ab_head", "ab_revert")}
-    assert len(confirm_rounds) == 2  # 8 runs on 4 workers: confirmation and A/B share the rounds
-    assert "revert is proven" in r.stderr
+    steps = r.json["steps"]
+    # HEAD is BAD: BAD's runs on the bisect runner, all failing, stand for HEAD's side; only what they leave runs
+    bad_runs = [s for s in steps if s["sha"] == repo.bad and s["kind"] in ("calibrate", "search", "confirm")]
+    assert bad_runs and sum(s["kind"] == "ab_head" for s in steps) == max(0, 2 - len(bad_runs))
+    confirming = [s for s in steps if s["kind"] in ("confirm", "ab_head", "ab_revert")]
+    # confirmation and A/B share the rounds, 4 runs each
+    assert len({s["round"] for s in confirming}) == -(-len(confirming) // 4), confirming
+    assert "revert is proven" in r.stderr and "BAD itself" in r.stderr
 
 
 def test_verify_revert_with_conflict_reports_culprit_and_why(synth, cli, tmp_path):

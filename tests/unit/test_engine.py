@@ -429,15 +429,29 @@ def test_revert_is_made_then_proven_in_the_confirmation_round():
             assert d.wants_revert == "c17" and state.phase is Phase.CONFIRMING and not d.probes
             state = replace(state, revert="REVERT")
             d = decide(problem, state, runs, (), 8)
-            # the culprit once (a trusted test under auto), head and head+revert x=2 each, all in one round
+            # the culprit once (a trusted test under auto), head+revert x=2 times, all in one round; HEAD is BAD,
+            # whose runs on the bisect runner (all failing) stand for HEAD's side: only what they leave is run
+            bad_runs = sum(r.sha == bad for r in runs)
+            assert bad_runs >= 1
             assert sorted((p.sha, p.kind.value) for p in d.probes) == sorted(
-                [("c17", "confirm")] + [("c30", "ab_head"), ("REVERT", "ab_revert")] * 2
+                [("c17", "confirm")] + [("REVERT", "ab_revert")] * 2 + [("c30", "ab_head")] * max(0, 2 - bad_runs)
             )
         if d.outcome:
             break
         runs += [Run(p.sha, p.kind, outcome_of(p.sha), p.round) for p in d.probes]
     assert d.outcome.status is Status.FOUND and d.outcome.culprit == "c17"
     assert d.outcome.ab.passed and "revert is proven" in d.outcome.message
+    assert "HEAD (BAD itself: " in d.outcome.message and len(d.outcome.ab.head_verdicts) == 2
+
+
+def test_a_head_past_bad_runs_its_own_side_of_the_ab():
+    graph, good, bad = linear_graph(25)
+    problem = Problem(graph, good, bad, head="c30")  # five commits landed after BAD
+    d, runs = drive(
+        problem, lambda sha: RawResult(0 if sha == "REVERT" else exits(17)(sha).exit_code), revert=dict(revert="REVERT")
+    )
+    assert d.outcome.culprit == "c17" and d.outcome.ab.passed
+    assert sum(r.kind is Kind.AB_HEAD for r in runs) == 2 and "BAD itself" not in d.outcome.message
 
 
 def test_a_revert_that_does_not_fix_the_test_is_reported():

@@ -9,6 +9,7 @@ from itertools import zip_longest
 
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import (
+    BISECT_KINDS,
     CONFIRMATION_KINDS,
     ABResult,
     Decision,
@@ -65,13 +66,14 @@ def confirmation_round(
             for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
             if sha not in untestable
         ]
+    reused = _bad_as_head(problem, state, ev, x)
     needs = []
     for sha, kind, want in targets:
         done = sum(
             1
             for r, v in ev.verdicts
             if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
-        )
+        ) + (len(reused) if kind is Kind.AB_HEAD else 0)
         flying = sum(1 for p in in_flight if p.sha == sha and p.kind is kind)
         needs.append([Probe(sha, kind, rnd)] * max(0, want - done - flying))
     pending = [p for batch in zip_longest(*needs) for p in batch if p is not None]  # interleaved
@@ -79,14 +81,32 @@ def confirmation_round(
         return decided(tuple(pending[:free]))
     if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
         return decided()
-    ab = _ab_result(problem, state, ev)
+    ab = _ab_result(problem, state, ev, x)
     if ab is not None and _flaky_revert(ab) and state.confirmations + 1 < problem.settings.max_confirmations:
         # HEAD failed every time and HEAD + revert passed at least once: one flaky run, not a revert that does
         # not work. The whole round (confirmation and A/B) runs again; only a round that agrees proves it.
         again = replace(state, confirm_round=rnd, confirmations=state.confirmations + 1)
         return confirmation_round(problem, again, ev, in_flight, free, rnd, culprit, parent, flake, mass, guess, trust)
     how = _confirmed_by(culprit_x, parent_x)
-    return found_decision(state, ev, culprit, mass, guess, how, ab, "HEAD fails, HEAD + revert passes", flake)
+    proven = "HEAD fails, HEAD + revert passes"
+    if reused:
+        proven = f"HEAD (BAD itself: {len(reused)} of its runs stand for it) fails, HEAD + revert passes"
+    return found_decision(state, ev, culprit, mass, guess, how, ab, proven, flake)
+
+
+def _bad_as_head(problem: Problem, state: State, ev: Evidence, x: int) -> tuple[Verdict, ...]:
+    """Where the branch head is BAD itself, the bisect runner's runs of BAD already say how HEAD reads: up to `x`
+    of them stand for HEAD's side of the A/B when every one failed (a pass among them: HEAD runs afresh). A
+    repeated confirmation round counts only its own runs, as it does for every other target."""
+    if problem.head != problem.bad:
+        return ()
+    since = state.confirm_round if state.confirmations else 0
+    runs = [
+        v
+        for r, v in ev.verdicts
+        if r.sha == problem.bad and r.kind in BISECT_KINDS and r.round >= since and v.is_evidence
+    ]
+    return tuple(runs[-x:]) if runs and all(v is Verdict.BAD for v in runs) else ()
 
 
 def found_decision(
@@ -128,7 +148,7 @@ def _confirmed_by(culprit_x: int, parent_x: int) -> str:
     return f"confirmed by {culprit_x} re-run{'s' if culprit_x > 1 else ''} of it; its parent's PASS stands"
 
 
-def _ab_result(problem: Problem, state: State, ev: Evidence) -> ABResult | None:
+def _ab_result(problem: Problem, state: State, ev: Evidence, x: int) -> ABResult | None:
     if not (problem.head and state.revert):
         return None
 
@@ -139,9 +159,8 @@ def _ab_result(problem: Problem, state: State, ev: Evidence) -> ABResult | None:
             if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
         )
 
-    return ABResult(
-        problem.head, state.revert, verdicts(problem.head, Kind.AB_HEAD), verdicts(state.revert, Kind.AB_REVERT)
-    )
+    head = _bad_as_head(problem, state, ev, x) + verdicts(problem.head, Kind.AB_HEAD)
+    return ABResult(problem.head, state.revert, head, verdicts(state.revert, Kind.AB_REVERT))
 
 
 def _flaky_revert(ab: ABResult) -> bool:
