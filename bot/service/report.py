@@ -36,6 +36,9 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
     for s in ran:
         rounds[s.kind].add(s.round)
         runs_by_kind[s.kind] += 1
+    # runs stopped before their end (their answer was no longer needed) are paid for all the same
+    cancelled = [s for s in row.steps if s.state == "cancelled"]
+    cancelled_s = sum((s.finished_at - s.started_at).total_seconds() for s in cancelled if s.finished_at)
     grouped = row.tests is not None
     # a step's verdict as the calibrated boundary judges it now (same order: finished_runs keeps row order); a
     # group's steps keep the word stored for them, and each test's own result beside it
@@ -75,6 +78,9 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         rounds_by_kind={k: len(v) for k, v in sorted(rounds.items())},
         runs_by_kind=dict(sorted(runs_by_kind.items())),
         runs=len(ran),
+        # the runners' time: every finished run's duration, and what the cancelled runs held them for
+        runner_seconds=round(sum(s.duration_s or 0.0 for s in ran) + cancelled_s, 1),
+        cancelled=dict(runs=len(cancelled), runner_seconds=round(cancelled_s, 1)),
         steps=steps,
         revert=_revert_info(row, repo, clones),
         ab=outcome.ab.as_json() if outcome.ab else None,
@@ -151,6 +157,10 @@ def summary(report: dict) -> str:
     spent = f"{_count(report['runs'], 'run')} over {_count(report['rounds'], 'round')}" + (
         f" ({kinds})" if kinds else ""
     )
+    cancelled = report.get("cancelled") or {}
+    if cancelled.get("runs"):  # paid for, though their answers were not needed in the end
+        minutes = cancelled["runner_seconds"] / 60
+        spent += f"; {_count(cancelled['runs'], 'run')} cancelled after {minutes:.1f} runner-minutes"
     found = report["status"] == Status.FOUND.value
     return f"{_headline(report)}{' in ' if found else '; '}{spent}"
 

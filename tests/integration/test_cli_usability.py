@@ -157,6 +157,8 @@ def test_summary_of_each_other_outcome():
         "ambiguous: the culprit is one of 2 commits ending at cccccccccc; "
     )
     assert summary(report("cancelled", [], runs_by_kind={}, rounds=0)) == "cancelled; 0 runs over 0 rounds"
+    spent = report("cancelled", [], runs_by_kind={}, rounds=0, cancelled={"runs": 2, "runner_seconds": 90.0})
+    assert summary(spent) == "cancelled; 0 runs over 0 rounds; 2 runs cancelled after 1.5 runner-minutes"
 
 
 def test_workdir_holds_the_worktrees_and_is_kept_for_resume(synth, cli, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+from bot.adapters.git.clones import GIT_CLONES
 from bot.adapters.git.repo import GitRepo
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
@@ -12,6 +13,7 @@ from bot.domain.bisect.model import Status
 from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.service.driver import Driver
+from bot.service.report import summary, to_json
 from runners.spec import StepResult, StepSpec
 from scenarios.synthetic import build
 
@@ -69,6 +71,13 @@ def test_a_result_arriving_for_a_step_cancelled_as_obsolete_is_ignored(tmp_path)
     searched = [s for s in steps if s.kind == "search"]
     assert searched and all(s.state == "cancelled" and s.verdict is None for s in searched)
     assert backend.cancelled == {s.id for s in searched}
+    # the cancelled runs are paid for: the report counts them and the runner time they held
+    row = store.get(loaded.id)
+    report = to_json(row, loaded.problem, GitRepo(repo.path), GIT_CLONES)
+    held = sum((s.finished_at - s.started_at).total_seconds() for s in searched)
+    assert report["cancelled"] == {"runs": len(searched), "runner_seconds": round(held, 1)}
+    assert report["runner_seconds"] >= report["cancelled"]["runner_seconds"]
+    assert f"{len(searched)} runs cancelled after" in summary(report)
     assert sorted(s.sha for s in steps if s.kind == "calibrate") == sorted([repo.good, repo.good, repo.bad, repo.bad])
 
 
