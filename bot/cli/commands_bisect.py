@@ -106,6 +106,14 @@ def bisect(
     descend_merges: Annotated[
         bool, typer.Option("--descend-merges", help="When the culprit is a merge, search the commits it brought in.")
     ] = False,
+    trust_endpoints: Annotated[
+        bool,
+        typer.Option(
+            "--trust-endpoints",
+            help="Take GOOD as passing and BAD as failing without running them first (you saw them just now); "
+            "an endpoint runs only when the search's results contradict it.",
+        ),
+    ] = False,
     confidence: Annotated[
         float,
         typer.Option(
@@ -233,6 +241,7 @@ def bisect(
                 confidence=confidence,
                 flake_rate=_flake(flake_rate),
                 descend_merges=descend_merges or all_commits,
+                trust_endpoints=trust_endpoints,
                 verify_revert=verify_revert,
                 onto=onto,
                 workdir=str(workdir) if workdir else None,

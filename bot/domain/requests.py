@@ -48,6 +48,9 @@ class StartRequest:
     # first's id): empty for one test
     members: tuple[Member, ...] = ()
     started: str = ""  # a red run's: why it starts now (bot.ingress.jobs.nightly), said in the status comment
+    # a red run's failure reproduced (a red re-run attempt, the suite runner's retry): BAD red and GOOD green as CI
+    # read them are taken as read, no endpoint run before the search (Settings.trust_endpoints)
+    reproduced: bool = False
 
     @property
     def key(self) -> str:

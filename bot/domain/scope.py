@@ -68,6 +68,7 @@ class Scoped:
     history: tuple[Signal, ...] = ()
     good_signal: Signal | None = None  # GOOD's own reading (its metric when printed); BAD's is `test.metric`
     started: str = ""  # why it starts now: what reproduced the failure, or the re-run grace it waited out
+    reproduced: bool = False  # a re-run attempt or the suite runner's retry failed it again: CI's endpoints stand
 
 
 @dataclass(frozen=True)

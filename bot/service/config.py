@@ -41,6 +41,8 @@ class BisectConfig:
     # the CLI's --json and --log (absolute paths): written again by `--resume ID` unless it is given others
     json_out: str | None = None
     log_out: str | None = None
+    # GOOD passes and BAD fails as read (by CI, reproduced; or the CLI's --trust-endpoints): no endpoint run first
+    trust_endpoints: bool = False
 
     def own_test(self) -> TestRun | None:
         return None if self.test_run is None else TestRun.from_json(self.test_run)
@@ -64,6 +66,7 @@ class BisectConfig:
             metric=rule,
             descend_merges=self.descend_merges,
             max_infra_per_commit=self.max_infra_per_commit,
+            trust_endpoints=self.trust_endpoints,
         )
 
     def settings_for(self, test: str) -> Settings:

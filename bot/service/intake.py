@@ -58,6 +58,7 @@ def nightly_request(repo_slug: str, scoped: Scoped, site: str) -> StartRequest:
         cases=scoped.test.cases,
         ci=ci_readings(scoped, f"{site}/actions/runs/{scoped.bad_run}"),
         started=scoped.started,
+        reproduced=scoped.reproduced,
     )
 
 
@@ -134,6 +135,7 @@ class Intake:
                 config = group_config(policy, members, bad, work.dry_run, bad_sha)
             else:
                 config = bisect_config(policy, test, bad, work.dry_run, work.cases, bad_sha)
+            config = replace(config, trust_endpoints=work.reproduced)
             existing = self.store.by_origin_key(work.key)
             if existing is None and (
                 refusal := self._start_refusal(forge, policy, work)

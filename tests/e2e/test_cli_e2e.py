@@ -353,3 +353,19 @@ def test_verify_revert_with_conflict_reports_culprit_and_why(synth, cli, tmp_pat
     assert r.code == 0, r.stderr
     assert r.json["culprit"] == repo.culprit and r.json["ab"] is None
     assert "conflicts in service/config.py" in r.json["revert"]["error"]
+
+
+def test_trust_endpoints_searches_at_once_and_runs_neither_endpoint(synth, cli):
+    repo = synth(30, 19)
+    trusted = cli(*bisect_args(repo, "--trust-endpoints"))
+    assert trusted.code == 0, trusted.stderr
+    assert trusted.json["culprit"] == repo.culprit
+    ran = {s["sha"] for s in trusted.json["steps"]}
+    assert repo.good not in ran and repo.bad not in ran and "calibrate" not in trusted.json["runs_by_kind"]
+    plain = cli(*bisect_args(repo))
+    assert plain.json["culprit"] == repo.culprit and plain.json["runs_by_kind"]["calibrate"] == 2
+    assert trusted.json["runs"] < plain.json["runs"]
+    # BAD that passes after all: nothing is named, and BAD was run to say so
+    fixed = synth(12, 99)  # no commit breaks it
+    r = cli(*bisect_args(fixed, "--trust-endpoints"))
+    assert r.json["culprit"] is None and fixed.bad in {s["sha"] for s in r.json["steps"]}, r.stderr

@@ -319,12 +319,15 @@ def test_a_failure_already_reproduced_starts_at_once_and_one_nothing_reproduced_
     rerun_failed(world, rerun)
     [scoped], _ = scope(world, first, after=soon)
     assert scoped.bad == shas[9] and scoped.started == "at once: re-run attempt 2 of the run failed again"
+    assert scoped.reproduced  # CI's BAD red and GOOD green stand: no endpoint run before the search
     retried = api(world, "GET", f"runs/{started(world, shas[10])}").json()
     [scoped], _ = scope(world, retried, after=soon)
     assert scoped.started == "at once: the suite runner's own retry failed it again, with the same verdict"
+    assert scoped.reproduced
     once = api(world, "GET", f"runs/{started(world, shas[11])}").json()
     with pytest.raises(NotYet) as waited:
         scope(world, once, after=soon)
     assert 28 * 60 < waited.value.after_s <= 29 * 60  # the rest of the grace
     [scoped], _ = scope(world, once)  # once the grace has passed with no re-run: scoped, and says so
     assert scoped.started == "after waiting 30 minutes for re-runs of the red attempt"
+    assert not scoped.reproduced  # one red reading: the bisect runner reads the endpoints first

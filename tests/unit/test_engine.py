@@ -497,3 +497,55 @@ def test_a_revert_that_keeps_flaking_is_not_proven():
 
     d, _ = drive(Problem(graph, good, bad, head=bad), outcome_of, revert=dict(revert="REVERT"))
     assert d.outcome.status is Status.FOUND and not d.outcome.ab.passed and "NOT proven" in d.outcome.message
+
+
+def _ci_read(good: str, bad: str) -> list[Run]:
+    """CI read GOOD green and BAD red (a reproduced nightly failure)."""
+    return [Run(good, Kind.CI, RawResult(0)), Run(bad, Kind.CI, RawResult(1))]
+
+
+def test_endpoints_taken_as_read_start_the_search_at_once():
+    graph, good, bad = linear_graph(40)
+    trusting = Problem(graph, good, bad, Settings(trust_endpoints=True))
+    first = decide(trusting, State(), _ci_read(good, bad), (), 3)
+    assert first.probes and {p.kind for p in first.probes} == {Kind.SEARCH}  # no endpoint run: all 3 search
+    assert good not in {p.sha for p in first.probes} and bad not in {p.sha for p in first.probes}
+    d, runs = drive_from(trusting, _ci_read(good, bad), exits(23), 3)
+    ran = [r for r in runs if r.kind is not Kind.CI]
+    assert d.outcome.status is Status.FOUND and d.outcome.culprit == "c23"
+    assert not any(r.kind is Kind.CALIBRATE for r in ran) and not any(r.sha in (good, bad) for r in ran)
+    plain, plain_runs = drive_from(Problem(graph, good, bad), _ci_read(good, bad), exits(23), 3)
+    assert plain.outcome.culprit == "c23" and sum(r.kind is Kind.CALIBRATE for r in plain_runs) == 2
+    # the CLI's --trust-endpoints with no reading at all: the user's word stands the same way
+    d, runs = drive_from(trusting, [], exits(23), 1)
+    assert d.outcome.culprit == "c23" and not any(r.sha in (good, bad) for r in runs)
+
+
+def test_an_endpoint_taken_as_read_runs_when_the_search_contradicts_it():
+    graph, good, bad = linear_graph(16)
+    trusting = Problem(graph, good, bad, Settings(trust_endpoints=True))
+    # everything passes: the culprit would be BAD itself, whose FAIL the bisect runner must show
+    d, runs = drive_from(trusting, _ci_read(good, bad), exits(16), 2)
+    assert d.outcome.culprit == "c16" and any(r.sha == bad and r.kind is not Kind.CI for r in runs)
+    # GOOD's neighbour fails: GOOD's PASS is run before c1 is named
+    d, runs = drive_from(trusting, _ci_read(good, bad), exits(1), 2)
+    assert d.outcome.culprit == "c1" and any(r.sha == good and r.kind is not Kind.CI for r in runs)
+    # BAD does not fail on the runner after all (CI's red was not this machine's): never a culprit named
+    d, runs = drive_from(trusting, _ci_read(good, bad), lambda sha: RawResult(0), 2)
+    assert d.outcome.culprit is None and d.outcome.status is not Status.FOUND
+    assert any(r.sha == bad and r.kind is not Kind.CI for r in runs)
+    # CI read GOOD red: nothing is taken as read, the endpoints are calibrated as before
+    d, runs = drive_from(trusting, [Run(good, Kind.CI, RawResult(1)), Run(bad, Kind.CI, RawResult(1))], exits(9), 2)
+    assert d.outcome.culprit == "c9" and any(r.kind is Kind.CALIBRATE and r.sha == good for r in runs)
+
+
+def drive_from(problem, given, outcome_of, workers):
+    """`drive` from runs already recorded (CI's readings)."""
+    runs, state = list(given), State()
+    for _ in range(500):
+        d = decide(problem, state, runs, (), workers)
+        state = d.state
+        if d.outcome:
+            return d, runs
+        runs += [Run(p.sha, p.kind, outcome_of(p.sha), p.round) for p in d.probes]
+    raise AssertionError("did not finish")

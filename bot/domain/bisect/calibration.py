@@ -11,7 +11,7 @@ from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import Decision, Kind, Outcome, Probe, Problem, State, Status
 from bot.domain.bisect.planner import choose_probes
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
-from bot.domain.bisect.verdict import MetricRule
+from bot.domain.bisect.verdict import MetricRule, Verdict
 from bot.domain.reasons import Reason
 
 
@@ -40,15 +40,25 @@ def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]
 
     Each endpoint runs at least once on the bisect runner. CI's readings there stand for one of the `each`
     while they agree with the runner's (a flaky test's second calibration run is skipped; should the runner's
-    first reading disagree, the run is asked for after all)."""
+    first reading disagree, the run is asked for after all).
+
+    With `trust_endpoints`, an endpoint whose every reading so far says what its role says (CI read GOOD green
+    and BAD red; on the CLI, the user's word with no reading at all) needs no run of its own: the search starts
+    at once, and runs the endpoint only when its results contradict it (everything passes: the culprit would be
+    BAD, whose FAIL the runner must show; GOOD's neighbour fails: GOOD's PASS is wanted, bot.domain.bisect.engine).
+    A metric without a threshold is never taken as read: its boundary comes from the endpoints' own readings."""
     untestable = ev.untestable(problem.settings)
+    rule = problem.settings.metric
+    trusting = problem.settings.trust_endpoints and (rule is None or rule.threshold is not None)
     need = {}
-    for sha in (problem.good, problem.bad):
+    for sha, role in ((problem.good, Verdict.GOOD), (problem.bad, Verdict.BAD)):
         runner = [v for v in ev.of_sha(sha, ci=False) if v.is_evidence]
         ci = [v for r, v in ev.verdicts if r.sha == sha and r.kind is Kind.CI and v.is_evidence]
         agree = bool(ci) and len(set(ci + runner)) == 1
+        taken = trusting and all(v is role for v in ci + runner)
         have = len(runner) + sum(p.sha == sha for p in in_flight)
-        need[sha] = 0 if sha in untestable else max(0, 1 - have, each - have - agree)
+        floor = 0 if taken else 1
+        need[sha] = 0 if sha in untestable else max(0, floor - have, each - have - (agree or taken))
     return [sha for batch in zip_longest(*([sha] * k for sha, k in need.items())) for sha in batch if sha is not None]
 
 

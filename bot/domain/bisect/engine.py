@@ -88,7 +88,9 @@ def _calibrate(
     rule = s.metric
     if sampled(rule, [r for r, _ in ev.verdicts]):
         return sampled_calibrate(problem, state, ev, in_flight, free, rnd)
-    metric_verdict = metric_calibration(problem, ev, rule) if rule is not None else None
+    # endpoints taken as read (trust_endpoints) have no calibration readings to judge: the threshold stands
+    calibrated = any(r.kind is Kind.CALIBRATE for r, _ in ev.verdicts)
+    metric_verdict = metric_calibration(problem, ev, rule) if rule is not None and calibrated else None
     # An endpoint saying the unexpected (GOOD fails, BAD passes, or one reading each that leaves nothing to
     # bisect) is a surprise: auto then calibrates as for a flaky test before believing it.
     doubt = ev.surprised(problem) or (
@@ -101,11 +103,11 @@ def _calibrate(
     if metric_verdict is not None:
         return final_decision(state, metric_verdict, ev)
     good, bad = ev.of_sha(problem.good, ci=False), ev.of_sha(problem.bad, ci=False)
-    if all(v is Verdict.GOOD for v in bad if v.is_evidence):
+    if bad and all(v is Verdict.GOOD for v in bad if v.is_evidence):
         found = f"the test passes on BAD {problem.bad[:12]} every time ({len(bad)} runs): nothing to bisect"
         facts = dict(sha=problem.bad)
         return final_decision(state, Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=facts), ev)
-    if all(v is Verdict.BAD for v in good if v.is_evidence):
+    if good and all(v is Verdict.BAD for v in good if v.is_evidence):
         found = f"the test also fails on GOOD {problem.good[:12]} ({len(good)} runs): the breakage is older"
         facts = dict(sha=problem.good)
         return final_decision(state, Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=facts), ev)
@@ -136,7 +138,9 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     # narrow the range for free, but never stand for the runner (nor for confirmation).
     ran = ev.tallies(scope, ci=False)
     fails_at = lambda p: ran.get(p, Tally()).fails > 0  # noqa: E731
-    passes_at = lambda p: p == 0 or ran.get(p, Tally()).passes > 0  # noqa: E731
+    # GOOD's PASS is taken from calibration, or (endpoints taken as read) run when GOOD is the culprit's parent
+    good_ran = not s.trust_endpoints or bool(ev.of_sha(problem.good, ci=False))
+    passes_at = lambda p: (p == 0 and good_ran) or ran.get(p, Tally()).passes > 0  # noqa: E731
     confident = block.mass >= s.confidence
     backed = fails_at(block.last) and passes_at(block.parent) if block.last <= n else passes_at(n)
     # The mass is settled but the culprit lacks the runner's FAIL or its parent the runner's PASS: those runs are

@@ -61,6 +61,9 @@ class Settings:
     trusted_reruns: int = 1  # re-runs of a trusted (deterministic-looking) test's culprit under auto
     samples: int = 3  # a sampled metric (bot.domain.bisect.sampled): readings at culprit and parent, per A/B batch
     max_endpoint_samples: int = 12  # ... and at most this many per endpoint and per side of the A/B
+    # GOOD passes and BAD fails as CI read them (or as the user says): no endpoint run before the search; one runs
+    # only when the search contradicts it (bot.domain.bisect.calibration.calibration_needs)
+    trust_endpoints: bool = False
 
     def run_budget(self, n: int) -> int:
         return self.max_runs or 12 * max(1, math.ceil(math.log2(n + 1))) + 8 * self.calibration_runs + 20

@@ -116,7 +116,7 @@ class NightlyJob:
             else f"after waiting {watch.rerun_grace_minutes:g} minutes for re-runs of the red attempt"
         )
         workflow = run.get("workflow_id") or info.workflow_path
-        self._scope(job.delivery_id, forge, policy, watch, final, workflow, repo, started)
+        self._scope(job.delivery_id, forge, policy, watch, final, workflow, repo, started, bool(reproduced))
 
     # -- re-runs --
 
@@ -183,6 +183,7 @@ class NightlyJob:
         workflow: int | str,
         repo: str,
         started: str = "",
+        reproduced: bool = False,
     ) -> None:
         if run.conclusion not in ("success", "failure"):
             log.warning(
@@ -223,7 +224,7 @@ class NightlyJob:
                 scoped.bad[:12],
                 scoped.good_run,
             )
-            scoped_tests.append(replace(scoped, started=started))
+            scoped_tests.append(replace(scoped, started=started, reproduced=reproduced))
         for group in together(policy, scoped_tests):
             if len(group) == 1:
                 self.bisections.start_nightly(repo, group[0], forge)
