@@ -43,6 +43,9 @@ def interrupted(db: str, argv: list[str], after: int, hold: Path) -> subprocess.
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # as a terminal starts it: pytest-xdist's workers ignore SIGINT, and an ignored signal stays ignored across
+        # exec, so the Ctrl-C below would never reach the bisection
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     engine = sqlalchemy.create_engine(db)
     deadline = time.monotonic() + 120
