@@ -65,10 +65,13 @@ class Spent:
     found: bool
 
 
-def bisect_sim(n: int, culprit: int, k: int, ci: dict[int, bool], rng: random.Random, flake: float) -> Spent:
-    """revert-bisect's engine on c0..cn (c0 GOOD), CI's readings at `ci` given first; rounds of k runs."""
+def bisect_sim(
+    n: int, culprit: int, k: int, ci: dict[int, bool], rng: random.Random, flake: float, trust: bool = False
+) -> Spent:
+    """revert-bisect's engine on c0..cn (c0 GOOD), CI's readings at `ci` given first; rounds of k runs. `trust`: the
+    red failure reproduced on CI, its endpoints taken as read (Settings.trust_endpoints)."""
     graph, good, bad = linear_graph(n)
-    problem = Problem(graph, good, bad, Settings(flake_rate=flake or None), head=bad)
+    problem = Problem(graph, good, bad, Settings(flake_rate=flake or None, trust_endpoints=trust), head=bad)
     test = FlakyTest(culprit, flake, rng)
     state = State()
     runs = [Run(f"c{i}", Kind.CI, RawResult(0 if ok else 1)) for i, ok in sorted(ci.items())]
@@ -137,6 +140,14 @@ def simulated(args) -> None:
             # both endpoints (that run's pass, the red run's failure) come with the range
             ci = [bisect_sim(every, c.culprit_offset, k, {0: True, every: False}, rng, args.flake) for c in cases]
             rows.append(_spent_row(every, "revert-bisect, per-test history + CI evidence", k, ci, cost))
+        for k in args.k_list:
+            rng = random.Random(args.seed)
+            # the red failure reproduced on CI (a re-run attempt, the suite runner's retry): no endpoint run first
+            read = [
+                bisect_sim(every, c.culprit_offset, k, {0: True, every: False}, rng, args.flake, trust=True)
+                for c in cases
+            ]
+            rows.append(_spent_row(every, "... and the failure reproduced: endpoints taken as read", k, read, cost))
     notes = [
         f"Median over {args.incidents} incidents per N; a whole run is green with probability {args.green_share:g} "
         f"(the last green lies {1 / args.green_share:.1f} scheduled runs back on average). A GPU run costs "
