@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
+from bot.domain.cost import Cost, cost_of
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports import Git, Revert
 from bot.ports.store import BisectionRecord
 from bot.service.case_facts import case_of
+from bot.service.config import BisectConfig
 from bot.service.driver import finished_runs
 from bot.service.group_rows import member_outcome
 from bot.service.pr_body import (
@@ -26,7 +28,7 @@ from bot.service.pr_body import (
     Row,
     render,
 )
-from bot.service.report import replay_log
+from bot.service.report import held_by_cancelled, replay_log
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,14 @@ class PrRecord:
     number: int
     title: str
     author: str | None = None
+
+
+def _cost(row: BisectionRecord, commits: int) -> Cost:
+    """The bisection's runs on its runners (cancelled ones too) in GPU-hours, beside git bisect run's."""
+    ran = [s.duration_s or 0.0 for s in row.steps if s.state in ("done", "lost") and s.kind != Kind.CI.value]
+    held = held_by_cancelled(row.steps)
+    needs = BisectConfig.from_json(row.settings).needed()
+    return cost_of(ran, held, needs.gpus if needs else 0, commits)
 
 
 def _summary(verdicts: list[Verdict]) -> str:
@@ -132,6 +142,7 @@ def draft(
         bisection_id=row.id,
         confidence=outcome.confidence or 0.0,
         runs=sum(s.state in ("done", "lost") and s.kind != Kind.CI.value for s in row.steps),
+        cost=_cost(row, len(problem.graph)).describe(),
         ci_runs=sum(s.kind == Kind.CI.value for s in row.steps),
         commits=len(problem.graph),
         before=metric(parent),

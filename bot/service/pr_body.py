@@ -94,6 +94,7 @@ class RevertEvidence:
     runs: int
     commits: int
     ci_runs: int = 0  # CI's readings of the test inside the range, used as free evidence
+    cost: str = ""  # the runs' GPU-hours beside git bisect run's on the same range (bot.domain.cost)
     before: list[float] = field(default_factory=list)
     after: list[float] = field(default_factory=list)
     followups: list[int] = field(default_factory=list)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
@@ -10,7 +11,7 @@ from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
 from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.ports import Clones, Git
-from bot.ports.store import BisectionRecord
+from bot.ports.store import BisectionRecord, StepRecord
 from bot.service.driver import finished_runs
 
 EXIT_CODES = {
@@ -36,9 +37,8 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
     for s in ran:
         rounds[s.kind].add(s.round)
         runs_by_kind[s.kind] += 1
-    # runs stopped before their end (their answer was no longer needed) are paid for all the same
-    cancelled = [s for s in row.steps if s.state == "cancelled"]
-    cancelled_s = sum((s.finished_at - s.started_at).total_seconds() for s in cancelled if s.finished_at)
+    cancelled = held_by_cancelled(row.steps)
+    cancelled_s = sum(cancelled)
     grouped = row.tests is not None
     # a step's verdict as the calibrated boundary judges it now (same order: finished_runs keeps row order); a
     # group's steps keep the word stored for them, and each test's own result beside it
@@ -103,6 +103,12 @@ def tests_of(row: BisectionRecord) -> list[dict]:
         )
         for m in members(row.tests)
     ]
+
+
+def held_by_cancelled(steps: Sequence[StepRecord]) -> list[float]:
+    """Seconds each cancelled run held its runner: stopped once its answer was no longer needed, paid for all the
+    same."""
+    return [(s.finished_at - s.started_at).total_seconds() for s in steps if s.state == "cancelled" and s.finished_at]
 
 
 KIND_WORDS = {  # in the order a bisection spends them

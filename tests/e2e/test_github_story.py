@@ -48,6 +48,7 @@ def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
     for section in ("## Summary", "## Bisect", "## A/B verification", "## Related", "git bisect start"):
         assert section in pr["body"]
     assert f"#{followup}" in pr["body"]
+    assert "`git bisect run` on the same range: ~" in pr["body"]  # the runs' cost beside git's (bot.domain.cost)
     assert pr["head"]["ref"] == f"revert-bisect/{culprit_pr}-{scenario.culprit[:7]}"
     assert {label["name"] for label in pr["labels"]} == {"revert-bisect"}
     culprit_author = next(p["author"] for p in scenario.prs if p["number"] == culprit_pr)

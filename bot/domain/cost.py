@@ -1,0 +1,49 @@
+"""What a bisection cost on its runners, beside what `git bisect run` would have spent on the same range (pure).
+
+GPU runs are the scarce resource: each holds a runner of `gpus` GPUs for its duration, and a run cancelled once its
+answer was no longer needed held it all the same."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Cost:
+    runs: int  # runs on the bisect runner (CI's readings are free)
+    runner_s: float  # their runner time, cancelled runs included
+    cancelled: int
+    gpus: int  # per run (0: unknown, a CLI command)
+    git_runs: int  # `git bisect run` on the same range: one run per halving, no confirmation, no A/B
+    git_runner_s: float  # ... at this bisection's median run duration
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.runner_s * max(self.gpus, 1) / 3600
+
+    @property
+    def git_gpu_hours(self) -> float:
+        return self.git_runner_s * max(self.gpus, 1) / 3600
+
+    def describe(self) -> str:
+        """`14 runs, 2.1 GPU-hours on 4-GPU runners (2 cancelled); git bisect run: ~6 runs, 0.9 GPU-hours`."""
+        unit = "GPU-hours" if self.gpus else "runner-hours"
+        said = f"{self.runs} runs, {self.gpu_hours:.1f} {unit}" + (f" on {self.gpus}-GPU runners" if self.gpus else "")
+        if self.cancelled:
+            said += f" ({self.cancelled} cancelled)"
+        git = f"~{self.git_runs} runs, {self.git_gpu_hours:.1f} {unit}"
+        return f"{said}; `git bisect run` on the same range: {git}, verifying nothing"
+
+
+def git_bisect_runs(commits: int) -> int:
+    """Steps `git bisect run` takes over `commits` candidates: it halves the range until one is left."""
+    return max(1, math.ceil(math.log2(commits))) if commits > 1 else 0
+
+
+def cost_of(durations: list[float], cancelled_s: list[float], gpus: int, commits: int) -> Cost:
+    """From the finished runs' durations and the cancelled runs' held time."""
+    typical = statistics.median(durations) if durations else 0.0
+    git = git_bisect_runs(commits)
+    return Cost(len(durations), sum(durations) + sum(cancelled_s), len(cancelled_s), gpus, git, git * typical)
