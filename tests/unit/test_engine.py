@@ -549,3 +549,17 @@ def drive_from(problem, given, outcome_of, workers):
             return d, runs
         runs += [Run(p.sha, p.kind, outcome_of(p.sha), p.round) for p in d.probes]
     raise AssertionError("did not finish")
+
+
+def test_endpoints_taken_as_read_are_calibrated_once_a_run_cannot_be_set_up():
+    """No commit can be set up on the runner (a broken environment): the endpoints answer whether it can run the
+    test at all, and the bisection ends untestable at them, not after a search through every commit."""
+    graph, good, bad = linear_graph(40)
+    trusting = Problem(graph, good, bad, Settings(trust_endpoints=True))
+    broken = lambda sha: RawResult(None, None, "the environment cannot be set up")  # noqa: E731
+    d, runs = drive_from(trusting, _ci_read(good, bad), broken, 3)
+    assert d.outcome.status is Status.UNTESTABLE and d.outcome.facts["sha"] in (good, bad), d.outcome
+    ran = [r for r in runs if r.kind is not Kind.CI]
+    plain, plain_runs = drive_from(Problem(graph, good, bad), _ci_read(good, bad), broken, 3)
+    assert plain.outcome.status is Status.UNTESTABLE
+    assert len(ran) <= len([r for r in plain_runs if r.kind is not Kind.CI]) + 3  # one first round of search at most

@@ -48,8 +48,7 @@ def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]
     BAD, whose FAIL the runner must show; GOOD's neighbour fails: GOOD's PASS is wanted, bot.domain.bisect.engine).
     A metric without a threshold is never taken as read: its boundary comes from the endpoints' own readings."""
     untestable = ev.untestable(problem.settings)
-    rule = problem.settings.metric
-    trusting = problem.settings.trust_endpoints and (rule is None or rule.threshold is not None)
+    trusting = taken_as_read(problem, ev)
     need = {}
     for sha, role in ((problem.good, Verdict.GOOD), (problem.bad, Verdict.BAD)):
         runner = [v for v in ev.of_sha(sha, ci=False) if v.is_evidence]
@@ -60,6 +59,18 @@ def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]
         floor = 0 if taken else 1
         need[sha] = 0 if sha in untestable else max(0, floor - have, each - have - (agree or taken))
     return [sha for batch in zip_longest(*([sha] * k for sha, k in need.items())) for sha in batch if sha is not None]
+
+
+def taken_as_read(problem: Problem, ev: Evidence) -> bool:
+    """Whether the endpoints may stand as read (`trust_endpoints`): never for a metric without a threshold, and no
+    longer once a run on the bisect runner gave no verdict (its infrastructure failed, or it could not be set up:
+    exit 125) -- then whether the runner can run the test at all is the question, and the endpoints answer it first
+    (an environment no commit can be set up in ends "untestable" at them, not after a search through every commit;
+    an unbuildable commit in the range costs the endpoints' calibration, as without trust)."""
+    rule = problem.settings.metric
+    if not problem.settings.trust_endpoints or (rule is not None and rule.threshold is None):
+        return False
+    return all(v.is_evidence for r, v in ev.verdicts if r.kind is not Kind.CI)
 
 
 def presumed_search(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> list[Probe]:

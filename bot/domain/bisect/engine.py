@@ -20,7 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from bot.domain.bisect.calibration import calibration_needs, calibration_round, metric_calibration, untestable_positions
+from bot.domain.bisect.calibration import (
+    calibration_needs,
+    calibration_round,
+    metric_calibration,
+    taken_as_read,
+    untestable_positions,
+)
 from bot.domain.bisect.candidates import is_merge
 from bot.domain.bisect.confirmation import confirmation_round, final_decision, outermost
 from bot.domain.bisect.evidence import Evidence, effective_flake, trusted
@@ -116,6 +122,12 @@ def _calibrate(
 
 def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
     s = problem.settings
+    if s.trust_endpoints and not state.merges and not taken_as_read(problem, ev):
+        # the endpoints were taken as read and a run gave no verdict: they are calibrated after all (once an endpoint
+        # was run, its calibration round, or its end as untestable, comes from _calibrate as without trust)
+        calibrated = all(any(v.is_evidence for v in ev.of_sha(sha, ci=False)) for sha in (problem.good, problem.bad))
+        if not calibrated or ev.untestable(s) & {problem.good, problem.bad}:
+            return _calibrate(problem, replace(state, phase=Phase.CALIBRATING), ev, in_flight, free, rnd)
     scope = problem.scope(state.merges)
     n = len(scope.candidates)
     tallies = ev.tallies(scope)
