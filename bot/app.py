@@ -11,10 +11,11 @@ from bot.adapters.dispatch.actions import wake_for
 from bot.adapters.git.relanded import RelandedInClones
 from bot.adapters.github.failures import classify
 from bot.adapters.store.db import connect
-from bot.adapters.store.deliveries import Deliveries, Jobs
+from bot.adapters.store.deliveries import Jobs
 from bot.adapters.store.flakes import Flakes
 from bot.adapters.store.holds import Holds
 from bot.adapters.store.queries import Bisections, Queue
+from bot.adapters.store.recorder import Recorder
 from bot.ingress.webhooks.router import router as webhooks
 from bot.ingress.worker import Handler, Worker
 from bot.observability import observe
@@ -41,18 +42,20 @@ def create_app(settings: BotSettings, handlers: Mapping[str, Handler] | None = N
     reach = reachability_of(api)  # this GitHub's: its outage parks this app's jobs, no other host's
     jobs = Jobs(engine, lease_s=settings.job_lease_s)
     worker = Worker(jobs, handlers, classify=classify, probe=probe, reach=reach) if handlers else None
+    recorder = Recorder(engine, queued=worker.wake if worker else None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         if worker:
             worker.start()
         yield
+        recorder.stop()  # what was handed over is stored (and answered) first
         if worker:
             worker.stop()
 
     app = FastAPI(title="revert-bisect", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
-    app.state.deliveries = Deliveries(engine)
+    app.state.deliveries = recorder  # the request awaits the commit of the batch that stores its delivery
     app.state.wake_runs = wake_for  # a delivery about a step's run wakes the backend polling it
     app.include_router(webhooks)
     # the dashboard (/, /bisections/{id}, /trust) and its JSON API, over the store's reads and the bot's clones

@@ -56,6 +56,7 @@ class Worker:
         self.backoff = backoff
         self.rng = rng
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._patience_lock = threading.Lock()
 
     def run_once(self) -> ClaimedJob | None:
@@ -178,7 +179,12 @@ class Worker:
             except Exception:  # noqa: BLE001 -- the store is briefly unreachable: the loop goes on
                 log.warning("cannot look at the parked jobs", exc_info=True)
             if self.run_once() is None:
-                self._stop.wait(self.idle_s)
+                self._wake.wait(self.idle_s)
+                self._wake.clear()
+
+    def wake(self) -> None:
+        """A job was queued: an idle loop claims it now instead of after its idle wait."""
+        self._wake.set()
 
     def _sweep(self) -> None:
         try:
@@ -189,3 +195,4 @@ class Worker:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
