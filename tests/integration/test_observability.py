@@ -136,7 +136,7 @@ def test_not_ready_when_the_store_is_gone_and_deliveries_are_refused(tmp_path):
     app.state.observability.engine.dispose()  # pooled connections would keep the deleted file open
     r = client.get("/readyz")
     assert r.status_code == 503, r.text
-    assert r.json()["failed"] == ["store", "schema"]
+    assert r.json()["failed"] == ["store", "schema", "queue"]
     assert "unable to open database file" in r.json()["checks"]["store"]["error"]
     assert post(client, fixture("issue_comment.created.json"), "issue_comment").status_code == 503
     samples = scrape(client)  # still answers: the store series are missing, store_up says why
@@ -148,10 +148,21 @@ def test_not_ready_when_the_store_is_gone_and_deliveries_are_refused(tmp_path):
     )
 
 
+def test_not_ready_when_the_job_queue_cannot_be_read(tmp_path):
+    app, client, db = make_app(tmp_path)
+    engine = sqlalchemy.create_engine(db)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text("ALTER TABLE jobs RENAME TO jobs_elsewhere"))
+    engine.dispose()
+    r = client.get("/readyz")
+    assert r.status_code == 503, r.text
+    assert r.json()["failed"] == ["queue"] and "jobs" in r.json()["checks"]["queue"]["error"]
+
+
 def test_readiness_of_an_unreachable_postgres():  # psycopg is in the test extra: missing, create_engine fails the test
     engine = sqlalchemy.create_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")
     ready, body = check(engine, {"ok": True, "count": 0})
-    assert not ready and body["failed"] == ["store", "schema"] and body["checks"]["store"]["error"]
+    assert not ready and body["failed"] == ["store", "schema", "queue"] and body["checks"]["store"]["error"]
 
 
 def test_not_ready_when_the_policies_do_not_load(tmp_path):
