@@ -238,6 +238,7 @@ class RunStats:
     wall: float = math.nan  # first planned time to last answer, seconds
     gen_cpu: float = math.nan
     server_cpu: float = math.nan
+    load: tuple[float, float] = (math.nan, math.nan)  # the machine's 1-minute load average before and after
 
 
 async def drive(plan: list[Planned], urls: list[str], rate: float, timeout: float) -> RunStats:
@@ -415,8 +416,9 @@ def run_one(
                 f"  firing {n} requests at {rate:g}/s for {seconds:g}s "
                 f"({sum(p.duplicate for p in plan)} duplicates) ..."
             )
-            cpu0, srv0 = time.process_time(), sum(r.cpu_s() for r in replicas)
+            cpu0, srv0, load0 = time.process_time(), sum(r.cpu_s() for r in replicas), os.getloadavg()[0]
             stats = asyncio.run(drive(plan, [r.url for r in replicas], rate, args.timeout))
+            stats.load = (load0, os.getloadavg()[0])
             stats.gen_cpu = time.process_time() - cpu0
             stats.server_cpu = sum(r.cpu_s() for r in replicas) - srv0
             for r in replicas:
@@ -470,7 +472,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
             f"p99 {fmt(quantile(lag, 0.99))} ms, max {fmt(max(lag))} ms; "
             f"CPU during the run: servers {fmt(row.stats.server_cpu)} s, generator {fmt(row.stats.gen_cpu)} s "
             f"(of {fmt(row.stats.wall * NPROC)} CPU-s available in {fmt(row.stats.wall)} s wall); "
-            f"stored but not acknowledged: {row.stored_unacked}."
+            f"stored but not acknowledged: {row.stored_unacked}; machine load average (1 min) "
+            f"{row.stats.load[0]:.1f} before, {row.stats.load[1]:.1f} after (other work on the machine counts in it)."
         )
     table(
         f"Webhook load: {args.rate:g} req/s offered for {args.seconds:g} s, {100 * args.dup:g}% duplicate deliveries, "
@@ -555,11 +558,12 @@ def report_knee(
             if under is not None
             else f"at or below {over:g}/s"
         )
-        out.append([code.label, str(count), crossing, tried])
+        loads = ", ".join(f"{r.stats.load[1]:.1f}" for r in runs)
+        out.append([code.label, str(count), crossing, tried, loads])
     table(
         f"Where p99 crosses 1 s: {args.knee_seconds:g} s per rate, {100 * args.dup:g}% duplicates, "
         f"store {store_label(args)}",
-        ["code", "replicas", "p99 reaches 1 s", "p99 at each rate tried"],
+        ["code", "replicas", "p99 reaches 1 s", "p99 at each rate tried", "load average after each"],
         out,
         [
             f"Rates from {args.knee_from:g}/s, doubled until p99 >= 1 s or a request went unanswered within "
