@@ -42,6 +42,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._conn: Connection | None = None
+        self._autocommit = engine.dialect.name == "postgresql"
 
     async def record(self, incoming: Incoming) -> Recorded:
         loop = asyncio.get_running_loop()
@@ -115,9 +116,12 @@ class Recorder:
             conn = self._conn
             try:
                 if conn is None:
-                    conn = self._conn = self._engine.connect()
-                with conn.begin():
+                    conn = self._conn = self._connect()
+                if self._autocommit:
                     recorded = store_batch(conn, incoming)
+                else:
+                    with conn.begin():
+                        recorded = store_batch(conn, incoming)
                 break
             except DBAPIError as exc:
                 self._drop()
@@ -130,6 +134,11 @@ class Recorder:
         if self.queued is not None and any(r.job_id is not None for r in recorded):
             self.queued()
         return recorded
+
+    def _connect(self) -> Connection:
+        if self._autocommit:  # the batch is one statement: it commits on its own, in one round trip
+            return self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        return self._engine.connect()
 
     def _drop(self) -> None:
         if self._conn is not None:
