@@ -3,7 +3,9 @@
 A request hands its delivery to the recorder and awaits the commit of the batch that carries it: a 202 is only
 sent for a delivery that is durably stored, and a crash before the commit loses only deliveries not yet
 acknowledged (GitHub shows them failed; they can be redelivered). While one batch commits, the next gathers,
-so under load one round trip to the store carries many deliveries.
+so under load one round trip to the store carries many deliveries. A few threads (`writers`, each with its own
+connection) take batches from one inbox: the store works on one batch while it commits another, and a busy machine's
+scheduler gives the store more than one process's share.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from bot.adapters.store.deliveries import store_batch
 from bot.ports.store import Incoming, Recorded
 
 MAX_BATCH = 500
+WRITERS = 3
 
 
 @dataclass(frozen=True)
@@ -34,40 +37,51 @@ class Recorder:
     """bot.ports.store.DeliveryRecorder over one store; `queued` is called after a batch queued a job (the
     worker's wake-up)."""
 
-    def __init__(self, engine: Engine, queued: Callable[[], None] | None = None, max_batch: int = MAX_BATCH):
+    def __init__(
+        self,
+        engine: Engine,
+        queued: Callable[[], None] | None = None,
+        max_batch: int = MAX_BATCH,
+        writers: int = WRITERS,
+    ):
         self._engine = engine
         self.queued = queued
         self._max_batch = max_batch
+        self._writers = writers if engine.dialect.name == "postgresql" else 1  # SQLite has one writer at a time
         self._inbox: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._conn: Connection | None = None
+        self._threads: list[threading.Thread] = []
+        self._local = threading.local()  # each writer's connection
         self._autocommit = engine.dialect.name == "postgresql"
 
     async def record(self, incoming: Incoming) -> Recorded:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        if self._thread is None or not self._thread.is_alive():
+        if not self._threads or not self._threads[0].is_alive():
             self._start()
         self._inbox.put(_Item(incoming, future, loop))
         return await future
 
     def alive(self) -> bool:
-        """False only when the thread was started and is gone (it never stops on its own)."""
-        return self._thread is None or self._thread.is_alive()
+        """False only when a writer was started and is gone (they never stop on their own)."""
+        return all(t.is_alive() for t in self._threads)
 
     def _start(self) -> None:
         with self._lock:  # started on first use, so an app served without its lifespan records too
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="revert-bisect-recorder", daemon=True)
-                self._thread.start()
+            self._threads = [t for t in self._threads if t.is_alive()]
+            for i in range(len(self._threads), self._writers):
+                thread = threading.Thread(target=self._run, name=f"revert-bisect-recorder-{i}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
 
     def stop(self) -> None:
-        """Store what was handed over, then end the thread."""
+        """Store what was handed over, then end the writers."""
         with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None and thread.is_alive():
+            threads, self._threads = self._threads, []
+        live = [t for t in threads if t.is_alive()]
+        for _ in live:
             self._inbox.put(None)
+        for thread in live:
             thread.join(timeout=30)
 
     def _run(self) -> None:
@@ -91,9 +105,7 @@ class Recorder:
             except Exception as exc:  # noqa: BLE001 -- a bug here must not leave requests waiting forever
                 results = [exc] * len(batch)
             self._settle(batch, results)
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._drop()
 
     def _store(self, batch: list[_Item]) -> list[Recorded | BaseException]:
         incoming = [item.incoming for item in batch]
@@ -113,10 +125,10 @@ class Recorder:
 
     def _commit(self, incoming: list[Incoming]) -> list[Recorded]:
         for attempt in (1, 2):
-            conn = self._conn
+            conn = getattr(self._local, "conn", None)
             try:
                 if conn is None:
-                    conn = self._conn = self._connect()
+                    conn = self._local.conn = self._connect()
                 if self._autocommit:
                     recorded = store_batch(conn, incoming)
                 else:
@@ -141,12 +153,12 @@ class Recorder:
         return self._engine.connect()
 
     def _drop(self) -> None:
-        if self._conn is not None:
+        conn, self._local.conn = getattr(self._local, "conn", None), None
+        if conn is not None:
             try:
-                self._conn.close()
+                conn.close()
             except SQLAlchemyError:
                 pass
-            self._conn = None
 
     @staticmethod
     def _settle(batch: list[_Item], results: list[Recorded | BaseException]) -> None:
