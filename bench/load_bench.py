@@ -515,8 +515,9 @@ def store_label(args: argparse.Namespace) -> str:
 def knee(
     count: int, code: Code, args: argparse.Namespace, payloads: list[Payload], work: Path
 ) -> tuple[list[Row], float | None, float | None]:
-    """Rates from --knee-from, doubling until p99 reaches 1 s (or answers go missing), then the midpoint once:
-    (the runs, the highest rate under 1 s, the lowest at or over it)."""
+    """Rates from --knee-from, doubling until p99 reaches 1 s (or answers go missing) -- or halving, down to 25/s,
+    while the first ones do -- then the midpoint once: (the runs, the highest rate under 1 s, the lowest at or over
+    it)."""
     runs: list[Row] = []
     under, over = None, None
 
@@ -533,6 +534,11 @@ def knee(
         else:
             over = rate
             break
+    while under is None and over is not None and over / 2 >= 25:
+        if probe(over / 2):
+            under = over / 2
+        else:
+            over = over / 2
     if under is not None and over is not None:
         mid = round((under + over) / 2)
         if probe(mid):
@@ -567,7 +573,8 @@ def report_knee(
         out,
         [
             f"Rates from {args.knee_from:g}/s, doubled until p99 >= 1 s or a request went unanswered within "
-            f"{args.timeout:g} s, then the midpoint once. The generator shares the {NPROC} CPUs: at the high rates "
+            f"{args.timeout:g} s (halved instead, down to 25/s, while the first rate already did), then the midpoint "
+            "once. The generator shares the {NPROC} CPUs: at the high rates "
             "it takes a share of them itself, so these are the rates this machine sustains, not one replica alone."
         ],
     )
