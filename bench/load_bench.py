@@ -143,7 +143,7 @@ class Replica:
             return math.nan
 
 
-def server_env(work: Path, n: int) -> dict[str, str]:
+def server_env(work: Path, n: int, code: Path = ROOT) -> dict[str, str]:
     # No GitHub credentials (none inherited either): the service records deliveries and runs no worker.
     env = {k: v for k, v in os.environ.items() if not k.startswith("REVERT_BISECT_")}
     env.update(
@@ -151,24 +151,24 @@ def server_env(work: Path, n: int) -> dict[str, str]:
         REVERT_BISECT_POLICIES=str(ROOT / "policies"),
         XDG_DATA_HOME=str(work / f"data-{n}"),
         XDG_CACHE_HOME=str(work / f"cache-{n}"),
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])),
     )
     return env
 
 
-def log_format_args() -> list[str]:
+def log_format_args(code: Path = ROOT) -> list[str]:
     """`--log-format text` when this version of `serve` has the option (JSON logs are the default)."""
     out = subprocess.run(
         [sys.executable, "-m", "bot.cli.main", "serve", "--help"],
         capture_output=True,
         text=True,
-        cwd=ROOT,
-        env={**os.environ, "COLUMNS": "200"},
+        cwd=code,
+        env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(code)},
     )
     return ["--log-format", "text"] if "--log-format" in out.stdout else []
 
 
-def start_replicas(count: int, db_url: str, work: Path, extra: list[str]) -> list[Replica]:
+def start_replicas(count: int, db_url: str, work: Path, extra: list[str], code: Path = ROOT) -> list[Replica]:
     replicas = []
     for n in range(count):
         port = free_port()
@@ -176,10 +176,10 @@ def start_replicas(count: int, db_url: str, work: Path, extra: list[str]) -> lis
         out = open(log_path, "w")
         proc = subprocess.Popen(
             [sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db_url, *extra],
-            env=server_env(work, n),
+            env=server_env(work, n, code),
             stdout=out,
             stderr=subprocess.STDOUT,
-            cwd=ROOT,
+            cwd=code,
         )
         out.close()
         replicas.append(Replica(f"http://127.0.0.1:{port}", proc, log_path))
@@ -238,6 +238,7 @@ class RunStats:
     wall: float = math.nan  # first planned time to last answer, seconds
     gen_cpu: float = math.nan
     server_cpu: float = math.nan
+    load: tuple[float, float] = (math.nan, math.nan)  # the machine's 1-minute load average before and after
 
 
 async def drive(plan: list[Planned], urls: list[str], rate: float, timeout: float) -> RunStats:
@@ -341,37 +342,83 @@ def stored_ids(db_url: str) -> tuple[int, set[str]]:
     return len(rows), set(rows)
 
 
+# -- the code under test --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Code:
+    label: str
+    path: Path  # the tree `serve` runs from (PYTHONPATH and working directory)
+    extra: tuple[str, ...]  # `serve` options this version has
+
+
+def baseline_tree(ref: str, work: Path) -> Code:
+    """A detached worktree of `ref` (e.g. main): the previous code, served by the same interpreter."""
+    path = work / "baseline"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref], check=True, capture_output=True
+    )
+    sha = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return Code(f"{ref} ({sha})", path, tuple(log_format_args(path)))
+
+
+def remove_tree(code: Code) -> None:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(code.path)], capture_output=True)
+
+
 # -- one replica count ---------------------------------------------------------------------------
 
 
 @dataclass
 class Row:
+    code: str
     replicas: int
+    rate: float
     stats: RunStats
     rows: int
     accepted: int
     lost: int
     stored_unacked: int
 
+    def p99(self) -> float:
+        return quantile([r.latency * 1000 for r in self.stats.results if r.status is not None], 0.99)
 
-def run_one(count: int, args: argparse.Namespace, payloads: list[Payload], work: Path, extra: list[str]) -> Row:
-    store = PgSchema(f"r{count}") if args.db == "postgres" else SqliteFile(work, f"r{count}")
+    def unanswered(self) -> int:
+        return sum(1 for r in self.stats.results if r.status is None)
+
+    def cpu_ms_per_delivery(self) -> float:
+        """Server CPU (all replicas) per answered request, in ms."""
+        answered = sum(1 for r in self.stats.results if r.status is not None)
+        return 1000 * self.stats.server_cpu / answered if answered else math.nan
+
+
+def run_one(
+    count: int, rate: float, seconds: float, code: Code, args: argparse.Namespace, payloads: list[Payload], work: Path
+) -> Row:
+    label = f"{len(list(work.iterdir()))}-r{count}"
+    store = PgSchema(label.replace("-", "_")) if args.db == "postgres" else SqliteFile(work, label)
     with store as db_url:
         connect(db_url).dispose()  # create the tables once, so replicas do not race on the migrations
-        (work / f"r{count}").mkdir()
-        replicas = start_replicas(count, db_url, work / f"r{count}", extra)
+        (work / label).mkdir()
+        replicas = start_replicas(count, db_url, work / label, list(code.extra), code.path)
         try:
             t0 = time.monotonic()
             wait_healthy(replicas)
-            log(f"{count} replica(s) healthy in {time.monotonic() - t0:.1f}s: {', '.join(r.url for r in replicas)}")
-            n = round(args.rate * args.seconds)
-            plan = make_plan(n, count, args.dup, payloads, args.seed, window=max(1, round(args.rate)))
             log(
-                f"  firing {n} requests at {args.rate:g}/s for {args.seconds:g}s "
+                f"{code.label}: {count} replica(s) healthy in {time.monotonic() - t0:.1f}s: "
+                f"{', '.join(r.url for r in replicas)}"
+            )
+            n = round(rate * seconds)
+            plan = make_plan(n, count, args.dup, payloads, args.seed, window=max(1, round(rate)))
+            log(
+                f"  firing {n} requests at {rate:g}/s for {seconds:g}s "
                 f"({sum(p.duplicate for p in plan)} duplicates) ..."
             )
-            cpu0, srv0 = time.process_time(), sum(r.cpu_s() for r in replicas)
-            stats = asyncio.run(drive(plan, [r.url for r in replicas], args.rate, args.timeout))
+            cpu0, srv0, load0 = time.process_time(), sum(r.cpu_s() for r in replicas), os.getloadavg()[0]
+            stats = asyncio.run(drive(plan, [r.url for r in replicas], rate, args.timeout))
+            stats.load = (load0, os.getloadavg()[0])
             stats.gen_cpu = time.process_time() - cpu0
             stats.server_cpu = sum(r.cpu_s() for r in replicas) - srv0
             for r in replicas:
@@ -381,7 +428,12 @@ def run_one(count: int, args: argparse.Namespace, payloads: list[Payload], work:
             stop_replicas(replicas)
         rows, ids = stored_ids(db_url)
     accepted = {r.req.delivery for r in stats.results if r.status is not None and 200 <= r.status < 300}
-    return Row(count, stats, rows, len(accepted), len(accepted - ids), len(ids - accepted))
+    row = Row(code.label, count, rate, stats, rows, len(accepted), len(accepted - ids), len(ids - accepted))
+    log(
+        f"  done: p99 {fmt(row.p99())} ms, {row.cpu_ms_per_delivery():.2f} ms server CPU per delivery, "
+        f"{row.rows} rows stored, {row.accepted} ids acknowledged, {row.lost} lost"
+    )
+    return row
 
 
 def report(rows: list[Row], args: argparse.Namespace) -> None:
@@ -391,19 +443,20 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
         res = row.stats.results
         answered = [r.latency * 1000 for r in res if r.status is not None]
         non2xx = sum(1 for r in res if r.status is not None and not 200 <= r.status < 300)
-        errors = [r for r in res if r.status is None]
         achieved = (len(res) - 1) / row.stats.span if row.stats.span else math.nan
         out.append(
             [
+                row.code,
                 str(row.replicas),
                 str(len(res)),
                 f"{achieved:.1f}/s",
                 fmt(quantile(answered, 0.5)),
                 fmt(quantile(answered, 0.99)),
                 fmt(max(answered) if answered else math.nan),
+                f"{row.cpu_ms_per_delivery():.2f}",
                 str(non2xx),
                 str(row.lost),
-                str(len(errors)),
+                str(row.unanswered()),
                 f"{row.rows} / {row.accepted}",
             ]
         )
@@ -413,28 +466,27 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
             key = str(r.status) if r.status is not None else r.error or "error"
             codes[key] = codes.get(key, 0) + 1
         notes.append(
-            f"{row.replicas} replica(s): answers {', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}; "
+            f"{row.code}, {row.replicas} replica(s): answers "
+            f"{', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}; "
             f"generator lag (fired - planned) p50 {fmt(quantile(lag, 0.5))} ms, "
             f"p99 {fmt(quantile(lag, 0.99))} ms, max {fmt(max(lag))} ms; "
             f"CPU during the run: servers {fmt(row.stats.server_cpu)} s, generator {fmt(row.stats.gen_cpu)} s "
             f"(of {fmt(row.stats.wall * NPROC)} CPU-s available in {fmt(row.stats.wall)} s wall); "
-            f"stored but not acknowledged: {row.stored_unacked}."
+            f"stored but not acknowledged: {row.stored_unacked}; machine load average (1 min) "
+            f"{row.stats.load[0]:.1f} before, {row.stats.load[1]:.1f} after (other work on the machine counts in it)."
         )
-    db = (
-        "PostgreSQL (a fresh schema per replica count)"
-        if args.db == "postgres"
-        else "SQLite (a fresh file per replica count, WAL)"
-    )
     table(
         f"Webhook load: {args.rate:g} req/s offered for {args.seconds:g} s, {100 * args.dup:g}% duplicate deliveries, "
-        f"store {db}",
+        f"store {store_label(args)}",
         [
+            "code",
             "replicas",
             "requests",
             "achieved rate (fired)",
             "p50 ack ms",
             "p99 ack ms",
             "max ms",
+            "server CPU ms / delivery",
             "non-2xx",
             "lost",
             "errors (no answer)",
@@ -447,8 +499,83 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
             "Latency is measured from each request's planned send time to its answer (open loop: a slow server does "
             "not slow the generator down, so queueing is included). Percentiles are nearest-rank over every answered "
             f"request of the run; requests without an answer within {args.timeout:g} s are counted under errors. "
-            "lost = delivery ids that got a 2xx but have no row in `deliveries`.",
+            "lost = delivery ids that got a 2xx but have no row in `deliveries`. Server CPU per delivery: user + "
+            "system CPU of the replica processes during the run (/proc) over the requests they answered.",
             *notes,
+        ],
+    )
+
+
+def store_label(args: argparse.Namespace) -> str:
+    if args.db == "postgres":
+        return "PostgreSQL (a fresh schema per run)"
+    return "SQLite (a fresh file per run, WAL)"
+
+
+def knee(
+    count: int, code: Code, args: argparse.Namespace, payloads: list[Payload], work: Path
+) -> tuple[list[Row], float | None, float | None]:
+    """Rates from --knee-from, doubling until p99 reaches 1 s (or answers go missing) -- or halving, down to 25/s,
+    while the first ones do -- then the midpoint once: (the runs, the highest rate under 1 s, the lowest at or over
+    it)."""
+    runs: list[Row] = []
+    under, over = None, None
+
+    def probe(rate: float) -> bool:
+        row = run_one(count, rate, args.knee_seconds, code, args, payloads, work)
+        runs.append(row)
+        return row.p99() < 1000 and not row.unanswered()
+
+    rate = args.knee_from
+    while rate <= args.knee_max:
+        if probe(rate):
+            under = rate
+            rate *= 2
+        else:
+            over = rate
+            break
+    while under is None and over is not None and over / 2 >= 25:
+        if probe(over / 2):
+            under = over / 2
+        else:
+            over = over / 2
+    if under is not None and over is not None:
+        mid = round((under + over) / 2)
+        if probe(mid):
+            under = mid
+        else:
+            over = mid
+    return runs, under, over
+
+
+def report_knee(
+    results: list[tuple[Code, int, list[Row], float | None, float | None]], args: argparse.Namespace
+) -> None:
+    out = []
+    for code, count, runs, under, over in results:
+        tried = ", ".join(
+            f"{r.rate:g}/s: {fmt(r.p99(), 0)} ms" + (f" ({r.unanswered()} unanswered)" if r.unanswered() else "")
+            for r in runs
+        )
+        crossing = (
+            f"between {under:g} and {over:g}/s"
+            if under is not None and over is not None
+            else f"above {under:g}/s (not reached)"
+            if under is not None
+            else f"at or below {over:g}/s"
+        )
+        loads = ", ".join(f"{r.stats.load[1]:.1f}" for r in runs)
+        out.append([code.label, str(count), crossing, tried, loads])
+    table(
+        f"Where p99 crosses 1 s: {args.knee_seconds:g} s per rate, {100 * args.dup:g}% duplicates, "
+        f"store {store_label(args)}",
+        ["code", "replicas", "p99 reaches 1 s", "p99 at each rate tried", "load average after each"],
+        out,
+        [
+            f"Rates from {args.knee_from:g}/s, doubled until p99 >= 1 s or a request went unanswered within "
+            f"{args.timeout:g} s (halved instead, down to 25/s, while the first rate already did), then the midpoint "
+            "once. The generator shares the {NPROC} CPUs: at the high rates "
+            "it takes a share of them itself, so these are the rates this machine sustains, not one replica alone."
         ],
     )
 
@@ -474,6 +601,17 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the plan (payloads, duplicates)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (replica logs)")
+    parser.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="also serve REF (e.g. main) from a git worktree, run for run beside this tree, in the same tables",
+    )
+    parser.add_argument(
+        "--knee", action="store_true", help="also find the rate at which p99 crosses 1 s, per replica count and code"
+    )
+    parser.add_argument("--knee-from", type=float, default=200, help="the knee search's first rate (default 200)")
+    parser.add_argument("--knee-max", type=float, default=3200, help="the knee search's highest rate (default 3200)")
+    parser.add_argument("--knee-seconds", type=float, default=10, help="seconds of load per knee rate (default 10)")
     args = parser.parse_args()
     if args.rate <= 0 or args.seconds <= 0 or not 0 <= args.dup < 1 or min(args.replicas) < 1:
         parser.error("--rate and --seconds must be positive, --dup in [0, 1), replica counts at least 1")
@@ -483,36 +621,42 @@ def main() -> int:
         f"{platform.python_version()}\n"
     )
     payloads = load_payloads()
-    extra = log_format_args()
-    log(
-        f"{len(payloads)} payloads ({', '.join(sorted({p.event for p in payloads}))}); serve "
-        f"{' '.join(extra) or '(no --log-format option)'}"
-    )
     work = Path(tempfile.mkdtemp(prefix="revert-bisect-load-"))
+    codes = [Code("this tree", ROOT, tuple(log_format_args()))]
+    log(f"{len(payloads)} payloads ({', '.join(sorted({p.event for p in payloads}))})")
     rows: list[Row] = []
+    knees: list[tuple[Code, int, list[Row], float | None, float | None]] = []
     ok = True
     try:
+        if args.baseline:
+            codes.insert(0, baseline_tree(args.baseline, work))
         for count in args.replicas:
-            try:
-                row = run_one(count, args, payloads, work, extra)
-            except RuntimeError as exc:
-                log(f"replicas={count}: {exc}")
-                ok = False
-                continue
-            rows.append(row)
-            res = row.stats.results
-            log(
-                f"  done: {len(res)} answers/errors, {row.rows} rows stored, {row.accepted} ids acknowledged, "
-                f"{row.lost} lost"
-            )
+            for code in codes:
+                try:
+                    rows.append(run_one(count, args.rate, args.seconds, code, args, payloads, work))
+                except RuntimeError as exc:
+                    log(f"{code.label}, replicas={count}: {exc}")
+                    ok = False
+        if args.knee:
+            for count in args.replicas:
+                for code in codes:
+                    try:
+                        knees.append((code, count, *knee(count, code, args, payloads, work)))
+                    except RuntimeError as exc:
+                        log(f"{code.label}, replicas={count}: {exc}")
+                        ok = False
     finally:
+        for code in codes[:-1]:
+            remove_tree(code)
         if args.keep:
             log(f"work directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
     if rows:
         report(rows, args)
-    lost = sum(r.lost for r in rows)
+    if knees:
+        report_knee(knees, args)
+    lost = sum(r.lost for r in rows) + sum(r.lost for *_, runs, _u, _o in knees for r in runs)
     if lost:
         log(f"LOST {lost} acknowledged deliveries")
     return 1 if lost or not ok else 0

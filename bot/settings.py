@@ -22,6 +22,9 @@ class BotSettings(BaseSettings):
         15  # seconds per GitHub request (PyGithub takes whole seconds); a slower answer is a timeout, retried
     )
     job_lease_s: float = 60.0  # a job whose worker stops renewing (a killed replica) is retried after this
+    # /healthz fails when a worker loop has not beaten for this long: it beats each turn, and each second while a
+    # bisection waits for its steps, so only a loop stuck in one call (a hung clone, a request without timeout) ages
+    worker_stuck_s: float = 600.0
     local: bool = False  # development on loopback: a missing secret is tolerated (every delivery is refused)
     github_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3; the sandbox: its base URL
     github_git_url: str | None = None  # where repositories are cloned from (default: github.com, or the API host)

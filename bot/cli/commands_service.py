@@ -48,9 +48,17 @@ def serve(
         )
         raise typer.Exit(2)
     setup_logging(log_format)
+    died: list[str] = []
+    server: uvicorn.Server | None = None
+
+    def worker_died(reason: str) -> None:  # on the dead loop's thread: the server stops, then this process exits 1
+        died.append(reason)
+        if server is not None:
+            server.should_exit = True
+
     try:
         settings = BotSettings(**({"db": db} if db else {}))
-        application = create_app(settings)
+        application = create_app(settings, on_worker_death=worker_died)
     except ValidationError as exc:
         err.print(
             f"revert-bisect: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}",
@@ -62,7 +70,17 @@ def serve(
         err.print(f"revert-bisect: error: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     # log_config=None: uvicorn's own loggers go through ours (same format, same redaction).
-    uvicorn.run(application, host=host, port=port, log_level="warning", log_config=None)
+    server = uvicorn.Server(uvicorn.Config(application, host=host, port=port, log_level="warning", log_config=None))
+    server.run()
+    if died:
+        # Not restarted in process: a supervisor (systemd Restart=, Kubernetes) starts a clean one.
+        err.print(
+            f"revert-bisect: error: a worker loop stopped ({died[0]}); exiting so that the service is restarted",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 def check_policy(

@@ -16,8 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from bot.domain.liveness import LoopBeat
 from bot.domain.patience import JOB_BACKOFF, Backoff, Failure, GiveUp, Later, NotYet, Park, after_failure
 from bot.observability import bind
+from bot.observability.heartbeat import beating
 from bot.observability.reachability import Reachability
 from bot.ports.store import ClaimedJob, JobQueue
 
@@ -56,7 +58,11 @@ class Worker:
         self.backoff = backoff
         self.rng = rng
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._patience_lock = threading.Lock()
+        self._beats: dict[str, float] = {}  # each loop's last heartbeat (monotonic)
+        self._ended: dict[str, str] = {}  # loops that died, and why
+        self.on_death: Callable[[str], None] | None = None  # told when a loop dies (`serve` exits on it)
 
     def run_once(self) -> ClaimedJob | None:
         job = self.jobs.claim()
@@ -162,14 +168,41 @@ class Worker:
         """Several loops, so a command (status, cancel) is answered while a bisection runs in another."""
         started = []
         for i in range(threads):
-            thread = threading.Thread(target=self._loop, name=f"revert-bisect-worker-{i}", daemon=True)
+            name = f"revert-bisect-worker-{i}"
+            self._beats[name] = time.monotonic()
+            thread = threading.Thread(target=self._guarded, args=(name,), name=name, daemon=True)
             thread.start()
             started.append(thread)
         return started
 
-    def _loop(self) -> None:
+    def loops(self) -> list[LoopBeat]:
+        """Each started loop's last heartbeat, and why it ended if it did (bot.domain.liveness judges them)."""
+        return [LoopBeat(name, beat, self._ended.get(name)) for name, beat in list(self._beats.items())]
+
+    def wake(self) -> None:
+        """A job was queued: an idle loop claims it now instead of after its idle wait."""
+        self._wake.set()
+
+    def _guarded(self, name: str) -> None:
+        def beat() -> None:
+            self._beats[name] = time.monotonic()
+
+        try:
+            with beating(beat):
+                self._loop(beat)
+        except BaseException as exc:  # noqa: BLE001 -- the loop is gone: say so (/healthz, on_death), never silently
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            log.critical("worker loop %s died: %s", name, reason, exc_info=exc)
+            try:
+                if self.on_death is not None:
+                    self.on_death(f"{name} died: {reason}")
+            finally:
+                self._ended[name] = reason  # /healthz fails from here on
+
+    def _loop(self, beat: Callable[[], None]) -> None:
         next_sweep = 0.0
         while not self._stop.is_set():
+            beat()
             if time.monotonic() >= next_sweep:  # jobs of a dead worker (any replica) come back when their lease ends
                 self._sweep()
                 next_sweep = time.monotonic() + self.jobs.lease_s / 2
@@ -177,8 +210,14 @@ class Worker:
                 self.tend_parked()
             except Exception:  # noqa: BLE001 -- the store is briefly unreachable: the loop goes on
                 log.warning("cannot look at the parked jobs", exc_info=True)
-            if self.run_once() is None:
-                self._stop.wait(self.idle_s)
+            try:
+                ran = self.run_once()
+            except Exception:  # noqa: BLE001 -- no job claimed (the store is briefly unreachable): the loop goes on
+                log.warning("cannot claim a job", exc_info=True)
+                ran = None
+            if ran is None:
+                self._wake.wait(self.idle_s)
+                self._wake.clear()
 
     def _sweep(self) -> None:
         try:
@@ -189,3 +228,4 @@ class Worker:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()

@@ -1,4 +1,5 @@
-"""Readiness: the store answers, its schema is the one this code expects, the policies loaded."""
+"""Readiness: the store answers, its schema is the one this code expects, the job queue can be read, the policies
+loaded."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def policy_status(directory: Path) -> dict[str, Any]:
 
 
 def check(engine: Engine, policies: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-    """(ready, body). Ready: the store answers SELECT 1, alembic_version is HEAD_REVISION, the policies loaded."""
+    """(ready, body). Ready: the store answers SELECT 1, alembic_version is HEAD_REVISION, the job queue (the `jobs`
+    table) answers a read, the policies loaded."""
     checks: dict[str, dict[str, Any]] = {}
     try:
         with engine.connect() as conn:
@@ -42,6 +44,7 @@ def check(engine: Engine, policies: dict[str, Any]) -> tuple[bool, dict[str, Any
             try:
                 revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
             except SQLAlchemyError as exc:
+                conn.rollback()  # PostgreSQL refuses the next statement of a failed transaction
                 checks["schema"] = {"ok": False, "expected": HEAD_REVISION, "revision": None, "error": _reason(exc)}
             else:
                 checks["schema"] = {"ok": revision == HEAD_REVISION, "expected": HEAD_REVISION, "revision": revision}
@@ -49,11 +52,17 @@ def check(engine: Engine, policies: dict[str, Any]) -> tuple[bool, dict[str, Any
                     checks["schema"]["error"] = (
                         f"the store is at revision {revision}, this code needs {HEAD_REVISION} (run the migrations)"
                     )
+            try:
+                conn.execute(text("SELECT 1 FROM jobs LIMIT 1"))
+                checks["queue"] = {"ok": True}
+            except SQLAlchemyError as exc:
+                checks["queue"] = {"ok": False, "error": _reason(exc)}
     except SQLAlchemyError as exc:
         checks["store"] = {"ok": False, "url": engine.url.render_as_string(hide_password=True), "error": _reason(exc)}
         checks.setdefault(
             "schema", {"ok": False, "expected": HEAD_REVISION, "error": "not checked: the store is unreachable"}
         )
+        checks.setdefault("queue", {"ok": False, "error": "not checked: the store is unreachable"})
     checks["policies"] = policies
     failed = [name for name, result in checks.items() if not result.get("ok")]
     return not failed, {"status": "not ready" if failed else "ready", "failed": failed, "checks": checks}

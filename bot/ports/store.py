@@ -242,6 +242,7 @@ class Incoming:
     repository: str | None
     handler: str | None
     payload: dict
+    body: str | None = None  # the payload's JSON text as received: stored as is, not serialised again
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,13 @@ class DeliveryLog(Protocol):
 
     def record(self, incoming: Incoming) -> Recorded:
         """Store the delivery and, when a handler listens, its job; a known delivery id changes nothing."""
+
+
+class DeliveryRecorder(Protocol):
+    """bot.adapters.store.recorder.Recorder: what the webhook's request awaits before it answers."""
+
+    async def record(self, incoming: Incoming) -> Recorded:
+        """As DeliveryLog.record, returning once the delivery is committed (raises the store's error if not)."""
 
 
 @dataclass(frozen=True)

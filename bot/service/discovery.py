@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from bot.domain.bisect.model import Kind, Outcome, Phase, Problem, State, Status
 from bot.domain.bisect.verdict import RawResult, Verdict, classify
 from bot.domain.reasons import Reason
+from bot.observability.heartbeat import beat
 from bot.ports.store import BisectionStore, NewStep, StepRecord, StepReport
 from bot.service.group_rows import outcome_json, raw_results, state_json, step_report, step_results, step_verdict
 from runners.spec import Backend, StepResult, StepSpec, new_ref
@@ -73,6 +74,7 @@ def _run(
         backend.submit(spec(step_id, sha, ref))
     pending = set(ids)
     while pending:
+        beat()  # waiting for BAD's report, not stuck (the worker's liveness)
         if cancelled():  # stopped on request: the runs in flight say nothing
             backend.cancel(list(pending))
             store.mark_lost(bisection_id, "cancelled: the bisection was cancelled", state="cancelled", step_ids=pending)

@@ -24,6 +24,7 @@ from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Probl
 from bot.domain.bisect.verdict import RawResult, Verdict
 from bot.domain.outcome import members
 from bot.domain.reasons import Reason
+from bot.observability.heartbeat import beat
 from bot.ports.store import BisectionRecord, BisectionStore, NewStep
 from bot.service.config import BisectConfig
 from bot.service.discovery import CANCELLED, discover
@@ -322,6 +323,7 @@ class Driver:
     def _collect(self, durations: list[float], flying: dict[int, Step], idle: Callable[[], None]) -> list[StepResult]:
         """The next results (with their round-mates); [] when the bisection was cancelled meanwhile."""
         while not (results := self.backend.wait(timeout=CANCEL_POLL_S)):
+            beat()  # still waiting for steps, not stuck: the worker's liveness (/healthz) knows
             if self.cancelled and self.cancelled():
                 return []
             idle()  # still waiting: the display shows why (a step queued for a runner, say)

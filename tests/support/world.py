@@ -65,14 +65,20 @@ def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str |
     bot_serving = serving(create_app(settings))  # on a socket bound before uvicorn starts (port 0)
     bot_server = bot_serving.__enter__()
     bot = bot_server.url
-    for _ in range(100):
-        try:
-            if httpx.get(bot + "/healthz", timeout=1).json()["worker"]:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    watch = BotWatch(settings.db, bot_server.thread.is_alive, [tmp_path / "bot.log"])
     try:
+        health = "no answer"
+        for _ in range(100):
+            try:
+                answer = httpx.get(bot + "/healthz", timeout=1)
+                health = f"{answer.status_code} {answer.text}"
+                if answer.status_code == 200 and answer.json()["worker"]:
+                    break
+            except httpx.HTTPError as exc:
+                health = f"no answer ({type(exc).__name__})"
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the bot's worker did not come up: /healthz said {health} (log: {tmp_path}/bot.log)")
+        watch = BotWatch(settings.db, bot_server.thread.is_alive, [tmp_path / "bot.log"])
         yield dict(
             scenario=scenario,
             state=state,
