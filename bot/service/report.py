@@ -163,6 +163,8 @@ def summary(report: dict) -> str:
     spent = f"{_count(report['runs'], 'run')} over {_count(report['rounds'], 'round')}" + (
         f" ({kinds})" if kinds else ""
     )
+    if report.get("runner_seconds"):  # the runners' time is the cost: every run's, cancelled ones too
+        spent += f"; {report['runner_seconds'] / 60:.1f} runner-minutes"
     cancelled = report.get("cancelled") or {}
     if cancelled.get("runs"):  # paid for, though their answers were not needed in the end
         minutes = cancelled["runner_seconds"] / 60

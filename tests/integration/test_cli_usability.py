@@ -90,8 +90,11 @@ def test_found_summary_in_words_and_no_worktree_or_lock_left(synth, cli, tmp_pat
         if kind in runs
     )
     sentence = f"found {repo.culprit[:10]} in {r.json['runs']} runs over {r.json['rounds']} rounds ({kinds})"
+    sentence += f"; {r.json['runner_seconds'] / 60:.1f} runner-minutes"  # every run's time, as the JSON sums it
     assert set(runs) <= {"calibrate", "search", "confirm"} and "search" in runs
-    assert sentence in r.stderr.splitlines()
+    spent_s = sum(s["duration_s"] for s in r.json["steps"]) + r.json["cancelled"]["runner_seconds"]
+    assert abs(r.json["runner_seconds"] - spent_s) <= 0.1  # finished runs' durations and the cancelled ones' time
+    assert sentence in r.stderr.splitlines(), r.stderr
     assert "{" not in r.stderr  # no Python dict printed
     assert worktrees(repo) == [str(repo.path.resolve())]
     root = worktree_root(repo.path)
@@ -159,6 +162,8 @@ def test_summary_of_each_other_outcome():
     assert summary(report("cancelled", [], runs_by_kind={}, rounds=0)) == "cancelled; 0 runs over 0 rounds"
     spent = report("cancelled", [], runs_by_kind={}, rounds=0, cancelled={"runs": 2, "runner_seconds": 90.0})
     assert summary(spent) == "cancelled; 0 runs over 0 rounds; 2 runs cancelled after 1.5 runner-minutes"
+    ran = report("cancelled", [step(b, "bad")], rounds=1, runner_seconds=150.0, cancelled={"runs": 0})
+    assert summary(ran) == "cancelled; 1 run over 1 round (1 calibration); 2.5 runner-minutes"
 
 
 def test_workdir_holds_the_worktrees_and_is_kept_for_resume(synth, cli, tmp_path):
