@@ -2,10 +2,12 @@
 
 A real git history of 32 commits; each commit's `speed.txt` holds the throughput its code reaches (100, or 92 from
 the planted regression on), and `bench.py` prints `output_throughput=<speed + noise>` with Gaussian noise of sd 2,
-seeded by the commit and the step so that every run reads differently and the test is repeatable. A 4 sd drop keeps
+seeded by the commit and the step so that every run reads differently; the commits' dates are fixed, so the draws
+repeat. A 4 sd drop keeps
 a wrong answer out of reach of one test run; the 2 sd error rate is the simulator's to measure
 (tests/unit/test_noisy_metrics.py)."""
 
+import os
 import subprocess
 
 from tests.support.cli import no_traceback
@@ -32,16 +34,26 @@ def _history(path, n: int, culprit: int) -> list[str]:
         (path / "speed.txt").write_text("92\n" if i >= culprit else "100\n")
         (path / "notes.txt").write_text(f"change {i}\n")
         git("add", "-A")
-        git("commit", "-q", "-m", f"change {i}")
+        # fixed dates: the same commits, so the same draws, on every run of the test (the draws are the unit tests'
+        # to vary: tests/unit/test_noisy_metrics.py; with commits dated from 00:00 the no-shift history here ends
+        # inconclusive, a best guess and no culprit named, rather than "not reproducible")
+        when = f"2026-01-01T01:{i // 60:02d}:{i % 60:02d}Z"
+        subprocess.run(
+            ["git", "commit", "-q", "-m", f"change {i}"],
+            cwd=path,
+            check=True,
+            capture_output=True,
+            env={**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
+        )
         shas.append(git("rev-parse", "HEAD"))
     return shas
 
 
-def _bisect(cli, tmp_path, shas: list[str]):
+def _bisect(cli, tmp_path, shas: list[str], workers: int = 2):
     repo = str(tmp_path / "repo")
     regex = r"output_throughput=(?P<value>[0-9.]+)"
     argv = ["bisect", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--metric-regex", regex]
-    return cli(*argv, "--lower-is-worse", "--workers", "2", "--", "python3", "bench.py", timeout=600)
+    return cli(*argv, "--lower-is-worse", "--workers", str(workers), "--", "python3", "bench.py", timeout=600)
 
 
 def test_a_benchmark_without_threshold_finds_the_slower_commit_and_states_the_drop(tmp_path, cli):
