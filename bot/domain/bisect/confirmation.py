@@ -81,7 +81,7 @@ def confirmation_round(
         return decided(tuple(pending[:free]))
     if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
         return decided()
-    ab = _ab_result(problem, state, ev, x)
+    ab = _ab_result(problem, state, ev, reused)
     if ab is not None and _flaky_revert(ab) and state.confirmations + 1 < problem.settings.max_confirmations:
         # HEAD failed every time and HEAD + revert passed at least once: one flaky run, not a revert that does
         # not work. The whole round (confirmation and A/B) runs again; only a round that agrees proves it.
@@ -148,7 +148,8 @@ def _confirmed_by(culprit_x: int, parent_x: int) -> str:
     return f"confirmed by {culprit_x} re-run{'s' if culprit_x > 1 else ''} of it; its parent's PASS stands"
 
 
-def _ab_result(problem: Problem, state: State, ev: Evidence, x: int) -> ABResult | None:
+def _ab_result(problem: Problem, state: State, ev: Evidence, reused: tuple[Verdict, ...]) -> ABResult | None:
+    """HEAD's side: BAD's runs standing for it (`reused`, from _bad_as_head), then its own A/B runs."""
     if not (problem.head and state.revert):
         return None
 
@@ -159,7 +160,7 @@ def _ab_result(problem: Problem, state: State, ev: Evidence, x: int) -> ABResult
             if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
         )
 
-    head = _bad_as_head(problem, state, ev, x) + verdicts(problem.head, Kind.AB_HEAD)
+    head = reused + verdicts(problem.head, Kind.AB_HEAD)
     return ABResult(problem.head, state.revert, head, verdicts(state.revert, Kind.AB_REVERT))
 
 
