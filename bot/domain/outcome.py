@@ -28,6 +28,7 @@ class AB(BaseModel):
     passed: bool = False
     head_verdicts: list[str] = []
     revert_verdicts: list[str] = []
+    head_from: str = ""  # what stood for HEAD's side instead of runs of its own ("": its own A/B runs)
 
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)

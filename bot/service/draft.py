@@ -10,6 +10,7 @@ from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.cost import Cost, cost_of
+from bot.domain.outcome import AB as OutcomeAB
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports import Git, Revert
@@ -113,11 +114,11 @@ def draft(
         record.author if record else None,
         merge=len(parents) > 1,
     )
-    ab = _ab(evidence, revert, bool(outcome.ab and outcome.ab.passed))
+    ab = _ab(evidence, revert, outcome.ab)
     fixed = []
     for member in fixes:
         told = member_outcome(row, member)
-        theirs = _ab(Evidence.of(problem, runs_of_test(row, member)), revert, bool(told.ab and told.ab.passed))
+        theirs = _ab(Evidence.of(problem, runs_of_test(row, member)), revert, told.ab)
         fixed.append(
             FixedTest(
                 member,
@@ -165,18 +166,24 @@ def runs_of_test(row: BisectionRecord, test: str | None):
     return runs if test is None else [r for r in runs if r.test == test]
 
 
-def _ab(evidence: Evidence, revert: Revert, passed: bool) -> AB:
+def _ab(evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:
+    """The A/B table's two rows. HEAD's row lists its own A/B runs, after whatever stood for them (BAD's runs, or CI's
+    reproduced red reading of BAD: bot.domain.bisect.confirmation), named as such."""
     ab_runs: dict[Kind, list] = defaultdict(list)
     for run, verdict in evidence.verdicts:
         if run.kind in (Kind.AB_HEAD, Kind.AB_REVERT):
             ab_runs[run.kind].append((verdict, run.raw))
     head, reverted = ab_runs[Kind.AB_HEAD], ab_runs[Kind.AB_REVERT]
+    head_summary = _summary([v for v, _ in head])
+    if told and told.head_from:
+        stood = _summary([Verdict(v) for v in told.head_verdicts[: max(0, len(told.head_verdicts) - len(head))]])
+        head_summary = "; ".join(filter(None, [f"{stood} ({told.head_from})", head_summary]))
     return AB(
         revert.onto,
         revert.sha,
-        _summary([v for v, _ in head]),
+        head_summary,
         _summary([v for v, _ in reverted]),
         _values([r.metric for _, r in head], [r.exit_code for _, r in head]),
         _values([r.metric for _, r in reverted], [r.exit_code for _, r in reverted]),
-        passed,
+        bool(told and told.passed),
     )

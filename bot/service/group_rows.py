@@ -152,6 +152,7 @@ def outcome_json(out: Outcome) -> dict:
             passed=out.ab.passed,
             head_verdicts=[v.value for v in out.ab.head_verdicts],
             revert_verdicts=[v.value for v in out.ab.revert_verdicts],
+            **({"head_from": out.ab.head_from} if out.ab.head_from else {}),
         ),
     ).as_json()
 

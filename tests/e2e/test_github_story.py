@@ -49,6 +49,9 @@ def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
         assert section in pr["body"]
     assert f"#{followup}" in pr["body"]
     assert "`git bisect run` on the same range: ~" in pr["body"]  # the runs' cost beside git's (bot.domain.cost)
+    # the A/B table's HEAD row says how HEAD read, whether by runs of its own or by what stood for them
+    head_row = next(line for line in pr["body"].splitlines() if line.startswith("| HEAD |"))
+    assert "bad" in head_row.split("|")[3], head_row
     assert pr["head"]["ref"] == f"revert-bisect/{culprit_pr}-{scenario.culprit[:7]}"
     assert {label["name"] for label in pr["labels"]} == {"revert-bisect"}
     culprit_author = next(p["author"] for p in scenario.prs if p["number"] == culprit_pr)

@@ -429,12 +429,12 @@ def test_revert_is_made_then_proven_in_the_confirmation_round():
             assert d.wants_revert == "c17" and state.phase is Phase.CONFIRMING and not d.probes
             state = replace(state, revert="REVERT")
             d = decide(problem, state, runs, (), 8)
-            # the culprit once (a trusted test under auto), head+revert x=2 times, all in one round; HEAD is BAD,
-            # whose runs on the bisect runner (all failing) stand for HEAD's side: only what they leave is run
+            # the culprit once and head+revert once (a trusted test under auto: a PASS is proof), all in one round;
+            # HEAD is BAD, whose runs on the bisect runner (all failing) stand for HEAD's side: only what they leave
             bad_runs = sum(r.sha == bad for r in runs)
             assert bad_runs >= 1
             assert sorted((p.sha, p.kind.value) for p in d.probes) == sorted(
-                [("c17", "confirm")] + [("REVERT", "ab_revert")] * 2 + [("c30", "ab_head")] * max(0, 2 - bad_runs)
+                [("c17", "confirm"), ("REVERT", "ab_revert")] + [("c30", "ab_head")] * max(0, 2 - bad_runs)
             )
         if d.outcome:
             break
@@ -541,14 +541,62 @@ def test_an_endpoint_taken_as_read_runs_when_the_search_contradicts_it():
 
 def drive_from(problem, given, outcome_of, workers):
     """`drive` from runs already recorded (CI's readings)."""
-    runs, state = list(given), State()
-    for _ in range(500):
-        d = decide(problem, state, runs, (), workers)
-        state = d.state
-        if d.outcome:
-            return d, runs
-        runs += [Run(p.sha, p.kind, outcome_of(p.sha), p.round) for p in d.probes]
-    raise AssertionError("did not finish")
+    return drive(problem, outcome_of, workers, given=given)
+
+
+def _ab_runs(runs):
+    return [(r.sha, r.kind) for r in runs if r.kind in (Kind.AB_HEAD, Kind.AB_REVERT)]
+
+
+def test_a_reproduced_red_bad_stands_for_head_and_the_revert_runs_once():
+    """The nightly path: CI read BAD red and reproduced it (endpoints taken as read), HEAD is BAD. Neither endpoint
+    runs, so nothing of the bisect runner's stands for HEAD: CI's red reading of BAD does, and HEAD + revert runs
+    once, its PASS being proof for a test trusted to be deterministic."""
+    graph, good, bad = linear_graph(40)
+    fixed = lambda sha: RawResult(0 if sha == "REVERT" else exits(23)(sha).exit_code)  # noqa: E731
+    trusting = Problem(graph, good, bad, Settings(trust_endpoints=True), head=bad)
+    d, runs = drive(trusting, fixed, 1, revert=dict(revert="REVERT"), given=_ci_read(good, bad))
+    assert d.outcome.culprit == "c23" and d.outcome.ab.passed, d.outcome
+    assert _ab_runs(runs) == [("REVERT", Kind.AB_REVERT)]
+    assert d.outcome.ab.head_verdicts == (Verdict.BAD,) and "read red by CI and reproduced" in d.outcome.ab.head_from
+    assert "read red by CI and reproduced there) fails, HEAD + revert passes" in d.outcome.message
+    # the same incident with the endpoints calibrated: HEAD's side comes from BAD's own run, the revert still once
+    plain, plain_runs = drive(
+        Problem(graph, good, bad, head=bad), fixed, 1, revert=dict(revert="REVERT"), given=_ci_read(good, bad)
+    )
+    assert plain.outcome.ab.passed and _ab_runs(plain_runs).count(("c40", Kind.AB_HEAD)) == 1
+    assert len([r for r in runs if r.kind is not Kind.CI]) < len([r for r in plain_runs if r.kind is not Kind.CI])
+
+
+def test_only_readings_stand_for_head():
+    """The CLI's --trust-endpoints is the user's word, not a reading: HEAD's side runs as before. HEAD past BAD
+    (commits landed since) runs too, whatever CI read of BAD."""
+    graph, good, bad = linear_graph(40)
+    fixed = lambda sha: RawResult(0 if sha == "REVERT" else exits(23)(sha).exit_code)  # noqa: E731
+    trusting = Problem(graph, good, bad, Settings(trust_endpoints=True), head=bad)
+    d, runs = drive(trusting, fixed, 1, revert=dict(revert="REVERT"))
+    assert d.outcome.ab.passed and _ab_runs(runs).count((bad, Kind.AB_HEAD)) == 2 and not d.outcome.ab.head_from
+    graph, good, bad = linear_graph(30)
+    later = Problem(graph, good, "c25", Settings(trust_endpoints=True), head=bad)
+    d, runs = drive(later, fixed, 1, revert=dict(revert="REVERT"), given=_ci_read(good, "c25"))
+    assert d.outcome.ab.passed and _ab_runs(runs).count((bad, Kind.AB_HEAD)) == 2
+
+
+def test_a_trusted_revert_that_fails_its_one_run_runs_x_times():
+    """HEAD + revert's one run fails: doubt, so it runs x times in all. A flake (a pass then) re-runs the round; a
+    revert that keeps failing is reported not proven."""
+    graph, good, bad = linear_graph(40)
+    base = exits(23)
+    flaky_once = iter([1])
+    once = lambda sha: RawResult(next(flaky_once, 0)) if sha == "REVERT" else base(sha)  # noqa: E731
+    problem = Problem(graph, good, bad, Settings(trust_endpoints=True), head=bad)
+    d, runs = drive(problem, once, 1, revert=dict(revert="REVERT"), given=_ci_read(good, bad))
+    assert d.outcome.culprit == "c23" and d.outcome.ab.passed, d.outcome
+    assert _ab_runs(runs).count(("REVERT", Kind.AB_REVERT)) >= 3  # 1 failed, 1 more passed: the round again
+    never = lambda sha: RawResult(1) if sha == "REVERT" else base(sha)  # noqa: E731
+    d, runs = drive(problem, never, 1, revert=dict(revert="REVERT"), given=_ci_read(good, bad))
+    assert d.outcome.culprit == "c23" and not d.outcome.ab.passed
+    assert _ab_runs(runs).count(("REVERT", Kind.AB_REVERT)) == 2 and "NOT proven" in d.outcome.message
 
 
 def test_endpoints_taken_as_read_are_calibrated_once_a_run_cannot_be_set_up():

@@ -4,9 +4,10 @@ of the revert, and the outcome that names the culprit. `final_decision` ends a b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 
+from bot.domain.bisect.calibration import taken_as_read
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import (
     BISECT_KINDS,
@@ -58,22 +59,21 @@ def confirmation_round(
 
     if problem.head and state.revert is None and state.revert_error is None:
         return decided(wants_revert=culprit)
+    stood = _stood_for_head(problem, state, ev, x)
     targets = [(culprit, Kind.CONFIRM, culprit_x), (parent, Kind.CONFIRM, parent_x)]
     if state.revert and problem.head:
         untestable = ev.untestable(s)
         targets += [
-            (sha, kind, x)
-            for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
+            (sha, kind, want)
+            for sha, kind, want in (
+                (problem.head, Kind.AB_HEAD, max(0, x - stood.covers)),
+                (state.revert, Kind.AB_REVERT, _revert_runs(state, ev, x, trust)),
+            )
             if sha not in untestable
         ]
-    reused = _bad_as_head(problem, state, ev, x)
     needs = []
     for sha, kind, want in targets:
-        done = sum(
-            1
-            for r, v in ev.verdicts
-            if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
-        ) + (len(reused) if kind is Kind.AB_HEAD else 0)
+        done = len(_this_round(state, ev, sha, kind))
         flying = sum(1 for p in in_flight if p.sha == sha and p.kind is kind)
         needs.append([Probe(sha, kind, rnd)] * max(0, want - done - flying))
     pending = [p for batch in zip_longest(*needs) for p in batch if p is not None]  # interleaved
@@ -81,32 +81,67 @@ def confirmation_round(
         return decided(tuple(pending[:free]))
     if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
         return decided()
-    ab = _ab_result(problem, state, ev, reused)
+    ab = _ab_result(problem, state, ev, stood)
     if ab is not None and _flaky_revert(ab) and state.confirmations + 1 < problem.settings.max_confirmations:
         # HEAD failed every time and HEAD + revert passed at least once: one flaky run, not a revert that does
         # not work. The whole round (confirmation and A/B) runs again; only a round that agrees proves it.
         again = replace(state, confirm_round=rnd, confirmations=state.confirmations + 1)
         return confirmation_round(problem, again, ev, in_flight, free, rnd, culprit, parent, flake, mass, guess, trust)
     how = _confirmed_by(culprit_x, parent_x)
-    proven = "HEAD fails, HEAD + revert passes"
-    if reused:
-        proven = f"HEAD (BAD itself: {len(reused)} of its runs stand for it) fails, HEAD + revert passes"
+    proven = f"HEAD{f' ({stood.source})' if stood.source else ''} fails, HEAD + revert passes"
     return found_decision(state, ev, culprit, mass, guess, how, ab, proven, flake)
 
 
-def _bad_as_head(problem: Problem, state: State, ev: Evidence, x: int) -> tuple[Verdict, ...]:
-    """Where the branch head is BAD itself, the bisect runner's runs of BAD already say how HEAD reads: up to `x`
-    of them stand for HEAD's side of the A/B when every one failed (a pass among them: HEAD runs afresh). A
-    repeated confirmation round counts only its own runs, as it does for every other target."""
+@dataclass(frozen=True)
+class StoodFor:
+    """What already says how HEAD reads, so its side of the A/B runs only the rest (`covers` of its x runs)."""
+
+    verdicts: tuple[Verdict, ...] = ()
+    covers: int = 0
+    source: str = ""  # said in the outcome, the report and the PR ("" : HEAD's own A/B runs)
+
+
+def _stood_for_head(problem: Problem, state: State, ev: Evidence, x: int) -> StoodFor:
+    """Where the branch head is BAD itself, HEAD's side of the A/B is already known, conservatively:
+
+    - the bisect runner's runs of BAD (calibration or search), up to `x` of them, when every one failed;
+    - with no such run, the endpoints taken as read (`trust_endpoints`: on the nightly path, CI read BAD red and a
+      re-run attempt or the suite runner's retry read it red again): CI's red readings of BAD stand for all x --
+      the same evidence that let the search skip BAD. Only recorded readings stand: the CLI's --trust-endpoints
+      (the user's word, no reading) still runs HEAD.
+
+    A pass among BAD's runs, or HEAD not BAD (commits landed since, which may touch the test), and HEAD runs afresh.
+    A repeated confirmation round counts only its own runs, as it does for every other target."""
     if problem.head != problem.bad:
-        return ()
+        return StoodFor()
     since = state.confirm_round if state.confirmations else 0
     runs = [
         v
         for r, v in ev.verdicts
         if r.sha == problem.bad and r.kind in BISECT_KINDS and r.round >= since and v.is_evidence
     ]
-    return tuple(runs[-x:]) if runs and all(v is Verdict.BAD for v in runs) else ()
+    if runs:
+        if not all(v is Verdict.BAD for v in runs):
+            return StoodFor()
+        taken = tuple(runs[-x:])
+        return StoodFor(taken, len(taken), f"BAD itself: {len(taken)} of its runs on the bisect runner stand for it")
+    ci = tuple(v for r, v in ev.verdicts if r.sha == problem.bad and r.kind is Kind.CI and v.is_evidence)
+    if not state.confirmations and ci and all(v is Verdict.BAD for v in ci) and taken_as_read(problem, ev):
+        return StoodFor(ci, x, "BAD itself, read red by CI and reproduced there")
+    return StoodFor()
+
+
+def _revert_runs(state: State, ev: Evidence, x: int, trust: bool) -> int:
+    """HEAD + revert's runs. For a test still trusted to be deterministic one PASS is proof, as the parent's is in
+    the confirmation (a flake is a good commit failing); a FAIL there is doubt, and the revert then runs x times."""
+    if not trust:
+        return x
+    return x if any(v is Verdict.BAD for v in _this_round(state, ev, state.revert, Kind.AB_REVERT)) else 1
+
+
+def _this_round(state: State, ev: Evidence, sha: str | None, kind: Kind) -> tuple[Verdict, ...]:
+    since = state.confirm_round
+    return tuple(v for r, v in ev.verdicts if r.sha == sha and r.kind is kind and r.round >= since and v.is_evidence)
 
 
 def found_decision(
@@ -148,20 +183,14 @@ def _confirmed_by(culprit_x: int, parent_x: int) -> str:
     return f"confirmed by {culprit_x} re-run{'s' if culprit_x > 1 else ''} of it; its parent's PASS stands"
 
 
-def _ab_result(problem: Problem, state: State, ev: Evidence, reused: tuple[Verdict, ...]) -> ABResult | None:
-    """HEAD's side: BAD's runs standing for it (`reused`, from _bad_as_head), then its own A/B runs."""
+def _ab_result(problem: Problem, state: State, ev: Evidence, stood: StoodFor) -> ABResult | None:
+    """HEAD's side: what stood for it (`_stood_for_head`), then its own A/B runs."""
     if not (problem.head and state.revert):
         return None
-
-    def verdicts(sha: str, kind: Kind) -> tuple[Verdict, ...]:
-        return tuple(
-            v
-            for r, v in ev.verdicts
-            if r.sha == sha and r.kind is kind and r.round >= state.confirm_round and v.is_evidence
-        )
-
-    head = reused + verdicts(problem.head, Kind.AB_HEAD)
-    return ABResult(problem.head, state.revert, head, verdicts(state.revert, Kind.AB_REVERT))
+    head = stood.verdicts + _this_round(state, ev, problem.head, Kind.AB_HEAD)
+    return ABResult(
+        problem.head, state.revert, head, _this_round(state, ev, state.revert, Kind.AB_REVERT), head_from=stood.source
+    )
 
 
 def _flaky_revert(ab: ABResult) -> bool:

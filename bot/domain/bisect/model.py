@@ -138,6 +138,7 @@ class ABResult:
     revert: str
     head_verdicts: tuple[Verdict, ...]
     revert_verdicts: tuple[Verdict, ...]
+    head_from: str = ""  # what stood for HEAD's side instead of its own runs (bot.domain.bisect.confirmation)
 
     @property
     def passed(self) -> bool:
