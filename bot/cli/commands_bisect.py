@@ -114,6 +114,14 @@ def bisect(
             "an endpoint runs only when the search's results contradict it.",
         ),
     ] = False,
+    check_good: Annotated[
+        bool,
+        typer.Option(
+            "--check-good",
+            help="Run GOOD before the search, as BAD is. By default GOOD is taken as passing (as git bisect run "
+            "takes it) and runs only when the search points at its child.",
+        ),
+    ] = False,
     confidence: Annotated[
         float,
         typer.Option(
@@ -242,6 +250,7 @@ def bisect(
                 flake_rate=_flake(flake_rate),
                 descend_merges=descend_merges or all_commits,
                 trust_endpoints=trust_endpoints,
+                good_as_read=not check_good,
                 verify_revert=verify_revert,
                 onto=onto,
                 workdir=str(workdir) if workdir else None,
@@ -250,6 +259,8 @@ def bisect(
                 json_out=str(json_out) if json_out else None,
                 log_out=str(log_out) if log_out else None,
             )
+            if trust_endpoints and check_good:
+                raise RevertBisectError("--check-good runs GOOD that --trust-endpoints takes as read: give one")
             if onto and not verify_revert:
                 raise RevertBisectError("--onto goes with --verify-revert")
             if metric_regex:

@@ -43,6 +43,8 @@ class BisectConfig:
     log_out: str | None = None
     # GOOD passes and BAD fails as read (by CI, reproduced; or the CLI's --trust-endpoints): no endpoint run first
     trust_endpoints: bool = False
+    # GOOD alone taken as read (the CLI's default, --check-good to run it first; the nightly path's GOOD, read green)
+    good_as_read: bool = False
 
     def own_test(self) -> TestRun | None:
         return None if self.test_run is None else TestRun.from_json(self.test_run)
@@ -67,6 +69,7 @@ class BisectConfig:
             descend_merges=self.descend_merges,
             max_infra_per_commit=self.max_infra_per_commit,
             trust_endpoints=self.trust_endpoints,
+            good_as_read=self.good_as_read,
         )
 
     def settings_for(self, test: str) -> Settings:

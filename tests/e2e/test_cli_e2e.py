@@ -23,7 +23,8 @@ def test_finds_culprit_in_parallel_and_writes_json_and_replay_log(synth, cli, tm
     assert r.json["culprit_subject"] == "Change 23 (#1023)" and r.json["first_parent_culprit"] == repo.culprit
     assert r.json["confidence"] >= 0.99 and r.json["runs"] == len(r.json["steps"])
     calibration = [s for s in r.json["steps"] if s["kind"] == "calibrate"]
-    assert sorted(s["sha"] for s in calibration) == sorted([repo.good, repo.bad])  # one run per endpoint
+    assert [s["sha"] for s in calibration] == [repo.bad]  # BAD reproduced once; GOOD taken as read
+    assert repo.good not in {s["sha"] for s in r.json["steps"]}
     assert r.json["rounds_by_kind"]["calibrate"] == 1  # on 3 workers, beside the first search run
     assert any(s["kind"] == "search" and s["round"] == calibration[0]["round"] for s in r.json["steps"])
     assert {s["kind"] for s in r.json["steps"]} == {"calibrate", "search", "confirm"}
@@ -364,9 +365,14 @@ def test_trust_endpoints_searches_at_once_and_runs_neither_endpoint(synth, cli):
     assert trusted.json["culprit"] == repo.culprit
     ran = {s["sha"] for s in trusted.json["steps"]}
     assert repo.good not in ran and repo.bad not in ran and "calibrate" not in trusted.json["runs_by_kind"]
-    plain = cli(*bisect_args(repo))
-    assert plain.json["culprit"] == repo.culprit and plain.json["runs_by_kind"]["calibrate"] == 2
-    assert trusted.json["runs"] < plain.json["runs"]
+    plain = cli(*bisect_args(repo))  # the default: BAD reproduced first, GOOD taken as read
+    assert plain.json["culprit"] == repo.culprit and plain.json["runs_by_kind"]["calibrate"] == 1
+    assert [s["sha"] for s in plain.json["steps"] if s["kind"] == "calibrate"] == [repo.bad]
+    checked = cli(*bisect_args(repo, "--check-good"))
+    assert checked.json["culprit"] == repo.culprit and checked.json["runs_by_kind"]["calibrate"] == 2
+    assert trusted.json["runs"] < plain.json["runs"] < checked.json["runs"]
+    both = cli(*bisect_args(repo, "--trust-endpoints", "--check-good"))
+    assert both.code == 2 and "give one" in both.stderr and "Traceback" not in both.stderr
     # BAD that passes after all: nothing is named, and BAD was run to say so
     fixed = synth(12, 99)  # no commit breaks it
     r = cli(*bisect_args(fixed, "--trust-endpoints"))

@@ -539,6 +539,24 @@ def test_an_endpoint_taken_as_read_runs_when_the_search_contradicts_it():
     assert d.outcome.culprit == "c9" and any(r.kind is Kind.CALIBRATE and r.sha == good for r in runs)
 
 
+def test_an_endpoint_taken_as_read_that_says_the_opposite_when_run_ends_as_a_calibrated_one_would():
+    """GOOD taken as read (the CLI's default) or both (--trust-endpoints): GOOD fails when the search runs it, or BAD
+    passes: calibrated like any surprising endpoint, the bisection ends good_fails / not_reproducible, never
+    "no single culprit explains the results"."""
+    graph, good, bad = linear_graph(10)
+    for settings in (Settings(good_as_read=True), Settings(trust_endpoints=True)):
+        d, runs = drive(Problem(graph, good, bad, settings), lambda sha: RawResult(1), 2)
+        assert d.outcome.status is Status.GOOD_FAILS, (settings, d.outcome)
+        assert sum(r.sha == good for r in runs) == 2 and all(r.kind is Kind.CALIBRATE for r in runs if r.sha == good)
+        d, runs = drive(Problem(graph, good, bad, settings), lambda sha: RawResult(0), 2)
+        assert d.outcome.status is Status.NOT_REPRODUCIBLE and sum(r.sha == bad for r in runs) == 2, d.outcome
+    # GOOD as read: BAD alone is run first, and GOOD only once the search points at its child
+    d, runs = drive(Problem(graph, good, bad, Settings(good_as_read=True)), exits(6), 1)
+    assert d.outcome.culprit == "c6" and runs[0].sha == bad and good not in {r.sha for r in runs}
+    d, runs = drive(Problem(graph, good, bad, Settings(good_as_read=True)), exits(1), 1)
+    assert d.outcome.culprit == "c1" and [r.kind for r in runs if r.sha == good] == [Kind.CALIBRATE]
+
+
 def drive_from(problem, given, outcome_of, workers):
     """`drive` from runs already recorded (CI's readings)."""
     return drive(problem, outcome_of, workers, given=given)

@@ -9,7 +9,7 @@ from itertools import zip_longest
 from bot.domain.bisect.candidates import Scope
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import Decision, Kind, Outcome, Probe, Problem, State, Status
-from bot.domain.bisect.planner import choose_probes
+from bot.domain.bisect.planner import choose_probes, runs_worth_starting
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
 from bot.domain.bisect.verdict import MetricRule, Verdict
 from bot.domain.reasons import Reason
@@ -31,7 +31,8 @@ def calibration_round(
     free += len(obsolete)
     probes = [Probe(sha, Kind.CALIBRATE, rnd) for sha in needs[:free]]
     if presume:
-        probes += presumed_search(problem, ev, in_flight, free - len(probes), rnd)
+        runners = free + len(in_flight) - len(obsolete)
+        probes += presumed_search(problem, ev, in_flight, free - len(probes), rnd, runners)
     return Decision(state, tuple(probes), obsolete, boundary=ev.boundary)
 
 
@@ -42,38 +43,46 @@ def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]
     while they agree with the runner's (a flaky test's second calibration run is skipped; should the runner's
     first reading disagree, the run is asked for after all).
 
-    With `trust_endpoints`, an endpoint whose every reading so far says what its role says (CI read GOOD green
+    An endpoint taken as read (`taken_as_read`) whose every reading so far says what its role says (CI read GOOD green
     and BAD red; on the CLI, the user's word with no reading at all) needs no run of its own: the search starts
     at once, and runs the endpoint only when its results contradict it (everything passes: the culprit would be
     BAD, whose FAIL the runner must show; GOOD's neighbour fails: GOOD's PASS is wanted, bot.domain.bisect.engine).
     A metric without a threshold is never taken as read: its boundary comes from the endpoints' own readings."""
     untestable = ev.untestable(problem.settings)
-    trusting = taken_as_read(problem, ev)
+    as_read = taken_as_read(problem, ev)
     need = {}
     for sha, role in ((problem.good, Verdict.GOOD), (problem.bad, Verdict.BAD)):
         runner = [v for v in ev.of_sha(sha, ci=False) if v.is_evidence]
         ci = [v for r, v in ev.verdicts if r.sha == sha and r.kind is Kind.CI and v.is_evidence]
         agree = bool(ci) and len(set(ci + runner)) == 1
-        taken = trusting and all(v is role for v in ci + runner)
+        taken = role in as_read and all(v is role for v in ci + runner)
         have = len(runner) + sum(p.sha == sha for p in in_flight)
         floor = 0 if taken else 1
         need[sha] = 0 if sha in untestable else max(0, floor - have, each - have - (agree or taken))
     return [sha for batch in zip_longest(*([sha] * k for sha, k in need.items())) for sha in batch if sha is not None]
 
 
-def taken_as_read(problem: Problem, ev: Evidence) -> bool:
-    """Whether the endpoints may stand as read (`trust_endpoints`): never for a metric without a threshold, and no
-    longer once a run on the bisect runner gave no verdict (its infrastructure failed, or it could not be set up:
-    exit 125) -- then whether the runner can run the test at all is the question, and the endpoints answer it first
-    (an environment no commit can be set up in ends "untestable" at them, not after a search through every commit;
-    an unbuildable commit in the range costs the endpoints' calibration, as without trust)."""
-    rule = problem.settings.metric
-    if not problem.settings.trust_endpoints or (rule is not None and rule.threshold is None):
-        return False
-    return all(v.is_evidence for r, v in ev.verdicts if r.kind is not Kind.CI)
+def taken_as_read(problem: Problem, ev: Evidence) -> frozenset[Verdict]:
+    """The endpoints' roles that may stand as read (GOOD and BAD with `trust_endpoints`, GOOD with `good_as_read`
+    for a test judged by its exit code):
+    none for a metric without a threshold, and none once a run on the bisect runner gave no verdict (its
+    infrastructure failed, or it could not be set up: exit 125) -- then whether the runner can run the test at all
+    is the question, and the endpoints answer it first (an environment no commit can be set up in ends "untestable"
+    at them, not after a search through every commit; an unbuildable commit in the range costs the endpoints'
+    calibration, as without trust)."""
+    s = problem.settings
+    if s.trust_endpoints:
+        roles = frozenset((Verdict.GOOD, Verdict.BAD))
+    else:  # GOOD alone, for an exit code: a metric's boundary is read from both endpoints' readings, or from neither
+        roles = frozenset((Verdict.GOOD,) if s.good_as_read and s.metric is None else ())
+    if not roles or (s.metric is not None and s.metric.threshold is None):
+        return frozenset()
+    return roles if all(v.is_evidence for r, v in ev.verdicts if r.kind is not Kind.CI) else frozenset()
 
 
-def presumed_search(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> list[Probe]:
+def presumed_search(
+    problem: Problem, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int, runners: int
+) -> list[Probe]:
     """Search probes for the runners calibration leaves free, planned as if GOOD passes and BAD fails
     (what a deterministic test's endpoints do), so the search does not wait a round for them.
 
@@ -91,6 +100,7 @@ def presumed_search(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], 
     except Contradiction:  # --flake-rate 0 with contradicting results: the search says so once calibrated
         return []
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight) if p is not None]
+    free = min(free, runs_worth_starting(post, runners, sum(p.kind is Kind.SEARCH for p in in_flight)))
     return [
         Probe(scope.sha(p), Kind.SEARCH, rnd)
         for p in choose_probes(post, free, busy, untestable_positions(problem, scope, ev))

@@ -126,7 +126,12 @@ def _stood_for_head(problem: Problem, state: State, ev: Evidence, x: int) -> Sto
         taken = tuple(runs[-x:])
         return StoodFor(taken, len(taken), f"BAD itself: {len(taken)} of its runs on the bisect runner stand for it")
     ci = tuple(v for r, v in ev.verdicts if r.sha == problem.bad and r.kind is Kind.CI and v.is_evidence)
-    if not state.confirmations and ci and all(v is Verdict.BAD for v in ci) and taken_as_read(problem, ev):
+    if (
+        not state.confirmations
+        and ci
+        and all(v is Verdict.BAD for v in ci)
+        and Verdict.BAD in taken_as_read(problem, ev)
+    ):
         return StoodFor(ci, x, "BAD itself, read red by CI and reproduced there")
     return StoodFor()
 

@@ -43,7 +43,7 @@ from bot.domain.bisect.model import (
     State,
     Status,
 )
-from bot.domain.bisect.planner import USEFUL, choose_probes, top_block
+from bot.domain.bisect.planner import USEFUL, choose_probes, runs_worth_starting, top_block
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
 from bot.domain.bisect.sampled import calibrate as sampled_calibrate
 from bot.domain.bisect.sampled import sampled
@@ -122,11 +122,16 @@ def _calibrate(
 
 def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
     s = problem.settings
-    if s.trust_endpoints and not state.merges and not taken_as_read(problem, ev):
+    if s.reads_endpoints and not state.merges and not taken_as_read(problem, ev):
         # the endpoints were taken as read and a run gave no verdict: they are calibrated after all (once an endpoint
         # was run, its calibration round, or its end as untestable, comes from _calibrate as without trust)
         calibrated = all(any(v.is_evidence for v in ev.of_sha(sha, ci=False)) for sha in (problem.good, problem.bad))
         if not calibrated or ev.untestable(s) & {problem.good, problem.bad}:
+            return _calibrate(problem, replace(state, phase=Phase.CALIBRATING), ev, in_flight, free, rnd)
+    if s.reads_endpoints and not state.merges and ev.surprised(problem):
+        # an endpoint taken as read said the opposite when it ran (GOOD failed, BAD passed): it is calibrated as any
+        # surprising endpoint is, and ends the bisection good_fails or not_reproducible if its runs agree
+        if calibration_needs(problem, ev, in_flight, s.calibration_runs):
             return _calibrate(problem, replace(state, phase=Phase.CALIBRATING), ev, in_flight, free, rnd)
     scope = problem.scope(state.merges)
     n = len(scope.candidates)
@@ -151,7 +156,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     ran = ev.tallies(scope, ci=False)
     fails_at = lambda p: ran.get(p, Tally()).fails > 0  # noqa: E731
     # GOOD's PASS is taken from calibration, or (endpoints taken as read) run when GOOD is the culprit's parent
-    good_ran = not s.trust_endpoints or bool(ev.of_sha(problem.good, ci=False))
+    good_ran = not s.reads_endpoints or bool(ev.of_sha(problem.good, ci=False))
     passes_at = lambda p: (p == 0 and good_ran) or ran.get(p, Tally()).passes > 0  # noqa: E731
     confident = block.mass >= s.confidence
     backed = fails_at(block.last) and passes_at(block.parent) if block.last <= n else passes_at(n)
@@ -173,6 +178,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     )
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr not in obsolete) if p is not None]
     free += len(obsolete)
+    runners = free + len(in_flight) - len(obsolete)
 
     def finish(outcome: Outcome) -> Decision:
         return replace(final_decision(state, outcome, ev, flake), guess=guess)
@@ -266,6 +272,9 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     if confident and block.last <= n:
         positions = [p for p in backing if p not in busy][:free]
     else:
+        if flake == 0:  # a deterministic search: no more runs a round than keep its number of rounds
+            searching = sum(pr.kind is Kind.SEARCH for pr in in_flight if pr not in obsolete)
+            free = min(free, runs_worth_starting(post, runners, searching))
         positions = choose_probes(post, free, busy, untestable_pos)
     if not positions and not recalibrate and len(in_flight) == len(obsolete):
         return finish(
@@ -276,5 +285,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
                 confidence=block.mass,
             )
         )
-    probes = tuple(recalibrate) + tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
+    # GOOD's run (an endpoint taken as read, backing its child's FAIL) is its deferred calibration
+    kind_at = lambda p: Kind.CALIBRATE if scope.sha(p) == problem.good else Kind.SEARCH  # noqa: E731
+    probes = tuple(recalibrate) + tuple(Probe(scope.sha(p), kind_at(p), rnd) for p in positions)
     return Decision(state, probes, obsolete, guess=guess, flake_rate=flake, boundary=ev.boundary, posterior=post)

@@ -64,6 +64,14 @@ class Settings:
     # GOOD passes and BAD fails as CI read them (or as the user says): no endpoint run before the search; one runs
     # only when the search contradicts it (bot.domain.bisect.calibration.calibration_needs)
     trust_endpoints: bool = False
+    # GOOD alone taken as read (the CLI's default: the user's word, as `git bisect run` takes it; the nightly path's
+    # GOOD, read green by CI): BAD still runs first, GOOD only when the search points at its child
+    good_as_read: bool = False
+
+    @property
+    def reads_endpoints(self) -> bool:
+        """Whether any endpoint is taken as read (bot.domain.bisect.calibration.taken_as_read)."""
+        return self.trust_endpoints or self.good_as_read
 
     def run_budget(self, n: int) -> int:
         return self.max_runs or 12 * max(1, math.ceil(math.log2(n + 1))) + 8 * self.calibration_runs + 20

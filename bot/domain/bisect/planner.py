@@ -62,6 +62,29 @@ def choose_probes(
     return sorted(chosen)
 
 
+def rounds_to_resolve(hypotheses: int, per_round: int) -> int:
+    """Rounds of `per_round` runs a deterministic search needs to single out one of `hypotheses`."""
+    rounds, reach = 0, 1
+    while reach < hypotheses:
+        reach *= per_round + 1
+        rounds += 1
+    return rounds
+
+
+def runs_worth_starting(post: Posterior, runners: int, searching: int) -> int:
+    """How many new search runs a deterministic test's round should start, `searching` being under way already.
+
+    Every run of a round splits the hypotheses left one way more, so k runners need R = ceil(log_(k+1) m) rounds for
+    m hypotheses, and so does any j < k with (j+1)^R >= m: the fewest such j, spread evenly over the rounds, spend
+    fewer runs in as many rounds (240 hypotheses with one of 3 runners calibrating BAD: 5 rounds of 2 runs each,
+    10 runs, where 2 + 3 + 3 + 3 + 1 spend 12 in the same 5 rounds). A run not started is never cancelled either."""
+    m = post.support()
+    if m <= 1:
+        return max(0, runners - searching)
+    rounds = rounds_to_resolve(m, runners)
+    return max(0, next(j for j in range(1, runners + 1) if (j + 1) ** rounds >= m) - searching)
+
+
 @dataclass(frozen=True)
 class Block:
     """The top hypothesis, widened over untestable commits it cannot be told apart from."""

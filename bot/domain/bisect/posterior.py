@@ -111,6 +111,11 @@ class Posterior:
         """Posterior of hypothesis i (n+1 = no culprit)."""
         return self.density[self._segment(i)] if 1 <= i <= self.n + 1 else 0.0
 
+    def support(self) -> int:
+        """How many hypotheses (no culprit included) still have mass: for a deterministic test, those left to tell
+        apart."""
+        return sum(self.cuts[j + 1] - self.cuts[j] for j, d in enumerate(self.density) if d > 0)
+
     @property
     def no_culprit(self) -> float:
         return self.density[-1]
