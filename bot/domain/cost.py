@@ -7,7 +7,20 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+
+class StoredStep(Protocol):
+    """What a cost needs of a stored step (bot.ports.store.StepRecord)."""
+
+    kind: str
+    state: str
+    duration_s: float | None
+    started_at: datetime | None
+    finished_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -47,3 +60,16 @@ def cost_of(durations: list[float], cancelled_s: list[float], gpus: int, commits
     typical = statistics.median(durations) if durations else 0.0
     git = git_bisect_runs(commits)
     return Cost(len(durations), sum(durations) + sum(cancelled_s), len(cancelled_s), gpus, git, git * typical)
+
+
+def held_by_cancelled(steps: Sequence[StoredStep]) -> list[float]:
+    """Seconds each cancelled run held its runner: stopped once its answer was no longer needed, paid for all the
+    same."""
+    return [(s.finished_at - s.started_at).total_seconds() for s in steps if s.state == "cancelled" and s.finished_at]
+
+
+def cost_of_steps(steps: Sequence[StoredStep], gpus: int, commits: int) -> Cost:
+    """A stored bisection's cost: its finished runs on the bisect runner (CI's readings are free) and its cancelled
+    ones, beside git bisect run's on `commits`."""
+    ran = [s.duration_s or 0.0 for s in steps if s.state in ("done", "lost") and s.kind != "ci"]
+    return cost_of(ran, held_by_cancelled(steps), gpus, commits)

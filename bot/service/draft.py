@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
-from bot.domain.cost import Cost, cost_of
+from bot.domain.cost import Cost, cost_of_steps
 from bot.domain.outcome import AB as OutcomeAB
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
@@ -29,7 +29,7 @@ from bot.service.pr_body import (
     Row,
     render,
 )
-from bot.service.report import held_by_cancelled, replay_log
+from bot.service.report import replay_log
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,8 @@ class PrRecord:
 
 def _cost(row: BisectionRecord, commits: int) -> Cost:
     """The bisection's runs on its runners (cancelled ones too) in GPU-hours, beside git bisect run's."""
-    ran = [s.duration_s or 0.0 for s in row.steps if s.state in ("done", "lost") and s.kind != Kind.CI.value]
-    held = held_by_cancelled(row.steps)
     needs = BisectConfig.from_json(row.settings).needed()
-    return cost_of(ran, held, needs.gpus if needs else 0, commits)
+    return cost_of_steps(row.steps, needs.gpus if needs else 0, commits)
 
 
 def _summary(verdicts: list[Verdict]) -> str:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 
 from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
+from bot.domain.cost import held_by_cancelled
 from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.ports import Clones, Git
-from bot.ports.store import BisectionRecord, StepRecord
+from bot.ports.store import BisectionRecord
 from bot.service.driver import finished_runs
 
 EXIT_CODES = {
@@ -103,12 +103,6 @@ def tests_of(row: BisectionRecord) -> list[dict]:
         )
         for m in members(row.tests)
     ]
-
-
-def held_by_cancelled(steps: Sequence[StepRecord]) -> list[float]:
-    """Seconds each cancelled run held its runner: stopped once its answer was no longer needed, paid for all the
-    same."""
-    return [(s.finished_at - s.started_at).total_seconds() for s in steps if s.state == "cancelled" and s.finished_at]
 
 
 KIND_WORDS = {  # in the order a bisection spends them

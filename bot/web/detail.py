@@ -14,6 +14,7 @@ from datetime import datetime
 from bot.domain.bisect.explain import AB_KIND_VALUES, Masses, explain
 from bot.domain.bisect.model import Settings
 from bot.domain.bisect.verdict import MetricRule
+from bot.domain.cost import cost_of_steps
 from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports.store import BisectionRecord
@@ -240,10 +241,18 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         chart=chart,
         posterior=posterior,
         ab=ab,
+        cost=_cost(row, config, order) if told.recorded else "",
         revert_pr_body=body,
         culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
         tests=tests_of(row),
     )
+
+
+def _cost(row: BisectionRecord, config: dict, order: list[str]) -> str:
+    """Runs and GPU-hours (`needs.gpus` per run; runner-hours for a CLI command) beside git bisect run's estimate on
+    the recorded range (`order`: GOOD, then the commits)."""
+    gpus = int((config.get("needs") or {}).get("gpus") or 0)
+    return cost_of_steps(row.steps, gpus, len(order) - 1).describe() if row.steps else ""
 
 
 def tests_of(row: BisectionRecord) -> list[TestRowView]:

@@ -169,6 +169,7 @@ class BisectionDetail(BaseModel):
     chart: ChartData
     posterior: PosteriorView
     ab: ABView | None = None
+    cost: str = Field("", description="the runs and their GPU-hours (cancelled runs included) beside git bisect run's")
     revert_pr_body: str | None = None
     tests: list[TestRowView] = Field([], description="a group's tests, each with its own answer; empty for one test")
     culprit: CommitView | None = Field(

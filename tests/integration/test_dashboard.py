@@ -643,6 +643,19 @@ def test_the_page_leads_with_the_answer(world, client, openapi):
     assert "Best guess so far" in client.get(f"/bisections/{world.ids['running']}").text
 
 
+def test_the_page_states_the_runs_and_their_cost_beside_git_bisect_run(world, client, openapi):
+    """GPU-hours as the headline: every finished run on the bisect runner (CI's readings are free), the hours they
+    held it, and git bisect run's estimate on the same range."""
+    bid = world.ids["published"]
+    data = check(openapi, client.get(f"/api/bisections/{bid}"), "/api/bisections/{bisection_id}")
+    ran = [s for s in data["steps"] if s["state"] in ("done", "lost") and s["kind"] != "ci"]
+    assert ran and data["cost"].startswith(f"{len(ran)} runs, ")
+    assert "runner-hours" in data["cost"] and "`git bisect run` on the same range: ~" in data["cost"]
+    html = client.get(f"/bisections/{bid}").text
+    shown = html[html.index('id="cost"') : html.index("</span>", html.index('id="cost"'))]
+    assert f"{len(ran)} runs, " in shown and "git bisect run on the same range" in shown
+
+
 def test_untested_runs_collapse_into_one_row(world, client):
     def entry(i, role):
         return models.TimelineEntry(position=i, sha=f"{i:040x}", role=role, verdicts=[], metrics=[], runs=0, running=0)

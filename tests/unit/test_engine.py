@@ -9,7 +9,8 @@ from bot.cli.wording import said  # the remedies are worded per surface; the CLI
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.evidence import fewest_errors
 from bot.domain.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
-from bot.domain.bisect.posterior import Tally
+from bot.domain.bisect.planner import runs_worth_starting
+from bot.domain.bisect.posterior import Posterior, Tally
 from bot.domain.bisect.sampled import ENDPOINT_FIRST
 from bot.domain.bisect.simulate import FlakyTest, git_bisect, linear_graph, simulate
 from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
@@ -38,6 +39,33 @@ def test_deterministic_search_finds_culprit_in_k_ary_rounds(n, data, k, auto):
     assert result.total_rounds - result.rounds[Kind.CONFIRM] <= math.ceil(2 / k) + bound(n, k)
     assert result.runs_by_kind[Kind.CONFIRM] == (1 if auto else 0)  # auto re-runs the culprit once; 0 trusts the search
     assert result.rounds[Kind.CONFIRM] == (1 if auto else 0)
+
+
+def test_a_round_starts_the_fewest_runs_that_keep_its_number_of_rounds():
+    """240 commits on 3 workers, BAD calibrating beside the first round (GOOD taken as read): 2 search runs a round
+    split 3 ways, 3^5 >= 240, in the 5 rounds 3 runs a round would need with one runner taken; 10 search runs where
+    every runner busy spends 12. One round of 4 runners on 4 hypotheses: 3 runs, all of them needed."""
+    result = simulate(240, FlakyTest(100), 3, Settings(good_as_read=True))
+    assert result.culprit_index() == 100 and result.runs_by_kind[Kind.SEARCH] == 10 and result.rounds[Kind.SEARCH] == 5
+    graph, good, bad = linear_graph(4)
+    first = decide(
+        Problem(graph, good, bad, Settings(trust_endpoints=True)), State(), [Run(bad, Kind.CI, RawResult(1))], (), 4
+    )
+    assert len(first.probes) == 3 and {p.kind for p in first.probes} == {Kind.SEARCH}
+    assert runs_worth_starting(Posterior.compute(80, {80: Tally(0, 1)}, 0.0), 3, 0) == 2  # 3^4 = 81 >= 80
+    assert runs_worth_starting(Posterior.compute(80, {80: Tally(0, 1)}, 0.0), 3, 2) == 0  # both under way
+
+
+@given(n=st.integers(2, 3000), data=st.data(), k=st.integers(1, 8))
+@settings(max_examples=200, deadline=None)
+def test_the_clis_default_runs_bad_alone_first_in_no_more_rounds(n, data, k):
+    """GOOD taken as read: BAD's one calibration run (GOOD's too only when the culprit is its child), and the search
+    in k-ary rounds, fewer runs a round where they keep the number of rounds."""
+    culprit = data.draw(st.integers(1, n))
+    result = simulate(n, FlakyTest(culprit), k, Settings(good_as_read=True))
+    assert result.outcome.status is Status.FOUND and result.culprit_index() == culprit
+    assert result.runs_by_kind[Kind.CALIBRATE] == (2 if culprit == 1 else 1)
+    assert result.total_rounds - result.rounds[Kind.CONFIRM] <= 1 + bound(n, k) + (culprit == 1)
 
 
 @given(st.dictionaries(st.integers(0, 40), st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=12))
@@ -74,13 +102,15 @@ def test_auto_keeps_99_percent_at_a_5_percent_flake_rate_with_one_culprit_rerun(
     """Auto trusts single results until one contradicts; the culprit's one re-run still catches the flake that
     misled the search often enough, at k = 1 (no overlap, the fewest runs) and at k = 3."""
     sims = 3000
-    for k in (1, 3):
-        correct = 0
-        for seed in range(sims):
-            rng = random.Random(seed)
-            culprit = rng.randint(1, 64)
-            correct += simulate(64, FlakyTest(culprit, 0.05, rng), k, Settings()).culprit_index() == culprit
-        assert correct / sims >= 0.99, (k, correct / sims)
+    # the engine's default (both endpoints run first) and the CLI's (BAD reproduced, GOOD taken as read)
+    for settings_ in (Settings(), Settings(good_as_read=True)):
+        for k in (1, 3):
+            correct = 0
+            for seed in range(sims):
+                rng = random.Random(seed)
+                culprit = rng.randint(1, 64)
+                correct += simulate(64, FlakyTest(culprit, 0.05, rng), k, settings_).culprit_index() == culprit
+            assert correct / sims >= 0.99, (settings_, k, correct / sims)
 
 
 def exits(bad_from: int, special: dict[int, int] | None = None):
@@ -544,11 +574,11 @@ def test_an_endpoint_taken_as_read_that_says_the_opposite_when_run_ends_as_a_cal
     passes: calibrated like any surprising endpoint, the bisection ends good_fails / not_reproducible, never
     "no single culprit explains the results"."""
     graph, good, bad = linear_graph(10)
-    for settings in (Settings(good_as_read=True), Settings(trust_endpoints=True)):
-        d, runs = drive(Problem(graph, good, bad, settings), lambda sha: RawResult(1), 2)
-        assert d.outcome.status is Status.GOOD_FAILS, (settings, d.outcome)
+    for given_settings in (Settings(good_as_read=True), Settings(trust_endpoints=True)):
+        d, runs = drive(Problem(graph, good, bad, given_settings), lambda sha: RawResult(1), 2)
+        assert d.outcome.status is Status.GOOD_FAILS, (given_settings, d.outcome)
         assert sum(r.sha == good for r in runs) == 2 and all(r.kind is Kind.CALIBRATE for r in runs if r.sha == good)
-        d, runs = drive(Problem(graph, good, bad, settings), lambda sha: RawResult(0), 2)
+        d, runs = drive(Problem(graph, good, bad, given_settings), lambda sha: RawResult(0), 2)
         assert d.outcome.status is Status.NOT_REPRODUCIBLE and sum(r.sha == bad for r in runs) == 2, d.outcome
     # GOOD as read: BAD alone is run first, and GOOD only once the search points at its child
     d, runs = drive(Problem(graph, good, bad, Settings(good_as_read=True)), exits(6), 1)
