@@ -79,7 +79,7 @@ def runs_worth_starting(post: Posterior, runners: int, searching: int) -> int:
     fewer runs in as many rounds (240 hypotheses with one of 3 runners calibrating BAD: 5 rounds of 2 runs each,
     10 runs, where 2 + 3 + 3 + 3 + 1 spend 12 in the same 5 rounds). A run not started is never cancelled either."""
     m = post.support()
-    if m <= 1:
+    if runners <= 1 or m <= 1:
         return max(0, runners - searching)
     rounds = rounds_to_resolve(m, runners)
     return max(0, next(j for j in range(1, runners + 1) if (j + 1) ** rounds >= m) - searching)
