@@ -19,7 +19,7 @@ class StoredStep(Protocol):
     kind: str
     state: str
     duration_s: float | None
-    started_at: datetime | None
+    started_at: datetime
     finished_at: datetime | None
 
 
