@@ -76,6 +76,7 @@ class StoryWatch:
         self.publish_grace_s = publish_grace_s
         self.clock = clock
         self._proven_at: float | None = None
+        self._idle_since: float | None = None  # since when every job is done and no bisection exists
 
     def progress(self) -> str:
         try:
@@ -107,7 +108,9 @@ class StoryWatch:
             return None
         if failed:
             return Ended(f"the bot's {failed[0].handler} job failed: {failed[0].error}")
-        if row is None or not row.status:
+        if row is None:
+            return self._nothing_started()
+        if not row.status:
             return None
         if row.tests_json is not None:
             return self._group_ended(row, opened)
@@ -131,6 +134,19 @@ class StoryWatch:
                 f"bisection #{row.id} proved the revert, but no revert PR appeared within {self.publish_grace_s:.0f}s"
             )
         return None
+
+    def _nothing_started(self) -> Ended | None:
+        """The bot handled every delivery and started no bisection (a red run it judged nothing to bisect: its log
+        says why), and stayed so for the publish grace: no revert PR can come."""
+        jobs = _rows(self.engine, "SELECT state, count(*) AS n FROM jobs GROUP BY state")
+        done = sum(j.n for j in jobs if j.state == "done")
+        if not done or any(j.state != "done" for j in jobs):
+            self._idle_since = None
+            return None
+        self._idle_since = self._idle_since or self.clock()
+        if self.clock() - self._idle_since <= self.publish_grace_s:
+            return None
+        return Ended(f"the bot handled the nightly's {done} webhook job(s) and started no bisection (its log says why)")
 
     def _group_ended(self, row: _Latest, opened: int) -> Ended | None:
         """A group of tests (one revert PR per culprit): ended once every culprit proven has its PR or the publish
