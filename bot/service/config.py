@@ -52,6 +52,12 @@ class BisectConfig:
     def needed(self) -> Needs | None:
         return None if self.needs is None else Needs.from_json(self.needs)
 
+    @property
+    def gpus(self) -> int:
+        """GPUs per run (0: not stated, a CLI command): what a run's duration costs in GPU-hours."""
+        needs = self.needed()
+        return needs.gpus if needs else 0
+
     def env_spec(self) -> EnvSpec | None:
         return None if self.env is None else EnvSpec.from_json(self.env)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
-from bot.domain.cost import Cost, cost_of_steps
+from bot.domain.cost import cost_of_steps
 from bot.domain.outcome import AB as OutcomeAB
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
@@ -37,12 +37,6 @@ class PrRecord:
     number: int
     title: str
     author: str | None = None
-
-
-def _cost(row: BisectionRecord, commits: int) -> Cost:
-    """The bisection's runs on its runners (cancelled ones too) in GPU-hours, beside git bisect run's."""
-    needs = BisectConfig.from_json(row.settings).needed()
-    return cost_of_steps(row.steps, needs.gpus if needs else 0, commits)
 
 
 def _summary(verdicts: list[Verdict]) -> str:
@@ -141,7 +135,7 @@ def draft(
         bisection_id=row.id,
         confidence=outcome.confidence or 0.0,
         runs=sum(s.state in ("done", "lost") and s.kind != Kind.CI.value for s in row.steps),
-        cost=_cost(row, len(problem.graph)).describe(),
+        cost=cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, len(problem.graph)).describe(),
         ci_runs=sum(s.kind == Kind.CI.value for s in row.steps),
         commits=len(problem.graph),
         before=metric(parent),
@@ -165,17 +159,16 @@ def runs_of_test(row: BisectionRecord, test: str | None):
 
 
 def _ab(evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:
-    """The A/B table's two rows. HEAD's row lists its own A/B runs, after whatever stood for them (BAD's runs, or CI's
-    reproduced red reading of BAD: bot.domain.bisect.confirmation), named as such."""
+    """The A/B table's two rows. HEAD's row: its own A/B runs, or, when something stood for them (BAD's runs, or CI's
+    reproduced red reading of BAD: bot.domain.bisect.confirmation), the verdicts the A/B counted, named as such."""
     ab_runs: dict[Kind, list] = defaultdict(list)
     for run, verdict in evidence.verdicts:
         if run.kind in (Kind.AB_HEAD, Kind.AB_REVERT):
             ab_runs[run.kind].append((verdict, run.raw))
     head, reverted = ab_runs[Kind.AB_HEAD], ab_runs[Kind.AB_REVERT]
     head_summary = _summary([v for v, _ in head])
-    if told and told.head_from:
-        stood = _summary([Verdict(v) for v in told.head_verdicts[: max(0, len(told.head_verdicts) - len(head))]])
-        head_summary = "; ".join(filter(None, [f"{stood} ({told.head_from})", head_summary]))
+    if told and told.head_from:  # the verdicts the A/B counted, what stood for HEAD's runs among them
+        head_summary = f"{_summary([Verdict(v) for v in told.head_verdicts])} ({told.head_from})"
     return AB(
         revert.onto,
         revert.sha,

@@ -8,10 +8,11 @@ from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
-from bot.domain.cost import held_by_cancelled
+from bot.domain.cost import cost_of_steps, held_by_cancelled
 from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.ports import Clones, Git
 from bot.ports.store import BisectionRecord
+from bot.service.config import BisectConfig
 from bot.service.driver import finished_runs
 
 EXIT_CODES = {
@@ -38,7 +39,7 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         rounds[s.kind].add(s.round)
         runs_by_kind[s.kind] += 1
     cancelled = held_by_cancelled(row.steps)
-    cancelled_s = sum(cancelled)
+    cost = cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, len(problem.graph))
     grouped = row.tests is not None
     # a step's verdict as the calibrated boundary judges it now (same order: finished_runs keeps row order); a
     # group's steps keep the word stored for them, and each test's own result beside it
@@ -79,8 +80,10 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         runs_by_kind=dict(sorted(runs_by_kind.items())),
         runs=len(ran),
         # the runners' time: every finished run's duration, and what the cancelled runs held them for
-        runner_seconds=round(sum(s.duration_s or 0.0 for s in ran) + cancelled_s, 1),
-        cancelled=dict(runs=len(cancelled), runner_seconds=round(cancelled_s, 1)),
+        runner_seconds=round(cost.runner_s, 1),
+        cancelled=dict(runs=len(cancelled), runner_seconds=round(sum(cancelled), 1)),
+        # what `git bisect run` would have spent on the same range, at this bisection's median run (bot.domain.cost)
+        git_bisect_run=dict(runs=cost.git_runs, runner_seconds=round(cost.git_runner_s, 1)),
         steps=steps,
         revert=_revert_info(row, repo, clones),
         ab=outcome.ab.as_json() if outcome.ab else None,
@@ -163,6 +166,9 @@ def summary(report: dict) -> str:
     if cancelled.get("runs"):  # paid for, though their answers were not needed in the end
         minutes = cancelled["runner_seconds"] / 60
         spent += f"; {_count(cancelled['runs'], 'run')} cancelled after {minutes:.1f} runner-minutes"
+    git = report.get("git_bisect_run") or {}
+    if git.get("runs"):  # beside what `git bisect run` would spend on the range, verifying nothing
+        spent += f"; git bisect run: ~{_count(git['runs'], 'run')}, ~{git['runner_seconds'] / 60:.1f} runner-minutes"
     found = report["status"] == Status.FOUND.value
     return f"{_headline(report)}{' in ' if found else '; '}{spent}"
 

@@ -18,6 +18,7 @@ from bot.domain.cost import cost_of_steps
 from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports.store import BisectionRecord
+from bot.service.config import BisectConfig
 from bot.web.models import (
     ABView,
     BisectionDetail,
@@ -241,17 +242,17 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         chart=chart,
         posterior=posterior,
         ab=ab,
-        cost=_cost(row, config, order) if told.recorded else "",
+        cost=_cost(row, order) if told.recorded else "",
         revert_pr_body=body,
         culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
         tests=tests_of(row),
     )
 
 
-def _cost(row: BisectionRecord, config: dict, order: list[str]) -> str:
-    """Runs and GPU-hours (`needs.gpus` per run; runner-hours for a CLI command) beside git bisect run's estimate on
-    the recorded range (`order`: GOOD, then the commits)."""
-    gpus = int((config.get("needs") or {}).get("gpus") or 0)
+def _cost(row: BisectionRecord, order: list[str]) -> str:
+    """Runs and GPU-hours (runner-hours for a CLI command) beside git bisect run's estimate on the recorded range
+    (`order`: GOOD, then its first-parent commits)."""
+    gpus = BisectConfig.from_json(row.settings).gpus
     return cost_of_steps(row.steps, gpus, len(order) - 1).describe() if row.steps else ""
 
 

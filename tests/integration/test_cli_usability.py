@@ -91,6 +91,9 @@ def test_found_summary_in_words_and_no_worktree_or_lock_left(synth, cli, tmp_pat
     )
     sentence = f"found {repo.culprit[:10]} in {r.json['runs']} runs over {r.json['rounds']} rounds ({kinds})"
     sentence += f"; {r.json['runner_seconds'] / 60:.1f} runner-minutes"  # every run's time, as the JSON sums it
+    git = r.json["git_bisect_run"]  # beside git bisect run's estimate on the same 24 commits: ceil(log2 24) runs
+    assert git["runs"] == 5 and git["runner_seconds"] > 0
+    sentence += f"; git bisect run: ~5 runs, ~{git['runner_seconds'] / 60:.1f} runner-minutes"
     assert set(runs) <= {"calibrate", "search", "confirm"} and "search" in runs
     spent_s = sum(s["duration_s"] for s in r.json["steps"]) + r.json["cancelled"]["runner_seconds"]
     assert abs(r.json["runner_seconds"] - spent_s) <= 0.1  # finished runs' durations and the cancelled ones' time
@@ -164,6 +167,9 @@ def test_summary_of_each_other_outcome():
     assert summary(spent) == "cancelled; 0 runs over 0 rounds; 2 runs cancelled after 1.5 runner-minutes"
     ran = report("cancelled", [step(b, "bad")], rounds=1, runner_seconds=150.0, cancelled={"runs": 0})
     assert summary(ran) == "cancelled; 1 run over 1 round (1 calibration); 2.5 runner-minutes"
+    beside = report("found", [step(b, "bad")], culprit="c" * 40, rounds=1, runner_seconds=600.0)
+    beside["git_bisect_run"] = {"runs": 8, "runner_seconds": 2400.0}
+    assert summary(beside).endswith("; 10.0 runner-minutes; git bisect run: ~8 runs, ~40.0 runner-minutes")
 
 
 def test_workdir_holds_the_worktrees_and_is_kept_for_resume(synth, cli, tmp_path):

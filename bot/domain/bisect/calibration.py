@@ -80,6 +80,24 @@ def taken_as_read(problem: Problem, ev: Evidence) -> frozenset[Verdict]:
     return roles if all(v.is_evidence for r, v in ev.verdicts if r.kind is not Kind.CI) else frozenset()
 
 
+def calibration_owed(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]) -> bool:
+    """Whether endpoints taken as read are calibrated after all, from the search: a run gave no verdict (then whether
+    the runner can run the test at all is asked of them, see `taken_as_read`), or one of them said the opposite when
+    it ran (GOOD failed, BAD passed: calibrated as any surprising endpoint, the bisection ends good_fails or
+    not_reproducible if its runs agree). Once an endpoint was run, its calibration round, or its end as untestable,
+    comes from the engine's calibration phase as without trust."""
+    s = problem.settings
+    if not s.reads_endpoints:
+        return False
+    endpoints = (problem.good, problem.bad)
+    if not taken_as_read(problem, ev) and (
+        not all(any(v.is_evidence for v in ev.of_sha(sha, ci=False)) for sha in endpoints)
+        or ev.untestable(s) & set(endpoints)
+    ):
+        return True
+    return ev.surprised(problem) and bool(calibration_needs(problem, ev, in_flight, s.calibration_runs))
+
+
 def presumed_search(
     problem: Problem, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int, runners: int
 ) -> list[Probe]:

@@ -22,9 +22,9 @@ from dataclasses import replace
 
 from bot.domain.bisect.calibration import (
     calibration_needs,
+    calibration_owed,
     calibration_round,
     metric_calibration,
-    taken_as_read,
     untestable_positions,
 )
 from bot.domain.bisect.candidates import is_merge
@@ -122,17 +122,8 @@ def _calibrate(
 
 def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
     s = problem.settings
-    if s.reads_endpoints and not state.merges and not taken_as_read(problem, ev):
-        # the endpoints were taken as read and a run gave no verdict: they are calibrated after all (once an endpoint
-        # was run, its calibration round, or its end as untestable, comes from _calibrate as without trust)
-        calibrated = all(any(v.is_evidence for v in ev.of_sha(sha, ci=False)) for sha in (problem.good, problem.bad))
-        if not calibrated or ev.untestable(s) & {problem.good, problem.bad}:
-            return _calibrate(problem, replace(state, phase=Phase.CALIBRATING), ev, in_flight, free, rnd)
-    if s.reads_endpoints and not state.merges and ev.surprised(problem):
-        # an endpoint taken as read said the opposite when it ran (GOOD failed, BAD passed): it is calibrated as any
-        # surprising endpoint is, and ends the bisection good_fails or not_reproducible if its runs agree
-        if calibration_needs(problem, ev, in_flight, s.calibration_runs):
-            return _calibrate(problem, replace(state, phase=Phase.CALIBRATING), ev, in_flight, free, rnd)
+    if not state.merges and calibration_owed(problem, ev, in_flight):
+        return _calibrate(problem, replace(state, phase=Phase.CALIBRATING), ev, in_flight, free, rnd)
     scope = problem.scope(state.merges)
     n = len(scope.candidates)
     tallies = ev.tallies(scope)
