@@ -7,6 +7,7 @@ Playwright's own browser downloads are never used (`playwright install` is not r
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import struct
 import zlib
@@ -25,6 +26,7 @@ from bot.app import create_app
 from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.settings import BotSettings
+from runners.spec import Needs
 from scenarios.synthetic import build
 from tests.support.net import serving
 from tests.support.sandbox import wait_for
@@ -398,7 +400,13 @@ def _long_range(store: Store, n: int = 240, culprit: int = 170, workers: int = 3
             shas[0],
             shas[n],
             ["pytest", "test/srt/test_mamba.py"],
-            {"metric_regex": r"kl=(?P<value>\S+)", "threshold": 0.002, "workers": workers},
+            BisectConfig(
+                command=("pytest", "test/srt/test_mamba.py"),
+                metric_regex=r"kl=(?P<value>\S+)",
+                threshold=0.002,
+                workers=workers,
+                needs=Needs(gpus=4).to_json(),
+            ).to_json(),
             origin={"repo": "sgl-project/sglang", "test": "test_decode_cache_hit"},
             commits=commits,
         ),
@@ -469,6 +477,9 @@ def test_a_240_commit_bisection_leads_with_the_answer(browser, tmp_path):
             assert culprit.locator('a[href="https://github.com/sgl-project/sglang/pull/31622"]').count() == 0
             assert culprit.locator('a[href="https://github.com/sgl-project/sglang/pull/31369"]').count() == 1
             assert "proven" in page.locator("#ab-result").inner_text()
+            cost = " ".join(page.locator("#cost").inner_text().split())
+            assert re.match(r"\d+ runs, \d+\.\d GPU-hours on 4-GPU runners;", cost), cost
+            assert "; git bisect run on the same range: ~8 runs," in cost, cost  # ceil(log2 240)
             for element in (culprit, page.locator("#ab-result"), page.locator("svg.chart")):
                 box = element.bounding_box()
                 assert box and box["y"] + box["height"] <= viewport["height"], box  # above the fold, whole
