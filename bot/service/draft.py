@@ -158,6 +158,16 @@ def runs_of_test(row: BisectionRecord, test: str | None):
     return runs if test is None else [r for r in runs if r.test == test]
 
 
+def _stood_for(evidence: Evidence, head: str, n: int) -> list:
+    """The readings that stood for HEAD's runs, to show their values: BAD's own runs on the bisect runner when it has
+    any, else CI's readings of it (bot.domain.bisect.confirmation takes them in that order)."""
+    if n <= 0:
+        return []
+    on_head = [(r.kind, v, r.raw) for r, v in evidence.verdicts if r.sha == head and v.is_evidence]
+    own = [(v, raw) for kind, v, raw in on_head if kind in BISECT_KINDS]
+    return (own or [(v, raw) for kind, v, raw in on_head if kind is Kind.CI])[-n:]
+
+
 def _ab(evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:
     """The A/B table's two rows. HEAD's row: its own A/B runs, or, when something stood for them (BAD's runs, or CI's
     reproduced red reading of BAD: bot.domain.bisect.confirmation), the verdicts the A/B counted, named as such."""
@@ -169,6 +179,7 @@ def _ab(evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:
     head_summary = _summary([v for v, _ in head])
     if told and told.head_from:  # the verdicts the A/B counted, what stood for HEAD's runs among them
         head_summary = f"{_summary([Verdict(v) for v in told.head_verdicts])} ({told.head_from})"
+        head = _stood_for(evidence, revert.onto, len(told.head_verdicts) - len(head)) + head
     return AB(
         revert.onto,
         revert.sha,

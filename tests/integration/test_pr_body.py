@@ -82,6 +82,11 @@ def test_revert_pr_body_structure(synth, cli, tmp_path):
     assert any("0.0003" in c for c in cells) and any("0.0065" in c for c in cells)
     assert any("**culprit**" in c for c in cells)
     assert "HEAD fails and HEAD + revert passes on every run" in pr.body
+    # HEAD is BAD: BAD's own runs stood for HEAD's side, and the row shows what they read, not an empty cell
+    head_row = next(line for line in pr.body.splitlines() if line.startswith("| HEAD |")).split("|")
+    assert r.json["ab"]["head_from"] and r.json["ab"]["head_from"] in head_row[3], head_row
+    values = [float(v) for v in head_row[4].split(",")]
+    assert len(values) == len(r.json["ab"]["head_verdicts"]) and all(v > 0.002 for v in values), head_row
     # the follow-up is a plain reference: no closing keyword that would close it on merge
     assert "#4242" in pr.body and not re.search(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#4242", pr.body)
     html = MarkdownIt("commonmark").enable("table").render(pr.body)
