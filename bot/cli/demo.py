@@ -151,11 +151,12 @@ def run(
     err.print(
         Panel(
             Markdown(pr.body), title=f"the PR that would be opened: {pr.title}  ({pr.head_branch} -> {pr.base_branch})"
-        )
+        ),
+        soft_wrap=False,
     )
     if scenario.followup:
         err.print(f"follow-up linked: #{scenario.followup['number']} {scenario.followup['title']}")
-    err.print(Panel(Syntax(revert.diff, "diff", theme="ansi_dark"), title="the revert"))
+    err.print(Panel(Syntax(revert.diff, "diff", theme="ansi_dark"), title="the revert"), soft_wrap=False)
     verdict = "[green]correct[/]" if culprit == scenario.culprit else "[red]wrong[/]"
     err.print(
         f"expected culprit {scenario.culprit[:12]}: {verdict}; {time.monotonic() - t0:.0f}s; outputs in {workdir}"

@@ -231,7 +231,7 @@ def _reverted_pr(pr: dict, repo: str) -> int | None:
 
 
 def _show(err: Console, base: str, seeded, scenario: dict, pr: dict, state: SandboxState) -> None:
-    err.print(Panel(Markdown(pr["body"]), title=f"{pr['html_url']}: {pr['title']}"))
+    err.print(Panel(Markdown(pr["body"]), title=f"{pr['html_url']}: {pr['title']}"), soft_wrap=False)
     labels = ", ".join(label["name"] for label in pr["labels"])
     reviewers = ", ".join(r["login"] for r in pr["requested_reviewers"])
     err.print(
@@ -241,7 +241,7 @@ def _show(err: Console, base: str, seeded, scenario: dict, pr: dict, state: Sand
     diff = subprocess.run(
         ["git", "--git-dir", str(bare), "diff", pr["base"]["sha"], pr["head"]["sha"]], capture_output=True, text=True
     ).stdout
-    err.print(Panel(Syntax(diff, "diff", theme="ansi_dark"), title="the revert"))
+    err.print(Panel(Syntax(diff, "diff", theme="ansi_dark"), title="the revert"), soft_wrap=False)
     culprit = _reverted_pr(pr, seeded.repo)
     for number, what in (
         (culprit, "the culprit PR"),
@@ -255,7 +255,8 @@ def _show(err: Console, base: str, seeded, scenario: dict, pr: dict, state: Sand
                     Panel(
                         Markdown(comment["body"].split("-->", 1)[-1]),
                         title=f"comment on {what} #{number} by {comment['user']['login']}",
-                    )
+                    ),
+                    soft_wrap=False,
                 )
 
 

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy
 
 from scenarios.synthetic import build
-from tests.support.cli import bisect_args
+from tests.support.cli import as_read, bisect_args
 
 
 def test_finds_culprit_in_parallel_and_writes_json_and_replay_log(synth, cli, tmp_path):
@@ -201,7 +201,13 @@ def test_demo_through_github(cli, tmp_path):
     assert len(r.stdout.split()) == 2, r.stdout
     assert f"comment on the culprit PR #{scenario['second_culprit_pr']}" in r.stderr
     assert f"expected culprits #{scenario['culprit_pr']}, #{scenario['second_culprit_pr']}: correct" in r.stderr
-    assert "2 tests fail on main since" in r.stderr and "Every test this revert fixes" in r.stderr
+    # the PR as the terminal shows it: its paragraphs wrapped inside their panel, none cut at the panel's edge
+    shown_pr = as_read(r.stderr)
+    titles = {p["number"]: p["title"] for p in scenario["prs"]}
+    first = titles[scenario["culprit_pr"]]
+    assert f'2 tests fail on main since #{scenario["culprit_pr"]} ("{first}"' in shown_pr
+    assert "They were bisected together, and each to this commit" in shown_pr
+    assert "Every test this revert fixes" in shown_pr
     from datetime import UTC, datetime
 
     from bot.adapters.store.db import connect

@@ -12,6 +12,12 @@ from pathlib import Path
 import sqlalchemy
 
 
+def as_read(text: str) -> str:
+    """Terminal output as a person reads it: without the boxes rich draws around panels and tables, every run of
+    whitespace (a wrapped line's break included) one space."""
+    return " ".join(text.translate({ord(c): " " for c in "│╭╮╰╯─┃┏┓┗┛━┡┩╇┳┻┼┬┴├┤└┘┌┐"}).split())
+
+
 def no_traceback(r) -> None:
     assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
 
