@@ -41,13 +41,26 @@ class Cost:
         return self.git_runner_s * max(self.gpus, 1) / 3600
 
     def describe(self) -> str:
-        """`14 runs, 2.1 GPU-hours on 4-GPU runners (2 cancelled); git bisect run: ~6 runs, 0.9 GPU-hours`."""
-        unit = "GPU-hours" if self.gpus else "runner-hours"
-        said = f"{self.runs} runs, {self.gpu_hours:.1f} {unit}" + (f" on {self.gpus}-GPU runners" if self.gpus else "")
-        if self.cancelled:
-            said += f" ({self.cancelled} cancelled)"
-        git = f"~{self.git_runs} runs, {self.git_gpu_hours:.1f} {unit}"
-        return f"{said}; `git bisect run` on the same range: {git}, verifying nothing"
+        """`14 runs, 2.1 GPU-hours on 4-GPU runners (2 cancelled); git bisect run ... ~6 runs, 0.9 GPU-hours ...`."""
+        return f"{self.runs} runs, {self.held()}; {self.versus_git()}"
+
+    def held(self) -> str:
+        """The runners' time: `2.1 GPU-hours on 4-GPU runners (2 cancelled)`."""
+        said = self._amount(self.runner_s) + (f" on {self.gpus}-GPU runners" if self.gpus else "")
+        return said + (f" ({self.cancelled} cancelled)" if self.cancelled else "")
+
+    def versus_git(self) -> str:
+        git = f"~{self.git_runs} runs, {self._amount(self.git_runner_s)}"
+        return f"`git bisect run` on the same range: {git}, verifying nothing"
+
+    def _amount(self, runner_s: float) -> str:
+        """In hours, or in minutes when both sides are under a tenth of an hour (a demo's runs, a quick CLI test):
+        one unit for both, so they compare at a glance."""
+        per = "GPU" if self.gpus else "runner"
+        held = runner_s * max(self.gpus, 1)
+        if max(self.runner_s, self.git_runner_s) * max(self.gpus, 1) < 360:
+            return f"{held / 60:.1f} {per}-minutes"
+        return f"{held / 3600:.1f} {per}-hours"
 
 
 def git_bisect_runs(commits: int) -> int:

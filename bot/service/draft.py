@@ -122,6 +122,7 @@ def draft(
             )
         )
     metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
+    cost = cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, len(problem.graph))
     body = RevertEvidence(
         repo_slug=repo_slug,
         branch=branch,
@@ -135,7 +136,8 @@ def draft(
         bisection_id=row.id,
         confidence=outcome.confidence or 0.0,
         runs=sum(s.state in ("done", "lost") and s.kind != Kind.CI.value for s in row.steps),
-        cost=cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, len(problem.graph)).describe(),
+        cost=cost.held(),
+        versus_git=cost.versus_git(),
         ci_runs=sum(s.kind == Kind.CI.value for s in row.steps),
         commits=len(problem.graph),
         before=metric(parent),

@@ -94,7 +94,8 @@ class RevertEvidence:
     runs: int
     commits: int
     ci_runs: int = 0  # CI's readings of the test inside the range, used as free evidence
-    cost: str = ""  # the runs' GPU-hours beside git bisect run's on the same range (bot.domain.cost)
+    cost: str = ""  # the runners' time the runs held: GPU-hours on GPU runners (bot.domain.cost.Cost.held)
+    versus_git: str = ""  # what `git bisect run` would spend on the same range (bot.domain.cost.Cost.versus_git)
     before: list[float] = field(default_factory=list)
     after: list[float] = field(default_factory=list)
     followups: list[int] = field(default_factory=list)

@@ -650,7 +650,9 @@ def test_the_page_states_the_runs_and_their_cost_beside_git_bisect_run(world, cl
     data = check(openapi, client.get(f"/api/bisections/{bid}"), "/api/bisections/{bisection_id}")
     ran = [s for s in data["steps"] if s["state"] in ("done", "lost") and s["kind"] != "ci"]
     assert ran and data["cost"].startswith(f"{len(ran)} runs, ")
-    assert "runner-hours" in data["cost"] and "`git bisect run` on the same range: ~" in data["cost"]
+    # runs of seconds, on a runner of no stated GPUs: minutes on both sides, to compare at a glance
+    assert "runner-minutes; `git bisect run` on the same range: ~" in data["cost"]
+    assert data["cost"].endswith(" runner-minutes, verifying nothing"), data["cost"]
     html = client.get(f"/bisections/{bid}").text
     shown = html[html.index('id="cost"') : html.index("</span>", html.index('id="cost"'))]
     assert f"{len(ran)} runs, " in shown and "git bisect run on the same range" in shown

@@ -18,6 +18,16 @@ def test_the_cost_counts_cancelled_runs_and_states_gpu_hours_beside_git():
         "`git bisect run` on the same range: ~6 runs, 6.0 GPU-hours, verifying nothing"
     )
     # a CLI command: no GPU count, runner-hours
-    assert cost_of([60.0] * 3, [], gpus=0, commits=8).describe() == (
-        "3 runs, 0.1 runner-hours; `git bisect run` on the same range: ~3 runs, 0.1 runner-hours, verifying nothing"
+    assert cost_of([600.0] * 3, [], gpus=0, commits=8).describe() == (
+        "3 runs, 0.5 runner-hours; `git bisect run` on the same range: ~3 runs, 0.5 runner-hours, verifying nothing"
     )
+
+
+def test_runs_of_seconds_are_stated_in_minutes_on_both_sides():
+    # a demo's or a quick test's runs: "0.0 hours" says nothing; both sides in one unit to compare them
+    quick = cost_of([20.0] * 7, [], gpus=0, commits=59)
+    assert quick.describe() == (
+        "7 runs, 2.3 runner-minutes; `git bisect run` on the same range: ~6 runs, 2.0 runner-minutes, verifying nothing"
+    )
+    # the unit follows the larger side: our runs in minutes would hide git's hours
+    assert cost_of([60.0], [], gpus=4, commits=64).held() == "0.1 GPU-hours on 4-GPU runners"
