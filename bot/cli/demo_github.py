@@ -237,11 +237,14 @@ def _show(err: Console, base: str, seeded, scenario: dict, pr: dict, state: Sand
     err.print(
         f"branch {pr['head']['ref']} -> {pr['base']['ref']}; labels: {labels}; review requested from: {reviewers}"
     )
-    bare = next(p for p in Path(state.root).rglob("*.git") if p.is_dir())
+    bare = state.repo(seeded.repo).path  # the sandbox's own repository: the PR's branch was pushed there
     diff = subprocess.run(
         ["git", "--git-dir", str(bare), "diff", pr["base"]["sha"], pr["head"]["sha"]], capture_output=True, text=True
-    ).stdout
-    err.print(Panel(Syntax(diff, "diff", theme="ansi_dark"), title="the revert"), soft_wrap=False)
+    )
+    if diff.returncode or not diff.stdout:
+        err.print(f"the revert's diff could not be shown: {diff.stderr.strip() or 'git diff printed nothing'}")
+    else:
+        err.print(Panel(Syntax(diff.stdout, "diff", theme="ansi_dark"), title="the revert"), soft_wrap=False)
     culprit = _reverted_pr(pr, seeded.repo)
     for number, what in (
         (culprit, "the culprit PR"),

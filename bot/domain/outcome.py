@@ -33,6 +33,12 @@ class AB(BaseModel):
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def in_words(self) -> str:
+        """`HEAD fails (2 runs), HEAD + revert passes (1 run)`, naming what stood for HEAD's runs when something did."""
+        runs = lambda n: f"{n} run{'s' if n != 1 else ''}"  # noqa: E731
+        head = runs(len(self.head_verdicts)) + (f"; {self.head_from}" if self.head_from else "")
+        return f"HEAD fails ({head}), HEAD + revert passes ({runs(len(self.revert_verdicts))})"
+
 
 class BisectionOutcome(BaseModel):
     model_config = ConfigDict(extra="allow")

@@ -106,7 +106,7 @@ class Conclusions:
             )
         )
         ab, confidence = outcome.ab or AB(), outcome.confidence or 0
-        evidence = f"HEAD fails, HEAD + revert passes ({len(ab.head_verdicts)} runs each); P={confidence:.3f}"
+        evidence = f"{ab.in_words()}; P={confidence:.3f}"
 
         def record(**facts_: Any) -> None:  # for the dashboard and the trust report
             facts_ = dict(culprit_pr=facts.pr, culprit_subject=subject, **facts_)

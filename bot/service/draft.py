@@ -18,7 +18,7 @@ from bot.ports.store import BisectionRecord
 from bot.service.case_facts import case_of
 from bot.service.config import BisectConfig
 from bot.service.driver import finished_runs
-from bot.service.group_rows import member_outcome
+from bot.service.group_rows import group_of, member_outcome
 from bot.service.pr_body import (
     AB,
     Culprit,
@@ -68,6 +68,10 @@ def draft(
     culprit broke, each listed with its own A/B; the first one's runs make the bisect table (`test` is it)."""
     outcome = member_outcome(row, fixes[0]) if fixes else outcome_of(row) or BisectionOutcome()
     culprit = outcome.culprit
+    config = BisectConfig.from_json(row.settings)
+    # a group's member is judged by its own rule (a metric, or its exit code) from its own GOOD, as the search judged it
+    problems = group_of(problem, row, config.settings_for)[0].problems if fixes else {}
+    problem = problems.get(fixes[0], problem) if fixes else problem
     evidence = Evidence.of(problem, runs_of_test(row, fixes[0] if fixes else None))
     by_sha: dict[str, list] = defaultdict(list)
     by_ci: dict[str, list] = defaultdict(list)  # CI's readings: free evidence, shown apart from the runner's
@@ -110,7 +114,7 @@ def draft(
     fixed = []
     for member in fixes:
         told = member_outcome(row, member)
-        theirs = _ab(Evidence.of(problem, runs_of_test(row, member)), revert, told.ab)
+        theirs = _ab(Evidence.of(problems[member], runs_of_test(row, member)), revert, told.ab)
         fixed.append(
             FixedTest(
                 member,
@@ -122,7 +126,7 @@ def draft(
             )
         )
     metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
-    cost = cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, len(problem.graph))
+    cost = cost_of_steps(row.steps, config.gpus, len(problem.graph))
     body = RevertEvidence(
         repo_slug=repo_slug,
         branch=branch,

@@ -208,6 +208,11 @@ def test_demo_through_github(cli, tmp_path):
     assert f'2 tests fail on main since #{scenario["culprit_pr"]} ("{first}"' in shown_pr
     assert "They were bisected together, and each to this commit" in shown_pr
     assert "Every test this revert fixes" in shown_pr
+    # each PR's revert, as its branch holds it, and the culprit's comment counting each side of the A/B
+    assert shown_pr.count("the revert diff --git a/") == 2, shown_pr[-6000:]
+    # each A/B judged by its test's own rule: the KL test by its metric, logprob-start-len by its exit code
+    assert re.findall(r"HEAD \+ revert [0-9a-f]{12} (\w+)", shown_pr) == ["good", "good"], shown_pr[-6000:]
+    assert re.search(r"HEAD fails \(\d+ runs?[;)].*?, HEAD \+ revert passes \(\d+ runs?\)", shown_pr)
     from datetime import UTC, datetime
 
     from bot.adapters.store.db import connect

@@ -72,3 +72,10 @@ def test_migration_0011_backfills_the_backend_from_the_runner(tmp_path):
         command.upgrade(cfg, "0011")
         got = conn.execute(sqlalchemy.text("SELECT backend FROM steps ORDER BY id")).scalars().all()
     assert got == ["local", "github_actions", None, None]
+
+
+def test_the_ab_in_words_counts_each_side_and_names_what_stood_for_head():
+    own = AB(head_verdicts=["bad", "bad"], revert_verdicts=["good"], passed=True)
+    assert own.in_words() == "HEAD fails (2 runs), HEAD + revert passes (1 run)"
+    stood = AB(head_verdicts=["bad"], revert_verdicts=["good"], head_from="BAD itself, read red by CI")
+    assert stood.in_words() == "HEAD fails (1 run; BAD itself, read red by CI), HEAD + revert passes (1 run)"
