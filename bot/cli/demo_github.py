@@ -269,25 +269,18 @@ def _show_trust(err: Console, bot_url: str) -> None:
 
     report = httpx.get(bot_url + "/api/trust", timeout=30).json()
     table = Table(title=f"trust report ({bot_url}/trust)")
-    for column in (
-        "repository",
-        "bisections",
-        "confirmed",
-        "inconclusive",
-        "reverts opened",
-        "re-landed unchanged",
-        "refused",
-    ):
-        table.add_column(column)
-    for row in report["repositories"]:
-        relanded = str(row["relanded"]) if row["relanded_known"] else "unknown"
-        table.add_row(
-            row["repository"],
-            str(row["bisections"]),
-            str(row["confirmed"]),
-            str(row["inconclusive"]),
-            str(row["reverts_opened"]),
-            relanded,
-            str(row["reverts_refused"]),
-        )
+    repositories = report["repositories"]
+    table.add_column("")  # a measure a row, a repository a column: the report fits a terminal's width
+    for row in repositories:
+        table.add_column(row["repository"], justify="right")
+    measures = (
+        ("bisections", lambda r: r["bisections"]),
+        ("confirmed", lambda r: r["confirmed"]),
+        ("inconclusive", lambda r: r["inconclusive"]),
+        ("reverts opened", lambda r: r["reverts_opened"]),
+        ("re-landed unchanged", lambda r: r["relanded"] if r["relanded_known"] else "unknown"),
+        ("refused", lambda r: r["reverts_refused"]),
+    )
+    for name, value in measures:
+        table.add_row(name, *(str(value(r)) for r in repositories))
     err.print(table)

@@ -41,13 +41,14 @@ class Cost:
         return self.git_runner_s * max(self.gpus, 1) / 3600
 
     def describe(self) -> str:
-        """`14 runs, 2.1 GPU-hours on 4-GPU runners (2 cancelled); git bisect run ... ~6 runs, 0.9 GPU-hours ...`."""
+        """`14 runs, 2.1 GPU-hours on 4-GPU runners, 2 cancelled runs included; git bisect run ... ~6 runs, ...`."""
         return f"{self.runs} runs, {self.held()}; {self.versus_git()}"
 
     def held(self) -> str:
-        """The runners' time: `2.1 GPU-hours on 4-GPU runners (2 cancelled)`."""
+        """The runners' time: `2.1 GPU-hours on 4-GPU runners, 2 cancelled runs included`."""
         said = self._amount(self.runner_s) + (f" on {self.gpus}-GPU runners" if self.gpus else "")
-        return said + (f" ({self.cancelled} cancelled)" if self.cancelled else "")
+        plural = "s" if self.cancelled > 1 else ""
+        return said + (f", {self.cancelled} cancelled run{plural} included" if self.cancelled else "")
 
     def versus_git(self) -> str:
         git = f"~{self.git_runs} runs, {self._amount(self.git_runner_s)}"

@@ -1,9 +1,10 @@
 """The trust report: how often, per repository, the bot's answers held up (pure: rows in, counts out).
 
 Per repository:
-- bisections that finished, and of those the culprits confirmed (status `found`) against those that ended
-  without one (`ambiguous`, `inconclusive`, `no_culprit`, `untestable`, `not_reproducible`, `good_fails`);
-  cancelled bisections are counted apart, running ones not at all;
+- bisections that finished, and their answers: one per test (a bisection of several red tests answers for each:
+  `bisections.tests`), the culprits confirmed (status `found`) against those that ended without one
+  (`ambiguous`, `inconclusive`, `no_culprit`, `untestable`, `not_reproducible`, `good_fails`); cancelled ones are
+  counted apart, running ones not at all;
 - reverts opened (the outcome holds `revert_pr`), and of those the ones whose culprit was later re-landed
   unchanged: a false positive (the culprit was innocent, or the revert was not needed). Whether it was
   re-landed is asked of `relanded(repo, culprit)`, which answers None when it cannot tell (no clone);
@@ -26,8 +27,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bot.domain.bisect.model import Status
 from bot.domain.guards import GUARDS
-from bot.domain.outcome import BisectionOutcome, outcome_of, parse_outcome
+from bot.domain.outcome import BisectionOutcome, members, outcome_of, parse_outcome
 
 CONFIRMED = "found"
 CANCELLED = "cancelled"
@@ -46,6 +48,7 @@ class Bisection(Protocol):
     head: str | None
     good: str
     bad: str
+    tests: dict | None  # several tests bisected together: each one's status and outcome (bot.domain.outcome.members)
 
 
 class Revert(Protocol):
@@ -76,8 +79,8 @@ class TrustRow:
 
     repository: str
     bisections: int = 0  # finished (any status, cancelled included)
-    confirmed: int = 0  # status found
-    inconclusive: int = 0  # finished without a culprit, cancelled excluded
+    confirmed: int = 0  # answers (a test each) with status found
+    inconclusive: int = 0  # answers finished without a culprit, cancelled excluded
     cancelled: int = 0
     statuses: dict[str, int] = field(default_factory=dict)  # every finished status
     reverts_opened: int = 0
@@ -151,6 +154,17 @@ def repository_of(row: Bisection) -> str:
     return _str((row.origin or {}).get("repo")) or row.repo
 
 
+_ENDED = {s.value for s in Status}
+
+
+def answers(row: Bisection) -> list[tuple[str, BisectionOutcome]]:
+    """A finished bisection's answers, (status, outcome): its own, or one per test of a group (a test still
+    running when the group was cancelled answers `cancelled`)."""
+    if row.tests is None:
+        return [(row.status or "", outcome_of(row) or BisectionOutcome())]
+    return [(m.status if m.status in _ENDED else row.status or "", m.outcome) for m in members(row.tests)]
+
+
 def revert_opened(outcome: BisectionOutcome) -> bool:
     return outcome.revert_pr is not None
 
@@ -166,10 +180,10 @@ def revert_bases(bisections: Iterable[Bisection]) -> dict[tuple[str, str], str]:
     reverted more than once): where a `relanded` callable starts looking for a re-land."""
     out: dict[tuple[str, str], str] = {}
     for row in bisections:
-        outcome = outcome_of(row) or BisectionOutcome()
-        culprit, head = _str(outcome.culprit), _str(row.head)
-        if culprit and head and revert_opened(outcome):
-            out.setdefault((repository_of(row), culprit), head)
+        for _, outcome in answers(row):
+            culprit, head = _str(outcome.culprit), _str(row.head)
+            if culprit and head and revert_opened(outcome):
+                out.setdefault((repository_of(row), culprit), head)
     return out
 
 
@@ -194,38 +208,16 @@ def report(
     `reverts`: per repository, the reverts on its default branch of commits of its bisected ranges (`ranges()`); a
     repository missing from it has unknown misses."""
     rows: dict[str, TrustRow] = {}
-    named: dict[str, set[str]] = {}
+    named: dict[str, set[str]] = {}  # the culprits flagged
+    opened: dict[str, set[str]] = {}  # the reverts opened: one PR fixes every test its culprit broke
     for row in bisections:
         if row.status is None:  # still running: no answer yet
             continue
         repo = repository_of(row)
         t = rows.setdefault(repo, TrustRow(repo))
-        outcome = outcome_of(row) or BisectionOutcome()
         t.bisections += 1
-        t.statuses[row.status] = t.statuses.get(row.status, 0) + 1
-        if row.status == CONFIRMED:
-            t.confirmed += 1
-        elif row.status == CANCELLED:
-            t.cancelled += 1
-        else:
-            t.inconclusive += 1
-        culprit = _str(outcome.culprit)
-        subject = _str(outcome.culprit_subject) or ""
-        if row.status == CONFIRMED and culprit and culprit not in named.setdefault(repo, set()):
-            named[repo].add(culprit)
-            t.flagged += 1
-            t.incidents.append(Incident("flagged", culprit, subject, outcome.revert_pr))
-        if revert_opened(outcome):
-            t.reverts_opened += 1
-            answer = relanded(repo, culprit) if culprit else None
-            if answer is None:
-                t.relanded_unknown += 1
-            elif answer:
-                t.relanded += 1
-                t.incidents.append(Incident("relanded", culprit or "", subject, outcome.revert_pr))
-        if _str(outcome.revert_refused):
-            reason = refusal_reason(outcome)
-            t.refused[reason] = t.refused.get(reason, 0) + 1
+        for status, outcome in answers(row):
+            _count(t, status, outcome, relanded, named.setdefault(repo, set()), opened.setdefault(repo, set()))
     for repo, t in rows.items():
         if reverts is None or repo not in reverts:
             continue
@@ -237,6 +229,43 @@ def report(
                 t.missed += 1
                 t.incidents.append(Incident("missed", r.reverted, r.reverted_subject, r.pr, r.sha))
     return [rows[name] for name in sorted(rows)]
+
+
+def _count(
+    t: TrustRow,
+    status: str,
+    outcome: BisectionOutcome,
+    relanded: Callable[[str, str], bool | None],
+    named: set[str],
+    opened: set[str],
+) -> None:
+    """One answer into its repository's row (`named`, `opened`: the culprits it already flagged, the reverts it
+    already counted)."""
+    t.statuses[status] = t.statuses.get(status, 0) + 1
+    if status == CONFIRMED:
+        t.confirmed += 1
+    elif status == CANCELLED:
+        t.cancelled += 1
+    else:
+        t.inconclusive += 1
+    culprit = _str(outcome.culprit)
+    subject = _str(outcome.culprit_subject) or ""
+    if status == CONFIRMED and culprit and culprit not in named:
+        named.add(culprit)
+        t.flagged += 1
+        t.incidents.append(Incident("flagged", culprit, subject, outcome.revert_pr))
+    if revert_opened(outcome) and (revert := f"#{outcome.revert_pr} {culprit}") not in opened:
+        opened.add(revert)
+        t.reverts_opened += 1
+        answer = relanded(t.repository, culprit) if culprit else None
+        if answer is None:
+            t.relanded_unknown += 1
+        elif answer:
+            t.relanded += 1
+            t.incidents.append(Incident("relanded", culprit or "", subject, outcome.revert_pr))
+    if _str(outcome.revert_refused):
+        reason = refusal_reason(outcome)
+        t.refused[reason] = t.refused.get(reason, 0) + 1
 
 
 def build(

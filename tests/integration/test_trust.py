@@ -42,7 +42,7 @@ def refused(refusal) -> dict:
     return dict(revert_refused=str(refusal), revert_refused_reason=refusal.key)
 
 
-def row(status, repo="octo/widgets", head="h" * 40, origin=True, good="g" * 40, bad="b" * 40, **outcome):
+def row(status, repo="octo/widgets", head="h" * 40, origin=True, good="g" * 40, bad="b" * 40, tests=None, **outcome):
     return SimpleNamespace(
         repo=f"/srv/clones/{repo}",
         status=status,
@@ -51,7 +51,37 @@ def row(status, repo="octo/widgets", head="h" * 40, origin=True, good="g" * 40, 
         origin={"repo": repo, "test": "t"} if origin else None,
         good=good,
         bad=bad,
+        tests=tests,
     )
+
+
+def test_a_bisection_of_several_tests_answers_for_each_and_one_revert_fixes_the_tests_its_culprit_broke():
+    """The nightly's three red tests in one bisection, two culprits: three answers, two culprits flagged, two reverts
+    (the first fixes two tests), each asked once whether it was re-landed; a test still running when the group was
+    cancelled answers `cancelled`."""
+    first, second = "1" * 40, "2" * 40
+    group = row(
+        "found",
+        tests={
+            "decode-cache-hit": {"status": "found", "outcome": {"culprit": first, "revert_pr": 9221}},
+            "prefix-reuse": {"status": "found", "outcome": {"culprit": first, "revert_pr": 9221}},
+            "logprob-start-len": {"status": "found", "outcome": {"culprit": second, "revert_pr": 9223}},
+        },
+    )
+    partly = row(
+        "cancelled",
+        tests={
+            "a": {"status": "not_reproducible", "outcome": {"message": "passes at BAD"}},
+            "b": {"state": {"phase": "searching"}, "outcome": {}},
+        },
+    )
+    asked = []
+    [t] = trust.report([group, partly], lambda repo, culprit: asked.append(culprit) or False)
+    assert (t.bisections, t.confirmed, t.inconclusive, t.cancelled) == (2, 3, 1, 1)
+    assert t.statuses == {"found": 3, "not_reproducible": 1, "cancelled": 1}
+    assert (t.flagged, t.reverts_opened, t.relanded, t.relanded_unknown) == (2, 2, 0, 0)
+    assert sorted(asked) == [first, second]
+    assert trust.revert_bases([group]) == {("octo/widgets", first): "h" * 40, ("octo/widgets", second): "h" * 40}
 
 
 def revert(sha: str, reverted: str, pr: int | None = None) -> SimpleNamespace:

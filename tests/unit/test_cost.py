@@ -14,7 +14,7 @@ def test_the_cost_counts_cancelled_runs_and_states_gpu_hours_beside_git():
     assert round(cost.gpu_hours, 2) == round(9600 * 4 / 3600, 2)  # 10.67
     assert cost.git_runs == 6 and cost.git_gpu_hours == 6 * 900 * 4 / 3600
     assert cost.describe() == (
-        "10 runs, 10.7 GPU-hours on 4-GPU runners (2 cancelled); "
+        "10 runs, 10.7 GPU-hours on 4-GPU runners, 2 cancelled runs included; "
         "`git bisect run` on the same range: ~6 runs, 6.0 GPU-hours, verifying nothing"
     )
     # a CLI command: no GPU count, runner-hours

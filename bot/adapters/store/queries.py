@@ -73,6 +73,7 @@ class Bisections:
             BisectionRow.head,
             BisectionRow.good,
             BisectionRow.bad,
+            BisectionRow.tests,
         )
         with self._session() as s:
             return list(
