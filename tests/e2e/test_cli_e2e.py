@@ -212,6 +212,9 @@ def test_demo_through_github(cli, tmp_path):
     assert shown_pr.count("the revert diff --git a/") == 2, shown_pr[-6000:]
     # each A/B judged by its test's own rule: the KL test by its metric, logprob-start-len by its exit code
     assert re.findall(r"HEAD \+ revert [0-9a-f]{12} (\w+)", shown_pr) == ["good", "good"], shown_pr[-6000:]
+    # the trust report: one bisection, an answer per test, a revert per culprit
+    trust = shown_pr[shown_pr.index("trust report (") :]
+    assert "bisections 1 confirmed 3 inconclusive 0 reverts opened 2 re-landed unchanged 0 refused 0" in trust, trust
     assert re.search(r"HEAD fails \(\d+ runs?[;)].*?, HEAD \+ revert passes \(\d+ runs?\)", shown_pr)
     from datetime import UTC, datetime
 
