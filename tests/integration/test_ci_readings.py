@@ -63,5 +63,5 @@ def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path)
     )
     cells = [t.content for t in MarkdownIt("commonmark").enable("table").parse(pr.body) if t.type == "inline"]
     assert sum("CI: good" in c or "CI: bad" in c for c in cells) == len(ci)  # one verdict cell per CI reading
-    assert f"and read {len(ci)} of CI's scheduled runs inside the range" in pr.body
+    assert f", read {len(ci)} of CI's scheduled runs inside the range for free," in pr.body
     assert f"tested {len(runner_steps)} runs" in pr.body
