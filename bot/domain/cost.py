@@ -28,17 +28,10 @@ class Cost:
     runs: int  # runs on the bisect runner (CI's readings are free)
     runner_s: float  # their runner time, cancelled runs included
     cancelled: int
+    cancelled_s: float  # what the cancelled runs held their runners for (in runner_s)
     gpus: int  # per run (0: unknown, a CLI command)
     git_runs: int  # `git bisect run` on the same range: one run per halving, no confirmation, no A/B
     git_runner_s: float  # ... at this bisection's median run duration
-
-    @property
-    def gpu_hours(self) -> float:
-        return self.runner_s * max(self.gpus, 1) / 3600
-
-    @property
-    def git_gpu_hours(self) -> float:
-        return self.git_runner_s * max(self.gpus, 1) / 3600
 
     def describe(self) -> str:
         """`14 runs, 2.1 GPU-hours on 4-GPU runners, 2 cancelled runs included; git bisect run ... ~6 runs, ...`."""
@@ -73,10 +66,11 @@ def cost_of(durations: list[float], cancelled_s: list[float], gpus: int, commits
     """From the finished runs' durations and the cancelled runs' held time."""
     typical = statistics.median(durations) if durations else 0.0
     git = git_bisect_runs(commits)
-    return Cost(len(durations), sum(durations) + sum(cancelled_s), len(cancelled_s), gpus, git, git * typical)
+    held = sum(cancelled_s)
+    return Cost(len(durations), sum(durations) + held, len(cancelled_s), held, gpus, git, git * typical)
 
 
-def held_by_cancelled(steps: Sequence[StoredStep]) -> list[float]:
+def _held_by_cancelled(steps: Sequence[StoredStep]) -> list[float]:
     """Seconds each cancelled run held its runner: stopped once its answer was no longer needed, paid for all the
     same."""
     return [(s.finished_at - s.started_at).total_seconds() for s in steps if s.state == "cancelled" and s.finished_at]
@@ -86,4 +80,4 @@ def cost_of_steps(steps: Sequence[StoredStep], gpus: int, commits: int) -> Cost:
     """A stored bisection's cost: its finished runs on the bisect runner (CI's readings are free) and its cancelled
     ones, beside git bisect run's on `commits`."""
     ran = [s.duration_s or 0.0 for s in steps if s.state in ("done", "lost") and s.kind != "ci"]
-    return cost_of(ran, held_by_cancelled(steps), gpus, commits)
+    return cost_of(ran, _held_by_cancelled(steps), gpus, commits)

@@ -209,7 +209,7 @@ def report(
     repository missing from it has unknown misses."""
     rows: dict[str, TrustRow] = {}
     named: dict[str, set[str]] = {}  # the culprits flagged
-    opened: dict[str, set[str]] = {}  # the reverts opened: one PR fixes every test its culprit broke
+    opened: dict[str, set[tuple]] = {}  # the reverts opened: one PR fixes every test its culprit broke
     for row in bisections:
         if row.status is None:  # still running: no answer yet
             continue
@@ -237,7 +237,7 @@ def _count(
     outcome: BisectionOutcome,
     relanded: Callable[[str, str], bool | None],
     named: set[str],
-    opened: set[str],
+    opened: set[tuple],
 ) -> None:
     """One answer into its repository's row (`named`, `opened`: the culprits it already flagged, the reverts it
     already counted)."""
@@ -254,8 +254,8 @@ def _count(
         named.add(culprit)
         t.flagged += 1
         t.incidents.append(Incident("flagged", culprit, subject, outcome.revert_pr))
-    if revert_opened(outcome) and (revert := f"#{outcome.revert_pr} {culprit}") not in opened:
-        opened.add(revert)
+    if revert_opened(outcome) and (outcome.revert_pr, culprit) not in opened:
+        opened.add((outcome.revert_pr, culprit))
         t.reverts_opened += 1
         answer = relanded(t.repository, culprit) if culprit else None
         if answer is None:

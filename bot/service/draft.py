@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.domain.bisect.confirmation import head_stand_ins
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
@@ -70,8 +71,8 @@ def draft(
     culprit = outcome.culprit
     config = BisectConfig.from_json(row.settings)
     # a group's member is judged by its own rule (a metric, or its exit code) from its own GOOD, as the search judged it
-    problems = group_of(problem, row, config.settings_for)[0].problems if fixes else {}
-    problem = problems.get(fixes[0], problem) if fixes else problem
+    problems = group_of(problem, row, config.settings_for)[0].problems
+    problem = problems[fixes[0]] if fixes else problem
     evidence = Evidence.of(problem, runs_of_test(row, fixes[0] if fixes else None))
     by_sha: dict[str, list] = defaultdict(list)
     by_ci: dict[str, list] = defaultdict(list)  # CI's readings: free evidence, shown apart from the runner's
@@ -110,11 +111,11 @@ def draft(
         record.author if record else None,
         merge=len(parents) > 1,
     )
-    ab = _ab(evidence, revert, outcome.ab)
+    ab = _ab(problem, evidence, revert, outcome.ab)
     fixed = []
     for member in fixes:
         told = member_outcome(row, member)
-        theirs = _ab(Evidence.of(problems[member], runs_of_test(row, member)), revert, told.ab)
+        theirs = _ab(problems[member], Evidence.of(problems[member], runs_of_test(row, member)), revert, told.ab)
         fixed.append(
             FixedTest(
                 member,
@@ -164,17 +165,7 @@ def runs_of_test(row: BisectionRecord, test: str | None):
     return runs if test is None else [r for r in runs if r.test == test]
 
 
-def _stood_for(evidence: Evidence, head: str, n: int) -> list:
-    """The readings that stood for HEAD's runs, to show their values: BAD's own runs on the bisect runner when it has
-    any, else CI's readings of it (bot.domain.bisect.confirmation takes them in that order)."""
-    if n <= 0:
-        return []
-    on_head = [(r.kind, v, r.raw) for r, v in evidence.verdicts if r.sha == head and v.is_evidence]
-    own = [(v, raw) for kind, v, raw in on_head if kind in BISECT_KINDS]
-    return (own or [(v, raw) for kind, v, raw in on_head if kind is Kind.CI])[-n:]
-
-
-def _ab(evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:
+def _ab(problem: Problem, evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:
     """The A/B table's two rows. HEAD's row: its own A/B runs, or, when something stood for them (BAD's runs, or CI's
     reproduced red reading of BAD: bot.domain.bisect.confirmation), the verdicts the A/B counted, named as such."""
     ab_runs: dict[Kind, list] = defaultdict(list)
@@ -185,7 +176,8 @@ def _ab(evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:
     head_summary = _summary([v for v, _ in head])
     if told and told.head_from:  # the verdicts the A/B counted, what stood for HEAD's runs among them
         head_summary = f"{_summary([Verdict(v) for v in told.head_verdicts])} ({told.head_from})"
-        head = _stood_for(evidence, revert.onto, len(told.head_verdicts) - len(head)) + head
+        stood, n = [(v, r.raw) for r, v in head_stand_ins(problem, evidence)], len(told.head_verdicts) - len(head)
+        head = (stood[-n:] if n > 0 else []) + head  # their values beside HEAD's own A/B runs'
     return AB(
         revert.onto,
         revert.sha,

@@ -8,7 +8,7 @@ from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
-from bot.domain.cost import cost_of_steps, held_by_cancelled
+from bot.domain.cost import cost_of_steps
 from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.ports import Clones, Git
 from bot.ports.store import BisectionRecord
@@ -38,7 +38,6 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
     for s in ran:
         rounds[s.kind].add(s.round)
         runs_by_kind[s.kind] += 1
-    cancelled = held_by_cancelled(row.steps)
     cost = cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, len(problem.graph))
     grouped = row.tests is not None
     # a step's verdict as the calibrated boundary judges it now (same order: finished_runs keeps row order); a
@@ -81,7 +80,7 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         runs=len(ran),
         # the runners' time: every finished run's duration, and what the cancelled runs held them for
         runner_seconds=round(cost.runner_s, 1),
-        cancelled=dict(runs=len(cancelled), runner_seconds=round(sum(cancelled), 1)),
+        cancelled=dict(runs=cost.cancelled, runner_seconds=round(cost.cancelled_s, 1)),
         # what `git bisect run` would have spent on the same range, at this bisection's median run (bot.domain.cost)
         git_bisect_run=dict(runs=cost.git_runs, runner_seconds=round(cost.git_runner_s, 1)),
         steps=steps,

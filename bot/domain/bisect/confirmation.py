@@ -20,6 +20,7 @@ from bot.domain.bisect.model import (
     Phase,
     Probe,
     Problem,
+    Run,
     State,
     Status,
 )
@@ -114,26 +115,25 @@ def _stood_for_head(problem: Problem, state: State, ev: Evidence, x: int) -> Sto
     A repeated confirmation round counts only its own runs, as it does for every other target."""
     if problem.head != problem.bad:
         return StoodFor()
-    since = state.confirm_round if state.confirmations else 0
-    runs = [
-        v
-        for r, v in ev.verdicts
-        if r.sha == problem.bad and r.kind in BISECT_KINDS and r.round >= since and v.is_evidence
-    ]
-    if runs:
-        if not all(v is Verdict.BAD for v in runs):
-            return StoodFor()
-        taken = tuple(runs[-x:])
+    readings = head_stand_ins(problem, ev, state.confirm_round if state.confirmations else 0)
+    verdicts = tuple(v for _, v in readings)
+    if not verdicts or not all(v is Verdict.BAD for v in verdicts):
+        return StoodFor()
+    if readings[0][0].kind is not Kind.CI:
+        taken = verdicts[-x:]
         return StoodFor(taken, len(taken), f"BAD itself: {len(taken)} of its runs on the bisect runner stand for it")
-    ci = tuple(v for r, v in ev.verdicts if r.sha == problem.bad and r.kind is Kind.CI and v.is_evidence)
-    if (
-        not state.confirmations
-        and ci
-        and all(v is Verdict.BAD for v in ci)
-        and Verdict.BAD in taken_as_read(problem, ev)
-    ):
-        return StoodFor(ci, x, "BAD itself, read red by CI and reproduced there")
+    if not state.confirmations and Verdict.BAD in taken_as_read(problem, ev):
+        return StoodFor(verdicts, x, "BAD itself, read red by CI and reproduced there")
     return StoodFor()
+
+
+def head_stand_ins(problem: Problem, ev: Evidence, since: int = 0) -> tuple[tuple[Run, Verdict], ...]:
+    """The readings of BAD that may stand for HEAD's A/B runs (`_stood_for_head` decides whether they do): BAD's own
+    runs on the bisect runner from round `since` on, or, with none, CI's readings of it. The revert PR shows their
+    values (bot.service.draft)."""
+    on_bad = [(r, v) for r, v in ev.verdicts if r.sha == problem.bad and v.is_evidence]
+    own = tuple((r, v) for r, v in on_bad if r.kind in BISECT_KINDS and r.round >= since)
+    return own or tuple((r, v) for r, v in on_bad if r.kind is Kind.CI)
 
 
 def _revert_runs(state: State, ev: Evidence, x: int, trust: bool) -> int:
