@@ -1,8 +1,9 @@
 """A JUnit XML report (what `pytest --junitxml`, Go's gotestsum, Maven's surefire write): a verdict per test case.
 
 Each `<testcase>` is one test, named `classname.name` (`name` alone when the class name is empty); a `<failure>`
-or `<error>` child makes it bad, a `<skipped>` child a skip, none good. A case reported twice (a re-run plugin)
-takes its last word. `<testsuites>` or a lone `<testsuite>` may be the root; suites may nest.
+or `<error>` child makes it bad (how, runners.failure: an <error> errored), a `<skipped>` child a skip, none good.
+A case reported twice (a re-run plugin) takes its last word. `<testsuites>` or a lone `<testsuite>` may be the
+root; suites may nest.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from runners import failure
 from runners.spec import CaseResult
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -40,7 +42,7 @@ def read(path: Path, shown: str) -> tuple[CaseResult, ...]:
         classname = case.get("classname") or ""
         test = f"{classname}.{name}" if classname else name
         cases.pop(test, None)  # the last word is the one kept, and it goes last
-        cases[test] = CaseResult(test, _outcome(case), why=_why(case))
+        cases[test] = CaseResult(test, _outcome(case), why=_why(case), failure=_failure(case))
     return tuple(cases.values())
 
 
@@ -50,6 +52,15 @@ def _outcome(case: ET.Element) -> str:
     if case.find("skipped") is not None:
         return SKIP
     return GOOD
+
+
+def _failure(case: ET.Element) -> str | None:
+    """An <error> is an error; a <failure> (pytest writes every failing test body as one) is an assertion unless its
+    message names another exception (an out-of-memory error raised inside the test)."""
+    if case.find("error") is not None:
+        return failure.ERROR
+    found = case.find("failure")
+    return None if found is None else failure.of_text(f"{found.get('message') or ''}\n{found.text or ''}")
 
 
 def _why(case: ET.Element) -> str | None:

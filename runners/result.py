@@ -4,7 +4,8 @@
      "infra_reason": null, "metric": {"name": "avg_kl_div", "value": 0.0065, "threshold": 0.002},
      "duration_s": 412.3, "runner": "gpu-h100-07", "log_tail": "...", "env_key": "...",
      "env_reused": true, "started_at": "...", "finished_at": "...",
-     "cases": [{"case": "TestX.test_y", "outcome": "good|bad|skip|infra", "metric": 0.0004, "why": null}]}
+     "cases": [{"case": "TestX.test_y", "outcome": "good|bad|skip|infra", "metric": 0.0004, "why": null,
+                "failure": "assertion|error|null"}]}
 
 `cases` (optional): one entry per test case when the step ran the repository's own test (runners.testrun), each
 with its own metric reading.
@@ -19,9 +20,11 @@ import math
 from datetime import datetime
 from typing import Any
 
+from runners.failure import ASSERTION, ERROR
 from runners.spec import CaseResult, StepResult
 
 SCHEMA = 1
+FAILURES = (ASSERTION, ERROR)
 LOG_TAIL_CHARS = 4000
 
 
@@ -58,7 +61,10 @@ def to_json(result: StepResult, metric_name: str | None = None, threshold: float
         "finished_at": result.finished_at.isoformat(),
     }
     if result.cases:
-        data["cases"] = [{"case": c.case, "outcome": c.outcome, "metric": c.metric, "why": c.why} for c in result.cases]
+        data["cases"] = [
+            {"case": c.case, "outcome": c.outcome, "metric": c.metric, "why": c.why, "failure": c.failure}
+            for c in result.cases
+        ]
     return validate(data)
 
 
@@ -70,6 +76,7 @@ def from_json(data: Any, step_id: int | None = None, sha: str | None = None) -> 
     if sha is not None and data["sha"] != sha:
         raise ResultError(f"result.json is for commit {data['sha'][:12]}, not {sha[:12]}")
     metric = data["metric"]["value"] if data["metric"] else None
+    cases = data.get("cases") or ()
     return StepResult(
         data["step_id"],
         data["sha"],
@@ -83,7 +90,7 @@ def from_json(data: Any, step_id: int | None = None, sha: str | None = None) -> 
         _time(data["finished_at"]),
         data["env_key"],
         data["env_reused"],
-        tuple(CaseResult(c["case"], c["outcome"], c["metric"], c["why"]) for c in data.get("cases") or ()),
+        tuple(CaseResult(c["case"], c["outcome"], c["metric"], c["why"], c.get("failure")) for c in cases),
     )
 
 
@@ -152,6 +159,9 @@ def _check_cases(cases: Any) -> None:
             raise ResultError(f"result.json: case {case['case']}: metric {value!r} is not a finite number")
         if not isinstance(case.get("why"), (str, type(None))):
             raise ResultError(f"result.json: case {case['case']}: why is not text")
+        if case.get("failure") not in (None, *FAILURES):
+            said = f"failure {case.get('failure')!r} is not {' or '.join(FAILURES)}"
+            raise ResultError(f"result.json: case {name}: {said}")
 
 
 def _time(text: str) -> datetime:

@@ -111,12 +111,14 @@ class Needs:
 
 @dataclass(frozen=True)
 class CaseResult:
-    """One test case of a step's run: `good`, `bad`, `skip` (did not run, with why) and its own metric reading."""
+    """One test case of a step's run: `good`, `bad`, `skip` (did not run, with why) and its own metric reading; a
+    bad one says how it failed when its report tells (`failure`: runners.failure's assertion or error)."""
 
     case: str
     outcome: str
     metric: float | None = None
     why: str | None = None
+    failure: str | None = None
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runners import gpus, junit, preflight, testrun
+from runners import failure, gpus, junit, preflight, testrun
 from runners import result as result_json
 from runners.envs import EnvCache, EnvError, EnvSpec
 from runners.git import checkout as git_checkout
@@ -236,22 +236,32 @@ def _own_tests(
     for named in spec.tests:
         log(f"revert-bisect: test {named.id}")
         mine = replace(spec, higher_is_worse=named.higher_is_worse)
-        code, infra, metric, _ = _own_test(
+        code, infra, metric, cases = _own_test(
             mine, named.run, tree, dict(variables), log_path, log, pidfile, started, builds
         )
-        results.append(_as_case(named.id, code, infra, metric))
+        errored = next((c.why for c in cases if c.failure == failure.ERROR), None)
+        results.append(_as_case(named.id, code, infra, metric, failure.of_cases(c.failure for c in cases), errored))
     said = [c for c in results if c.outcome != testrun.INFRA]
     if not said:
         return None, "; ".join(f"{c.case}: {c.why}" for c in results), results
     return (1 if any(c.outcome == testrun.BAD for c in said) else 0), None, results
 
 
-def _as_case(test: str, code: int | None, infra: str | None, metric: float | None) -> CaseResult:
+def _as_case(
+    test: str,
+    code: int | None,
+    infra: str | None,
+    metric: float | None,
+    failed: str | None = None,
+    why: str | None = None,
+) -> CaseResult:
     if infra is not None or code is None or code < 0 or code >= 128:
         return CaseResult(test, testrun.INFRA, metric, infra or f"exited {code}")
     if code == 125:
         return CaseResult(test, testrun.SKIP, None, "untestable at this commit")
-    return CaseResult(test, testrun.GOOD if code == 0 else testrun.BAD, metric)
+    if code == 0:
+        return CaseResult(test, testrun.GOOD, metric)
+    return CaseResult(test, testrun.BAD, metric, why if failed == failure.ERROR else None, failed)
 
 
 def _junit_cases(

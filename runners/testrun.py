@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from runners import failure
 from runners.spec import CaseResult, Needs, TestRun
 
 GOOD, BAD, SKIP, INFRA = "good", "bad", "skip", "infra"
@@ -130,7 +131,7 @@ def _ut_name(method: str, where: str) -> str:
 @dataclass(frozen=True)
 class _Seen:
     started: dict[str, str]  # Class.method -> its stretch of the output
-    failed: set[str]
+    failed: dict[str, tuple[str, str]]  # Class.method -> how it failed (runners.failure), and its last line
     class_errors: dict[str, str]  # Class -> the error line of its setUpClass/tearDownClass
     not_loaded: dict[str, str]  # the last part of a name unittest could not load -> why
     skipped: set[str]
@@ -158,7 +159,7 @@ def _unittest(output: str) -> _Seen:
         started[name] = output[m.start() : end]
         if _UT_SKIPPED.search(output[m.start() : end]):
             skipped.add(name)
-    failed = set()
+    failed = {}
     problems = list(_UT_PROBLEM.finditer(output))
     for i, m in enumerate(problems):
         body_end = problems[i + 1].start() if i + 1 < len(problems) else len(output)
@@ -168,8 +169,9 @@ def _unittest(output: str) -> _Seen:
             not_loaded[method] = _last_line(body)
         elif method in ("setUpClass", "tearDownClass"):
             class_errors[where.rsplit(".", 1)[-1]] = f"{method} failed: {_last_line(body)}"
-        else:
-            failed.add(_ut_name(method, where))
+        else:  # unittest's FAIL is the test's own check (failureException); ERROR any other exception
+            kind = failure.ASSERTION if m.group("kind") == "FAIL" else failure.ERROR
+            failed[_ut_name(method, where)] = (kind, _last_line(body))
     return _Seen(started, failed, class_errors, not_loaded, skipped, bool(_UT_RAN.search(output)))
 
 
@@ -192,7 +194,13 @@ def _pytest(output: str, run: TestRun) -> _Seen:
         ends = [x.start() for x in (_PT_SECTION.search(output, m.end()), _PT_BANNER.search(output, m.end())) if x]
         stretches[m.group("name").replace(".", "::")] = output[m.end() : min(ends, default=len(output))]
     started = {case: stretches.get(case, "") for case in outcomes}
-    failed = {c for c, o in outcomes.items() if o in ("FAILED", "ERROR", "XPASS")}
+    # pytest's ERROR is a fixture's (setup, teardown); a FAILED test failed its check unless it raised another exception
+    kinds = {"ERROR": failure.ERROR, "XPASS": failure.ASSERTION}
+    failed = {
+        c: (kinds.get(o) or failure.of_text(stretches.get(c)), _last_line(stretches.get(c, "")))
+        for c, o in outcomes.items()
+        if o in ("FAILED", "ERROR", "XPASS")
+    }
     skipped = {c for c, o in outcomes.items() if o in ("SKIPPED", "XFAIL")}
     not_loaded = {}
     for m in _PT_NOT_FOUND.finditer(output):
@@ -233,13 +241,13 @@ def cases_of(run: TestRun, output: str, metric: re.Pattern[str] | None) -> list[
         for name in mine:
             value = _metric(seen.started[name], metric)
             if name in seen.failed:
-                results.append(CaseResult(name, BAD, value, "failed"))
+                results.append(_failed(name, value, *seen.failed[name]))
             elif name in seen.skipped:
                 results.append(CaseResult(name, SKIP, None, "skipped by the test itself"))
             else:
                 results.append(CaseResult(name, GOOD, value, None))
         failed_unstarted = [n for n in seen.failed if _mine(n, case, sep) and n not in seen.started]
-        results += [CaseResult(n, BAD, None, "failed") for n in failed_unstarted]
+        results += [_failed(n, None, *seen.failed[n]) for n in failed_unstarted]
         if mine or failed_unstarted:
             continue
         leaf = case.split(sep)[-1]
@@ -247,12 +255,17 @@ def cases_of(run: TestRun, output: str, metric: re.Pattern[str] | None) -> list[
             # the class's fixture (its server) failed: a class the red run failed as a whole fails so again;
             # a method under it never ran, which says nothing of the method
             why = f"{owner}.{seen.class_errors[owner]}"
-            results.append(CaseResult(case, BAD if case == owner else INFRA, None, why))
+            results.append(CaseResult(case, BAD if case == owner else INFRA, None, why, failure.ERROR))
         elif leaf in seen.not_loaded:
             results.append(CaseResult(case, SKIP, None, f"not at this commit: {seen.not_loaded[leaf]}"))
         else:
             results.append(CaseResult(case, INFRA, None, ENDED if not seen.reported else "did not run"))
     return results
+
+
+def _failed(name: str, value: float | None, kind: str, last: str) -> CaseResult:
+    """A failed case; an error says what was raised (its traceback's last line), an assertion only that it failed."""
+    return CaseResult(name, BAD, value, last or "failed" if kind == failure.ERROR else "failed", kind)
 
 
 def verdict(cases: Iterable[CaseResult], exit_code: int | None) -> tuple[int | None, str | None]:
