@@ -11,7 +11,7 @@ import re
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 
-from .api import actions, apps, checks, git_http, issues, pull_files, pull_merge, pulls, repos
+from .api import actions, apps, checks, git_blobs, git_http, issues, pull_files, pull_merge, pulls, repos
 from .api.errors import ApiError, respond
 from .lost_answers import install as lose_answers
 from .ratelimit import rate_and_etag
@@ -25,6 +25,7 @@ ROUTERS = (
     issues.router,
     pulls.router,
     pull_files.router,
+    git_blobs.router,
     pull_merge.router,
     checks.router,
     apps.router,

@@ -192,3 +192,10 @@ def files(repo: Path, old: str | None, new: str) -> list[dict]:
             }
         )
     return out
+
+
+def blob(repo: Path, sha: str) -> bytes | None:
+    """A blob's bytes (None when `sha` names no blob)."""
+    if object_type(repo, sha) != "blob":
+        return None
+    return subprocess.run(["git", "-C", str(repo), "cat-file", "blob", sha], capture_output=True, env=_ENV).stdout

@@ -40,6 +40,18 @@ class AB(BaseModel):
         return f"HEAD fails ({head}), HEAD + revert passes ({runs(len(self.revert_verdicts))})"
 
 
+class StoredPassedOver(BaseModel):
+    """A candidate for the follow-up that was not linked (bot.ports.PassedOver as stored): its number, the reason's
+    code (bot.domain.followup.Passed) and what it shares with the culprit."""
+
+    model_config = ConfigDict(extra="allow")
+
+    number: int
+    reason: str = ""
+    files: list[str] = []
+    definitions: list[str] = []
+
+
 class BisectionOutcome(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -66,6 +78,7 @@ class BisectionOutcome(BaseModel):
     branch: str | None = None
     followup: int | None = None
     notes: list[str] = []  # what publishing skipped or was refused on the way (a reviewer GitHub refused), said
+    followup_passed_over: list[StoredPassedOver] = []  # the follow-up finder's candidates it did not link, with why
 
     @field_validator("revert_pr", "culprit_pr", "evidence_on", "followup", mode="before")
     @classmethod

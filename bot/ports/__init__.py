@@ -55,15 +55,34 @@ class CulpritFacts:
 
 
 @dataclass(frozen=True)
+class PassedOver:
+    """A candidate the follow-up finder found near the culprit and did not link: its number, the reason's code
+    (bot.domain.followup.Passed) and what it shares with the culprit (files, qualified definitions)."""
+
+    number: int
+    reason: str
+    files: tuple[str, ...] = ()
+    definitions: tuple[str, ...] = ()
+
+    def as_json(self) -> dict:
+        return {
+            "number": self.number,
+            "reason": self.reason,
+            "files": list(self.files),
+            "definitions": list(self.definitions),
+        }
+
+
+@dataclass(frozen=True)
 class Followups:
     """Where the proper fix of a culprit is being worked on, as the forge found it: the follow-up (None: nothing
-    fits, a tracking issue is opened), up to two related issues or PRs, what the follow-up shares with the culprit,
-    and what was searched (said in the status comment)."""
+    fits, a tracking issue is opened), what it shares with the culprit, what was searched (said in the status
+    comment), and the candidates passed over (shown on the dashboard only: the bot names nothing else)."""
 
     best: int | None
-    related: tuple[int, ...] = ()
     why: str = ""
     searched: str = ""
+    passed_over: tuple[PassedOver, ...] = ()
 
 
 class StepRunState(Protocol):
@@ -147,8 +166,9 @@ class Forge(Protocol):
     def reverts_opened_since(self, since: datetime) -> int: ...
 
     def followup_for(self, culprit_pr: int) -> Followups:
-        """The issue or PR where the culprit's proper fix is worked on, ranked from the culprit PR's timeline, the
-        open PRs that change its files and functions, and a search (bot.domain.followup), at a bounded cost."""
+        """The issue or PR where the culprit's proper fix is worked on: the open PRs that change what it changed, the
+        issues and PRs that cite it, a search (bot.domain.followup), within a request budget
+        (bot.adapters.github.followups)."""
 
     def open_revert_of(self, culprit_pr: int, ours: str | None = None) -> int | None: ...
 

@@ -10,7 +10,7 @@ from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.case import Overlap, Reading, Spread, assertion_line, overlap, red_since, spread
-from bot.domain.followup import changed_definitions
+from bot.domain.hunks import headed_definitions
 from bot.ports import Git
 from bot.ports.store import BisectionRecord
 from bot.service.group_rows import runs_of
@@ -54,8 +54,8 @@ def case_of(row: BisectionRecord, problem: Problem, repo: Git, culprit: str, tes
         run.raw.metric for _, run in failing if run.kind in kinds and (sha is None or run.sha == sha)
     ]
     changes = repo.file_changes(problem.good, problem.bad)
-    changed = {f: changed_definitions(p) for f, p in changes.get(culprit, {}).items()}
-    window = {sha: {f: changed_definitions(p) for f, p in files.items()} for sha, files in changes.items()}
+    changed = {f: headed_definitions(p) for f, p in changes.get(culprit, {}).items()}
+    window = {sha: {f: headed_definitions(p) for f, p in files.items()} for sha, files in changes.items()}
     return Case(
         ci_line or ours,
         ci_line is not None,

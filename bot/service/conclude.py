@@ -156,6 +156,7 @@ class Conclusions:
             followup=followup,
             evidence_on=published.evidence_on,
             notes=list(published.notes),
+            followup_passed_over=[p.as_json() for p in published.passed_over],
             **(dict(revert_refused=published.refused, revert_refused_reason="push") if published.refused else {}),
         )
         if published.refused:  # GitHub refused the branch (workflow files): said on the culprit PR, no PR opened

@@ -62,7 +62,6 @@ def draft(
     prs: Mapping[str, PrRecord] = {},
     followups: list[int] = (),
     fixes: Sequence[str] = (),
-    related: Sequence[int] = (),
     followup_why: str = "",
 ) -> PullRequestDraft:
     """The revert PR for a found, proven culprit. `fixes`: the tests of a group (bot.domain.bisect.group) that this
@@ -151,7 +150,6 @@ def draft(
         case=case_of(row, problem, repo, culprit, fixes[0] if fixes else None),
         good=problem.good,
         bad=problem.bad,
-        related=list(related),
         followup_why=followup_why,
         fixes=fixed,
         effect=str((outcome.facts or {}).get("effect") or ""),

@@ -103,7 +103,6 @@ class RevertEvidence:
     case: Case | None = None  # the case point by point (bot.service.case_facts)
     good: str = ""  # the window
     bad: str = ""
-    related: list[int] = field(default_factory=list)  # issues or PRs near the follow-up (bot.domain.followup)
     followup_why: str = ""  # what the follow-up shares with the culprit, when it was found by its changes
     effect: str = ""  # a sampled metric's shift at the culprit with its interval (bot.domain.bisect.sampled)
 

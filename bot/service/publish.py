@@ -11,7 +11,7 @@ from bot.domain.bisect.model import Problem
 from bot.domain.errors import WorkflowPushRefused
 from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction
-from bot.ports import Clones, CulpritFacts, Followups, Forge, Git, Revert, RevertFound
+from bot.ports import Clones, CulpritFacts, Followups, Forge, Git, PassedOver, Revert, RevertFound
 from bot.service.draft import PrRecord
 from bot.service.draft import draft as draft_pr
 from bot.service.pr_body import FailingTest, PullRequestDraft
@@ -59,6 +59,7 @@ class Published:
     evidence_on: int | None = None  # the PR the evidence was commented on instead of opening one
     refused: str | None = None  # GitHub refused the revert branch's push (workflow files without the permission)
     notes: tuple[str, ...] = ()  # what was skipped on the way, for the status comment (a reviewer GitHub refused)
+    passed_over: tuple[PassedOver, ...] = ()  # the follow-up's candidates not linked, for the dashboard
 
 
 def branch_name(culprit_pr: int | None, culprit: str) -> str:
@@ -116,20 +117,19 @@ class Publisher:
         self, culprit_pr: int | None, asked: int | None, open_tracking: bool = True
     ) -> tuple[int | None, Followups | None]:
         """Where the proper fix is worked on: the one asked for, the policy's, else what the forge finds (with what it
-        searched); when nothing fits, a tracking issue opened (`open_tracking`), listing what was related."""
+        searched); when nothing fits, a tracking issue opened (`open_tracking`). Nothing else found is named: what was
+        passed over is for the dashboard (`Followups.passed_over`)."""
         t = self.target
         followup, found = asked or t.policy.followups.get(culprit_pr or -1), None
         if followup is None and culprit_pr:
             found = t.forge.followup_for(culprit_pr)
             followup = found.best
-        related = found.related if found else ()
         if followup is None and culprit_pr and open_tracking:  # nowhere to track the proper fix yet: open the place
             followup, _ = t.forge.ensure_issue(
                 f"tracking-{culprit_pr}",
                 f"Fix the regression from #{culprit_pr} so it can be re-landed",
                 f"revert-bisect bisected {t.named} to #{culprit_pr} and proved that reverting it fixes the "
-                "test. This issue tracks the proper fix."
-                + (f" Related: {', '.join(f'#{n}' for n in related)}." if related else ""),
+                "test. This issue tracks the proper fix.",
             )
         return followup, found
 
@@ -142,7 +142,6 @@ class Publisher:
         policy, culprit_pr = t.policy, facts.pr
         comment_only = policy.revert.action is RevertAction.COMMENT_ONLY
         followup, found = self.followup(culprit_pr, asked_followup, open_tracking=not comment_only)
-        related = list(found.related) if found else []
         revert = t.clones.create_revert(t.repo, culprit, row.head)
         test = policy.test(t.test_id)
         prs = {culprit: PrRecord(culprit_pr, facts.title, facts.author)} if culprit_pr else {}
@@ -158,7 +157,6 @@ class Publisher:
             ),
             prs=prs,
             followups=[followup] if followup else [],
-            related=related,
             followup_why=found.why if found and found.best else "",
             fixes=t.tests,
         )
@@ -170,7 +168,11 @@ class Publisher:
                 if found.best
                 else "nothing that fits" + (f": opened #{followup}" if followup else "")
             )
-            published = replace(published, notes=(*published.notes, f"follow-up: {told}; searched {found.searched}"))
+            published = replace(
+                published,
+                notes=(*published.notes, f"follow-up: {told}; searched {found.searched}"),
+                passed_over=found.passed_over,
+            )
         return published, pr, followup
 
     def publish(

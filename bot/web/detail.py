@@ -33,6 +33,7 @@ from bot.web.models import (
     TestRowView,
     TimelineEntry,
 )
+from bot.web.followup_views import passed_over
 from bot.web.views import step_view, summary, text_or_none, version
 
 
@@ -244,6 +245,8 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         ab=ab,
         cost=_cost(row, order) if told.recorded else "",
         revert_pr_body=body,
+        followup=outcome.followup,
+        followup_passed_over=passed_over(outcome),
         culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
         tests=tests_of(row),
     )

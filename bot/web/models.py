@@ -146,6 +146,12 @@ class RoundView(BaseModel):
     steps: list[StepView]
 
 
+class PassedOverView(BaseModel):
+    number: int
+    why: str = Field(description="why it is not the follow-up, in words")
+    shares: str = Field("", description="the definitions (else the files) it changes that the culprit changed")
+
+
 class BisectionDetail(BaseModel):
     summary: BisectionSummary
     phase: str
@@ -171,6 +177,10 @@ class BisectionDetail(BaseModel):
     ab: ABView | None = None
     cost: str = Field("", description="the runs and their GPU-hours (cancelled runs included) beside git bisect run's")
     revert_pr_body: str | None = None
+    followup: int | None = Field(None, description="the issue or PR the revert links as the proper fix's")
+    followup_passed_over: list[PassedOverView] = Field(
+        [], description="the follow-up's candidates not linked, with why (named nowhere on GitHub)"
+    )
     tests: list[TestRowView] = Field([], description="a group's tests, each with its own answer; empty for one test")
     culprit: CommitView | None = Field(
         None, description="the culprit with its PR, title and author (from the recorded range)"

@@ -299,6 +299,6 @@ class GitHubForge(CiRuns):
         return count
 
     def followup_for(self, culprit_pr: int) -> Followups:
-        """Where the culprit's proper fix is worked on: ranked from the culprit PR's timeline, the open PRs and a
-        search, each read capped (bot.adapters.github.followups)."""
+        """Where the culprit's proper fix is worked on, within the finder's request budget
+        (bot.adapters.github.followups)."""
         return FollowupFinder(self.repo).find(culprit_pr)
