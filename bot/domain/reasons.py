@@ -22,6 +22,7 @@ class Reason(enum.StrEnum):
     TIMED_OUT = "timed_out"  # facts: endpoint, side, sha, timeout_s, log
     FLAKY_UNDER_ZERO = "flaky_under_zero"  # a flake rate of 0 met contradicting results
     TOO_FLAKY = "too_flaky"  # facts: confidence
+    RUNNER_ERROR = "runner_error"  # facts: endpoint, side, sha, runner, why (bot.domain.bisect.ci_failure)
 
 
 Remedies = Mapping[Reason, str]  # str.format templates over the facts (plus what the surface adds, e.g. the test)

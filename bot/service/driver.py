@@ -26,6 +26,7 @@ from bot.domain.outcome import members
 from bot.domain.reasons import Reason
 from bot.observability.heartbeat import beat
 from bot.ports.store import BisectionRecord, BisectionStore, NewStep
+from bot.service.as_ci import ci_failures, naming_the_runner, read_as_ci
 from bot.service.config import BisectConfig
 from bot.service.discovery import CANCELLED, discover
 from bot.service.group_rows import (
@@ -126,6 +127,7 @@ class Driver:
         row = self.store.get(self.id)
         self.group, states = group_of(self.problem, row, self.config.settings_for)
         self.grouped = is_group(row)
+        ci_kinds = ci_failures(row, self.group, self.grouped)  # how CI's red run failed each test
         self.tests: dict[str, dict] = {t: dict(info) for t, info in (row.tests or {}).items()}
         flying = self._adopt(row, states)
         left = [s.id for s in row.steps if s.state == "running" and s.id not in flying]
@@ -157,7 +159,7 @@ class Driver:
                 decision = _ended(states, Outcome(Status.INCONCLUSIVE, found))
             else:
                 busy = [p for step in flying.values() for p in step]
-                decision = decide_group(self.group, states, runs, busy, self.backend.free)
+                decision = naming_the_runner(decide_group(self.group, states, runs, busy, self.backend.free), runs)
             boundaries.update({t: d.boundary for t, d in decision.decisions.items()})
             outcome = self._save(states, decision)
             states = dict(decision.states)
@@ -190,14 +192,15 @@ class Driver:
                     if self.grouped
                     else {SOLO: RawResult(result.exit_code, result.metric, result.infra_reason)}
                 )
+                raws = read_as_ci(result, raws, ci_kinds)
                 verdicts = classify_all(raws, self.group, boundaries)
                 verdict = step_verdict(list(verdicts.values()))
                 results = step_results(kinds, raws, verdicts) if self.grouped else None
-                self.store.finish_step(result.step_id, step_report(result, verdict, results))
+                self.store.finish_step(result.step_id, step_report(result, verdict, results, raws.get(SOLO)))
                 runs += [Run(result.sha, kinds[t], raws[t], step[0].round, t) for t in kinds]
                 snap.runs.append((result.sha, step[0].kind.value, verdict, result.metric))
-                if result.infra_reason:
-                    snap.infra.append((result.sha, result.infra_reason))
+                for said in dict.fromkeys(r.infra_reason for r in raws.values() if r.infra_reason):
+                    snap.infra.append((result.sha, said))
                 if result.infra_reason is None:
                     durations.append(result.duration_s)
 

@@ -89,7 +89,8 @@ def runs_of(step: StepRecord) -> list[Run]:
         return [Run(step.sha, Kind(step.kind), RawResult(step.exit_code, step.metric, step.infra_reason), step.round)]
     runs = []
     for test, r in step.results.items():
-        infra = step.infra_reason or (None if "exit_code" in r else "the step reported nothing for this test")
+        infra = step.infra_reason or r.get("infra_reason")
+        infra = infra or (None if "exit_code" in r else "the step reported nothing for this test")
         raw = RawResult(r.get("exit_code"), r.get("metric"), infra)
         runs.append(Run(step.sha, Kind(r["kind"]), raw, step.round, test))
     return runs
@@ -115,10 +116,15 @@ def raw_results(result: StepResult, tests: Sequence[str]) -> dict[str, RawResult
 
 
 def step_results(kinds: Mapping[str, Kind], raws: Mapping[str, RawResult], verdicts: Mapping[str, Verdict]) -> dict:
-    return {
+    """Each test's result in a step's row; a test's own infra reason (bot.service.as_ci: it errored) with it."""
+    out = {
         t: dict(kind=kinds[t].value, exit_code=raws[t].exit_code, metric=raws[t].metric, verdict=verdicts[t].value)
         for t in kinds
     }
+    for t, entry in out.items():
+        if raws[t].infra_reason and (raws[t].exit_code is None):
+            entry["infra_reason"] = raws[t].infra_reason
+    return out
 
 
 def step_verdict(verdicts: Sequence[Verdict]) -> Verdict:
@@ -196,13 +202,15 @@ def group_outcome(tests: Mapping[str, Mapping]) -> tuple[Status, BisectionOutcom
     return status, told
 
 
-def step_report(result: StepResult, verdict: Verdict, results: dict | None) -> StepReport:
+def step_report(
+    result: StepResult, verdict: Verdict, results: dict | None, solo: RawResult | None = None
+) -> StepReport:
     """What the store keeps of a step's result: the runner's facts, its verdict (one word for several tests) and
-    each test's own result."""
+    each test's own result; a bisection of one test keeps its result as read (`solo`: bot.service.as_ci)."""
     return StepReport(
-        result.exit_code,
+        result.exit_code if solo is None else solo.exit_code,
         result.metric,
-        result.infra_reason,
+        result.infra_reason if solo is None else solo.infra_reason,
         verdict.value,
         result.runner,
         result.duration_s,

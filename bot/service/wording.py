@@ -31,6 +31,11 @@ REMEDIES: Mapping[Reason, tuple[str, str | None]] = {
     Reason.TIMED_OUT: ("raise the test's `runner.timeout_minutes` in the policy", None),
     Reason.FLAKY_UNDER_ZERO: ("set `bisect.flake_rate: auto` in the policy and bisect again", None),
     Reason.TOO_FLAKY: ("raise `bisect.flake_rate` or lower `bisect.confidence` in the policy", None),
+    Reason.RUNNER_ERROR: (
+        "fix the runner {runner} (its memory, model files, setup) or point the test's `runner.labels` in the policy at "
+        "another, then bisect again",
+        "/revert-bisect {test} good=<sha>",
+    ),
 }
 
 

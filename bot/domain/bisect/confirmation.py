@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from itertools import zip_longest
 
 from bot.domain.bisect.calibration import taken_as_read
+from bot.domain.bisect.ci_failure import ci_reading, like_ci
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import (
     BISECT_KINDS,
@@ -90,7 +91,8 @@ def confirmation_round(
         return confirmation_round(problem, again, ev, in_flight, free, rnd, culprit, parent, flake, mass, guess, trust)
     how = _confirmed_by(culprit_x, parent_x)
     proven = f"HEAD{f' ({stood.source})' if stood.source else ''} fails, HEAD + revert passes"
-    return found_decision(state, ev, culprit, mass, guess, how, ab, proven, flake)
+    why_not = _unreproduced(problem, state, ev, ab)
+    return found_decision(state, ev, culprit, mass, guess, how, ab, proven, flake, why_not=why_not)
 
 
 @dataclass(frozen=True)
@@ -100,40 +102,49 @@ class StoodFor:
     verdicts: tuple[Verdict, ...] = ()
     covers: int = 0
     source: str = ""  # said in the outcome, the report and the PR ("" : HEAD's own A/B runs)
+    by_ci: bool = False  # CI's readings, not the bisect runner's: HEAD's failure is yet to be reproduced there
 
 
 def _stood_for_head(problem: Problem, state: State, ev: Evidence, x: int) -> StoodFor:
-    """Where the branch head is BAD itself, HEAD's side of the A/B is already known, conservatively:
+    """Where the branch head is BAD itself, part of HEAD's side of the A/B is already known, conservatively:
 
-    - the bisect runner's runs of BAD (calibration or search), up to `x` of them, when every one failed;
+    - the bisect runner's runs of BAD (calibration or search), up to `x` of them, when every one failed as CI's red
+      run did (`ci_failure.like_ci`: its metric over the threshold when that is how CI failed) -- the same commit in
+      the same environment;
     - with no such run, the endpoints taken as read (`trust_endpoints`: on the nightly path, CI read BAD red and a
-      re-run attempt or the suite runner's retry read it red again): CI's red readings of BAD stand for all x --
-      the same evidence that let the search skip BAD. Only recorded readings stand: the CLI's --trust-endpoints
-      (the user's word, no reading) still runs HEAD.
+      re-run attempt or the suite runner's retry read it red again): CI's red readings of BAD stand for all but one
+      of the x. CI's machines are not the bisect runner's, so HEAD's failure is still reproduced there at least once
+      (`like_ci` again) before HEAD + revert's PASS proves anything. Only recorded readings stand: the CLI's
+      --trust-endpoints (the user's word, no reading) still runs HEAD x times.
 
-    A pass among BAD's runs, or HEAD not BAD (commits landed since, which may touch the test), and HEAD runs afresh.
-    A repeated confirmation round counts only its own runs, as it does for every other target."""
+    A pass among BAD's runs, a failure of another kind, or HEAD not BAD (commits landed since, which may touch the
+    test), and HEAD runs afresh. A repeated confirmation round counts only its own runs, as for every other target."""
     if problem.head != problem.bad:
         return StoodFor()
     readings = head_stand_ins(problem, ev, state.confirm_round if state.confirmations else 0)
-    verdicts = tuple(v for _, v in readings)
-    if not verdicts or not all(v is Verdict.BAD for v in verdicts):
+    if not readings:
         return StoodFor()
+    verdicts = tuple(v for _, v in readings)
     if readings[0][0].kind is not Kind.CI:
         taken = verdicts[-x:]
         return StoodFor(taken, len(taken), f"BAD itself: {len(taken)} of its runs on the bisect runner stand for it")
-    if not state.confirmations and Verdict.BAD in taken_as_read(problem, ev):
-        return StoodFor(verdicts, x, "BAD itself, read red by CI and reproduced there")
+    n = min(len(verdicts), x - 1)
+    if n and not state.confirmations and Verdict.BAD in taken_as_read(problem, ev):
+        return StoodFor(verdicts[-n:], n, f"BAD itself, read red by CI and reproduced there: {n} of them CI's", True)
     return StoodFor()
 
 
 def head_stand_ins(problem: Problem, ev: Evidence, since: int = 0) -> tuple[tuple[Run, Verdict], ...]:
-    """The readings of BAD that may stand for HEAD's A/B runs (`_stood_for_head` decides whether they do): BAD's own
-    runs on the bisect runner from round `since` on, or, with none, CI's readings of it. The revert PR shows their
-    values (bot.service.draft)."""
+    """The readings of BAD that may stand for HEAD's A/B runs (`_stood_for_head` decides how many do): BAD's own runs
+    on the bisect runner from round `since` on when every one failed as CI's red run did, or, with no run there, CI's
+    red readings of it. The revert PR shows their values (bot.service.draft)."""
+    ci = ci_reading(problem, ev.verdicts)
     on_bad = [(r, v) for r, v in ev.verdicts if r.sha == problem.bad and v.is_evidence]
     own = tuple((r, v) for r, v in on_bad if r.kind in BISECT_KINDS and r.round >= since)
-    return own or tuple((r, v) for r, v in on_bad if r.kind is Kind.CI)
+    if own:
+        return own if all(like_ci(r, v, ci) for r, v in own) else ()
+    theirs = tuple((r, v) for r, v in on_bad if r.kind is Kind.CI)
+    return theirs if theirs and all(v is Verdict.BAD for _, v in theirs) else ()
 
 
 def _revert_runs(state: State, ev: Evidence, x: int, trust: bool) -> int:
@@ -145,8 +156,16 @@ def _revert_runs(state: State, ev: Evidence, x: int, trust: bool) -> int:
 
 
 def _this_round(state: State, ev: Evidence, sha: str | None, kind: Kind) -> tuple[Verdict, ...]:
+    return tuple(v for _, v in _round_runs(state, ev, sha, kind))
+
+
+def _round_runs(state: State, ev: Evidence, sha: str | None, kind: Kind, evidence: bool = True) -> list[tuple]:
     since = state.confirm_round
-    return tuple(v for r, v in ev.verdicts if r.sha == sha and r.kind is kind and r.round >= since and v.is_evidence)
+    return [
+        (r, v)
+        for r, v in ev.verdicts
+        if r.sha == sha and r.kind is kind and r.round >= since and (v.is_evidence or not evidence)
+    ]
 
 
 def found_decision(
@@ -160,13 +179,17 @@ def found_decision(
     proven: str,
     flake: float = 0.0,
     facts: dict | None = None,
+    why_not: str = "",
 ) -> Decision:
-    """The culprit named: `how` it was confirmed, and what the A/B said (`proven`: what a passing one showed)."""
+    """The culprit named: `how` it was confirmed, and what the A/B said (`proven`: what a passing one showed,
+    `why_not`: why a failing one proves nothing, when it says more than its verdicts)."""
     message = f"{culprit[:12]} is the first bad commit (P={mass:.4f}; {how})"
     if state.revert_error:
         message += f"; no revert to verify: {state.revert_error}"
     elif ab is not None:
-        message += f"; the revert is proven: {proven}" if ab.passed else "; the revert is NOT proven by the A/B runs"
+        message += (
+            f"; the revert is proven: {proven}" if ab.passed else f"; the revert is NOT proven by the A/B runs{why_not}"
+        )
     outcome = Outcome(
         Status.FOUND,
         message,
@@ -189,13 +212,33 @@ def _confirmed_by(culprit_x: int, parent_x: int) -> str:
 
 
 def _ab_result(problem: Problem, state: State, ev: Evidence, stood: StoodFor) -> ABResult | None:
-    """HEAD's side: what stood for it (`_stood_for_head`), then its own A/B runs."""
+    """HEAD's side: what stood for it (`_stood_for_head`), then its own A/B runs -- a failure of theirs that is not
+    CI's (`like_ci`) counted as no failure (a skip). With none of it from the bisect runner (CI's reading stood and
+    every run of HEAD's own errored), HEAD's side is empty: its failure was not reproduced, nothing is proven."""
     if not (problem.head and state.revert):
         return None
-    head = stood.verdicts + _this_round(state, ev, problem.head, Kind.AB_HEAD)
-    return ABResult(
-        problem.head, state.revert, head, _this_round(state, ev, state.revert, Kind.AB_REVERT), head_from=stood.source
+    ci = ci_reading(problem, ev.verdicts)
+    own = tuple(
+        v if v is not Verdict.BAD or like_ci(r, v, ci) else Verdict.SKIP
+        for r, v in _round_runs(state, ev, problem.head, Kind.AB_HEAD)
     )
+    on_runner = bool(own) or (stood.covers > 0 and not stood.by_ci)
+    head = stood.verdicts + own if on_runner else ()
+    revert = _this_round(state, ev, state.revert, Kind.AB_REVERT)
+    return ABResult(problem.head, state.revert, head, revert, head_from=stood.source if on_runner else "")
+
+
+def _unreproduced(problem: Problem, state: State, ev: Evidence, ab: ABResult | None) -> str:
+    """Why the A/B proves nothing when HEAD's failure was not reproduced on the bisect runner ("" otherwise)."""
+    if ab is None or ab.passed or (ab.head_verdicts and all(v is Verdict.BAD for v in ab.head_verdicts)):
+        return ""
+    runs = _round_runs(state, ev, problem.head, Kind.AB_HEAD, evidence=False)
+    said = [r.raw.infra_reason for r, v in runs if r.raw.infra_reason] + [
+        f"a run failed without the {'metric' if problem.settings.metric else 'failure'} CI read"
+        for r, v in runs
+        if v is Verdict.BAD and not like_ci(r, v, ci_reading(problem, ev.verdicts))
+    ]
+    return f": HEAD's failure was not reproduced on the bisect runner ({said[-1]})" if said else ""
 
 
 def _flaky_revert(ab: ABResult) -> bool:
