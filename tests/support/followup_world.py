@@ -219,8 +219,11 @@ def crowd(n: int, newer: int, first: int = 40000) -> list[Pull]:
     return out
 
 
-def sglang_world(state: SandboxState, tmp: Path, *, crowd_size: int = 230, newer: int = 50, leave_out=()) -> str:
-    """The incident's repository: see the module's docstring. The follow-up was last updated 2026-07-17T12:00."""
+def sglang_world(
+    state: SandboxState, tmp: Path, *, crowd_size: int = 230, newer: int = 50, leave_out=(), retitled: bool = True
+) -> str:
+    """The incident's repository: see the module's docstring (`retitled` False: #29792 under its recorded title).
+    The follow-up was last updated 2026-07-17T12:00."""
     data = {p["number"]: p for p in incident()["pulls"]}
 
     def real(n: int, files: dict[str, str], updated: str, **kw) -> Pull:
@@ -231,7 +234,7 @@ def sglang_world(state: SandboxState, tmp: Path, *, crowd_size: int = 230, newer
         real(31369, {BRP: CULPRIT}, "2026-07-17T00:00:00Z", merged_at=data[31369]["merged_at"]),
         Pull(
             29792,
-            RETITLED,
+            RETITLED if retitled else data[29792]["title"],
             data[29792]["author"],
             {BRP: FOLLOWUP},
             data[29792]["created_at"],

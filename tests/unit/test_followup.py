@@ -73,7 +73,10 @@ def test_removed_lines_are_placed_in_the_text_before_the_patch():
 
 
 def test_decorators_nested_functions_and_assignments():
-    source = "X = 1\n\nclass A:\n    y: int = 2\n\n    @staticmethod\n    def f():\n        def g():\n            return 1\n        return g\n"
+    source = (
+        "X = 1\n\nclass A:\n    y: int = 2\n\n"
+        "    @staticmethod\n    def f():\n        def g():\n            return 1\n        return g\n"
+    )
     assert definitions_at(source, [1, 4, 6, 9]) == {"X", "A.y", "A.f"}
     with pytest.raises(Unparsable):
         definitions_at("def f(:\n", [1])
