@@ -9,7 +9,9 @@
 # REVERT_BISECT_PACKAGE into a uv venv of its own (kept on the cache volume), never into this python3.
 #
 #   docker build -f deploy/runner.Dockerfile -t revert-bisect-runner deploy/
+#   sudo deploy/gpu-locks.sh     # on the host, once per machine: the GPU lock directory its runners share
 #   docker run -d --gpus all --restart unless-stopped -v revert-bisect-cache:/cache/revert-bisect \
+#     -v /var/lib/revert-bisect/gpu-locks:/var/lib/revert-bisect/gpu-locks \
 #     -e RUNNER_URL=https://github.com/OWNER/REPO -e RUNNER_TOKEN=... -e RUNNER_LABELS=4-gpu-h100 \
 #     revert-bisect-runner
 ARG BASE_IMAGE=lmsysorg/sglang:v0.5.18
@@ -58,6 +60,11 @@ ENV REVERT_BISECT_RUNNER_CACHE=/cache/revert-bisect \
     REVERT_BISECT_HOME=/cache/revert-bisect
 RUN mkdir -p /cache/revert-bisect && chown runner:runner /cache/revert-bisect
 VOLUME ["/cache/revert-bisect"]
+
+# The host's GPU lock directory, one per machine (deploy/gpu-locks.sh makes it on the host): every runner container
+# of the host mounts it here, so their steps never take the same GPU (runners/gpulocks.py; a step refuses to start
+# when the directory it sees is not the host's). Not a VOLUME: an anonymous volume is one container's own.
+ENV REVERT_BISECT_GPU_LOCKS=/var/lib/revert-bisect/gpu-locks
 
 COPY --chmod=0755 runner-entrypoint.sh /usr/local/bin/runner-entrypoint.sh
 USER 10001:10001

@@ -1,8 +1,9 @@
 """GPUs of a step's own on a shared host: disjoint devices per step, idle before the test starts.
 
 Several runner instances often share one multi-GPU machine (two TP-4 steps on one 8-GPU host). Each step takes the
-devices it needs by holding a lock file per device in a machine-wide directory (`REVERT_BISECT_GPU_LOCKS`, default
-`<tmp>/revert-bisect-gpus`): a device locked by another step is never handed out. Of the unlocked devices it then
+devices it needs by holding a lock file per device in the host's lock directory (`REVERT_BISECT_GPU_LOCKS`, which
+runners.gpulocks checks is the one every runner of the host shares): a device locked by another step is never handed
+out. Of the unlocked devices it then
 waits, within a bounded time, for ones that are idle (`nvidia-smi`'s memory.used at most `IDLE_MIB`), as SGLang's CI
 waits for idle GPUs before a test; the test sees exactly its own through CUDA_VISIBLE_DEVICES. Devices the runner
 itself was limited to (its own CUDA_VISIBLE_DEVICES, as indices) are the only candidates. The locks go with the step.
@@ -11,15 +12,15 @@ itself was limited to (its own CUDA_VISIBLE_DEVICES, as indices) are the only ca
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+from runners import gpulocks
 
 IDLE_MIB = 1024  # a device using more memory than this is busy (a driver context alone takes a few hundred MiB)
 POLL_S = 5.0
@@ -33,10 +34,6 @@ class GpuError(Exception):
 class Device:
     index: int
     memory_used_mib: int
-
-
-def lock_dir() -> Path:
-    return Path(os.environ.get("REVERT_BISECT_GPU_LOCKS") or Path(tempfile.gettempdir()) / "revert-bisect-gpus")
 
 
 def devices(env: dict[str, str]) -> list[Device]:
@@ -99,9 +96,13 @@ def assign(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Assignment:
-    """`count` idle devices no other step holds, held until `release()`; GpuError when the host has too few, or
-    they do not come free within `timeout_s`."""
-    locks = locks or lock_dir()
+    """`count` idle devices no other step holds, held until `release()`; GpuError when the lock directory is not the
+    host's shared one (runners.gpulocks), when the host has too few, or they do not come free within `timeout_s`."""
+    locks = locks or gpulocks.lock_dir(env)
+    try:
+        gpulocks.check(locks, env)
+    except gpulocks.NotShared as exc:
+        raise GpuError(str(exc)) from None
     locks.mkdir(parents=True, exist_ok=True)
     deadline = clock() + timeout_s
     said = False

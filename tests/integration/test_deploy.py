@@ -21,6 +21,7 @@ DOCKERFILE = ROOT / "Dockerfile"
 RUNNER_DOCKERFILE = ROOT / "deploy" / "runner.Dockerfile"
 RUNNER_ENTRYPOINT = ROOT / "deploy" / "runner-entrypoint.sh"
 GPU_SMOKE = ROOT / "deploy" / "gpu-smoke.sh"
+GPU_LOCKS = ROOT / "deploy" / "gpu-locks.sh"
 STEP_WORKFLOW = ROOT / "runners" / "github" / "revert-bisect-step.yml"
 MANIFEST = ROOT / "deploy" / "github-app-manifest.json"
 
@@ -105,7 +106,9 @@ def test_hadolint_catches_problems(hadolint):
     assert "DL3006" in proc.stdout and "DL3014" in proc.stdout
 
 
-@pytest.mark.parametrize("script", [RUNNER_ENTRYPOINT, GPU_SMOKE], ids=["runner-entrypoint.sh", "gpu-smoke.sh"])
+@pytest.mark.parametrize(
+    "script", [RUNNER_ENTRYPOINT, GPU_SMOKE, GPU_LOCKS], ids=["runner-entrypoint.sh", "gpu-smoke.sh", "gpu-locks.sh"]
+)
 def test_deploy_scripts_are_executable_valid_bash_and_shellcheck_clean(script):
     """deploy/gpu-smoke.sh needs a GPU, so CI only lints it (deploy/README.md says how to run it)."""
     assert script.stat().st_mode & 0o111, f"{script.name} must be executable"
@@ -313,6 +316,19 @@ def test_runner_image_essentials():
     entry = RUNNER_ENTRYPOINT.read_text()
     for var in ("RUNNER_URL", "RUNNER_TOKEN", "RUNNER_LABELS"):
         assert var in entry
+
+
+def test_runner_image_locks_gpus_in_the_hosts_directory_never_a_volume_of_its_own():
+    """Every runner container of a host mounts the host's one GPU lock directory (runners/gpulocks.py) at the path the
+    image names, the one deploy/gpu-locks.sh makes and deploy/README.md mounts; an anonymous VOLUME there would be
+    each container's own, and two containers would hand out the same GPU."""
+    from runners.gpulocks import ENV, HOST_DIR
+
+    parsed = final_stage(RUNNER_DOCKERFILE)
+    assert any(kw == "ENV" and f"{ENV}={HOST_DIR}" in args for kw, args in parsed)
+    assert not any(kw == "VOLUME" and HOST_DIR in args for kw, args in parsed)
+    assert f'dir="${{1:-{HOST_DIR}}}"' in GPU_LOCKS.read_text()
+    assert f"-v {HOST_DIR}:{HOST_DIR}" in (ROOT / "deploy" / "README.md").read_text()
 
 
 def test_dockerignore_keeps_what_the_build_copies():
