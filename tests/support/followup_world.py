@@ -192,7 +192,7 @@ def _recorded(number: int) -> list[dict]:
 
 
 def crowd(n: int, newer: int, first: int = 40000) -> list[Pull]:
-    """`n` open PRs of other files, `newer` of them updated after 2026-07-17 (the follow-up's last update)."""
+    """`n` open PRs of other files, `newer` of them opened after 2026-07-17 (the follow-up's last update)."""
     words = "router kernel tokenizer cache grammar lora quant spec ep dp pd moe attention sampler server".split()
     out = []
     for i in range(n):
@@ -203,7 +203,7 @@ def crowd(n: int, newer: int, first: int = 40000) -> list[Pull]:
                 f"[{words[i % len(words)].upper()}] Improve {words[(i * 7) % len(words)]} handling ({i})",
                 f"dev{i % 40}",
                 {},
-                "2026-06-01T00:00:00Z",
+                day if i < newer else "2026-06-01T00:00:00Z",
                 day,
                 body="Routine change.",
                 recorded=[
