@@ -19,7 +19,7 @@ REMEDIES: Remedies = {
     Reason.TIMED_OUT: "raise --timeout",
     Reason.FLAKY_UNDER_ZERO: "re-run with --flake-rate auto",
     Reason.TOO_FLAKY: "raise --flake-rate or lower --confidence",
-    Reason.RUNNER_ERROR: "fix the runner {runner} (its memory, model files, setup) or use another, then bisect again",
+    Reason.RUNNER_ERROR: "give {runner} what the test needs (memory, model files, setup), then run again (see --log)",
 }
 
 

@@ -26,7 +26,7 @@ from runners.spec import StepResult, StepSpec
 from scenarios.synthetic import build
 
 FLAG = re.compile(r"--[a-z]")
-FACTS = dict(endpoint="GOOD", side="good", sha="a" * 40, confidence=0.99)
+FACTS = dict(endpoint="GOOD", side="good", sha="a" * 40, confidence=0.99, runner="gpu-h100-07", why="OOM")
 
 
 @pytest.mark.parametrize("reason", list(Reason))
