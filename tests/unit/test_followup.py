@@ -153,3 +153,23 @@ def test_search_words_are_the_titles_longest_words_and_the_changed_functions_bar
     words, names = search_words(culprit().title, culprit().definitions | {"Scheduler.__init__"})
     assert words == ("boundary", "overlap")  # the longest uninflected: "scheduler" may be "scheduling" in the fix
     assert names == ("_mamba_check_track_boundary",)  # `__init__` would match everything
+
+
+def test_the_dashboard_words_what_was_passed_over_from_the_stored_outcome():
+    from bot.domain.outcome import parse_outcome
+    from bot.web.followup_views import passed_over
+
+    stored = parse_outcome(
+        {
+            "followup": 29792,
+            "followup_passed_over": [
+                {"number": 34001, "reason": "other_definitions", "files": [w.BRP], "definitions": []},
+                {"number": 31622, "reason": "closed"},
+            ],
+        }
+    )
+    views = passed_over(stored)
+    assert [(v.number, v.why, v.shares) for v in views] == [
+        (34001, "changes the culprit's files, none of the definitions it changed", w.BRP),
+        (31622, "closed (merged, abandoned or a closed issue)", ""),
+    ]
