@@ -5,14 +5,20 @@ Per repository:
   `bisections.tests`), the culprits confirmed (status `found`) against those that ended without one
   (`ambiguous`, `inconclusive`, `no_culprit`, `untestable`, `not_reproducible`, `good_fails`); cancelled ones are
   counted apart, running ones not at all;
-- reverts opened (the outcome holds `revert_pr`), and of those the ones whose culprit was later re-landed
-  unchanged: a false positive (the culprit was innocent, or the revert was not needed). Whether it was
-  re-landed is asked of `relanded(repo, culprit)`, which answers None when it cannot tell (no clone);
 - reverts refused by the guards (`revert_refused` in the outcome), by reason;
-- recall, as PyTorch measures its auto-revert's: culprits the bot flagged (named, status `found`) against those
-  plus the ones it missed -- a revert on the default branch, by anyone else, of a commit inside a range the bot
-  bisected (a watched test went red over it) that the bot never named. The reverts are asked of the caller, who
-  reads them from the clones (bot.adapters.git.reverts); None when it cannot tell.
+- precision and recall as PyTorch measures its auto-revert's (pytorch/test-infra, torchci/pages/metrics/
+  autorevert-spec.md: precision = TP / (TP + FP), recall = TP / (TP + FN)), each from its own events:
+  - precision, over the reverts the bot made (opened: the outcome holds `revert_pr`, each PR and culprit once):
+    right / made, a revert whose culprit was later re-landed unchanged being a false positive (the culprit was
+    innocent, or the revert was not needed). Whether it was is asked of `relanded(repo, culprit)`, which answers
+    None when it cannot tell (no clone): such reverts are left out of both counts;
+  - recall, over the regressions: the commits inside a range the bot bisected (a watched test went red over it)
+    that were reverted on the default branch by anyone -- the bot's merged revert PRs included -- and did not come
+    back unchanged afterwards (a revert whose change was re-landed unchanged was not needed, whoever made it; one
+    whose re-land cannot be told counts as a regression). Caught / regressions, caught = those the bot named
+    (status `found`). So a revert of the bot's re-landed unchanged counts against precision and never for recall,
+    and a culprit the bot named that nobody reverted is neither a hit nor a miss. The branch's reverts are asked
+    of the caller, who reads them from the clones (bot.adapters.git.reverts); None when it cannot tell.
 
 Each figure comes with the incidents behind it: the reverts re-landed unchanged, the culprits flagged, the misses.
 
@@ -88,15 +94,21 @@ class TrustRow:
     relanded_unknown: int = 0  # reverts for which that could not be told (no clone, culprit not fetched...)
     refused: dict[str, int] = field(default_factory=dict)  # reason key -> reverts refused for it
     flagged: int = 0  # distinct culprits the bot named
-    missed: int = 0  # commits of bisected ranges reverted by someone else, never named by the bot
+    regressions: int = 0  # commits of bisected ranges reverted on the branch by anyone, not re-landed unchanged
+    caught: int = 0  # regressions the bot named
+    missed: int = 0  # regressions the bot never named
     misses_known: bool = False  # whether the branch's reverts could be read (a clone)
     incidents: list[Incident] = field(default_factory=list)
 
     @property
     def recall(self) -> float | None:
-        """Flagged / (flagged + missed); None when the misses are unknown or there is nothing to count."""
-        total = self.flagged + self.missed
-        return self.flagged / total if self.misses_known and total else None
+        """Caught / regressions; None when the branch's reverts are unknown or there is no regression."""
+        return self.caught / self.regressions if self.misses_known and self.regressions else None
+
+    @property
+    def precision(self) -> float | None:
+        """Reverts that were right (not re-landed unchanged) / reverts made with a known answer; None when none."""
+        return (self.relanded_known - self.relanded) / self.relanded_known if self.relanded_known else None
 
     @property
     def reverts_refused(self) -> int:
@@ -128,6 +140,8 @@ class TrustRow:
             "relanded",
             "relanded_unknown",
             "flagged",
+            "regressions",
+            "caught",
             "missed",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -175,15 +189,21 @@ def refusal_reason(outcome: BisectionOutcome | dict) -> str:
     return key if key in GUARDS else OTHER_REASON
 
 
-def revert_bases(bisections: Iterable[Bisection]) -> dict[tuple[str, str], str]:
-    """(repository, culprit) -> the head its revert was made on (the earliest bisection's, for a culprit
-    reverted more than once): where a `relanded` callable starts looking for a re-land."""
+def revert_bases(
+    bisections: Iterable[Bisection], reverts: Mapping[str, Sequence[Revert]] | None = None
+) -> dict[tuple[str, str], str]:
+    """(repository, culprit) -> where a `relanded` callable starts looking for a re-land: the head the bot's revert
+    was made on (the earliest bisection's, for a culprit reverted more than once), else the first revert of it on
+    the branch (`reverts`, as report() takes them)."""
     out: dict[tuple[str, str], str] = {}
     for row in bisections:
         for _, outcome in answers(row):
             culprit, head = _str(outcome.culprit), _str(row.head)
             if culprit and head and revert_opened(outcome):
                 out.setdefault((repository_of(row), culprit), head)
+    for repo, found in (reverts or {}).items():
+        for r in found:
+            out.setdefault((repo, r.reverted), r.sha)
     return out
 
 
@@ -206,7 +226,8 @@ def report(
     """One row per repository, sorted by name. `relanded(repo, culprit_sha)` is asked once per revert opened
     (True: re-landed unchanged, False: not, None: unknown); a revert without a culprit sha counts as unknown.
     `reverts`: per repository, the reverts on its default branch of commits of its bisected ranges (`ranges()`); a
-    repository missing from it has unknown misses."""
+    repository missing from it has unknown misses. Each reverted commit is asked `relanded` too (its base:
+    `revert_bases(bisections, reverts)`)."""
     rows: dict[str, TrustRow] = {}
     named: dict[str, set[str]] = {}  # the culprits flagged
     opened: dict[str, set[tuple]] = {}  # the reverts opened: one PR fixes every test its culprit broke
@@ -219,16 +240,30 @@ def report(
         for status, outcome in answers(row):
             _count(t, status, outcome, relanded, named.setdefault(repo, set()), opened.setdefault(repo, set()))
     for repo, t in rows.items():
-        if reverts is None or repo not in reverts:
-            continue
-        t.misses_known = True
-        ours = named.get(repo, set())
-        for r in reverts[repo]:
-            if r.reverted not in ours:
-                ours = ours | {r.reverted}  # a commit reverted twice is one miss
-                t.missed += 1
-                t.incidents.append(Incident("missed", r.reverted, r.reverted_subject, r.pr, r.sha))
+        if reverts is not None and repo in reverts:
+            _regressions(t, reverts[repo], named.get(repo, set()), relanded)
     return [rows[name] for name in sorted(rows)]
+
+
+def _regressions(
+    t: TrustRow, reverts: Sequence[Revert], named: set[str], relanded: Callable[[str, str], bool | None]
+) -> None:
+    """Recall's events into the row: each commit reverted on the branch (once, however often it was reverted) is a
+    regression unless it came back unchanged; caught when the bot named it, else missed."""
+    t.misses_known = True
+    seen: set[str] = set()
+    for r in reverts:
+        if r.reverted in seen:
+            continue
+        seen.add(r.reverted)
+        if relanded(t.repository, r.reverted):  # re-landed unchanged: not needed, whoever reverted it
+            continue
+        t.regressions += 1
+        if r.reverted in named:
+            t.caught += 1
+        else:
+            t.missed += 1
+            t.incidents.append(Incident("missed", r.reverted, r.reverted_subject, r.pr, r.sha))
 
 
 def _count(

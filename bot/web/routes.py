@@ -80,7 +80,8 @@ def version_of(store: DashboardReads, bisection_id: int, now: datetime, settle_s
 def trust_report(request: Request) -> trust.TrustReport:
     rows = _store(request).finished()
     clones = request.app.state.relanded
-    return trust.build(rows, clones(trust.revert_bases(rows)), clones.reverts(trust.ranges(rows)))
+    reverts = clones.reverts(trust.ranges(rows))
+    return trust.build(rows, clones(trust.revert_bases(rows, reverts)), reverts)
 
 
 def _store(request: Request) -> DashboardReads:

@@ -52,17 +52,22 @@ class TrustRowView(BaseModel):
     )
     relanded_known: bool = Field(description="false when relanded is unknown for every revert opened")
     false_positive_rate: float | None = Field(None, description="relanded / reverts with a known answer")
+    precision: float | None = Field(
+        None,
+        description="reverts that were right / reverts the bot made (with a known answer), a revert re-landed "
+        "unchanged being a false positive, as PyTorch measures its auto-revert's",
+    )
     reverts_refused: int
     refused: list[RefusalCount] = Field(description="refused reverts by reason, most frequent first")
     flagged: int = Field(description="distinct culprits the bot named (status found)")
-    missed: int = Field(
-        description="commits inside a range the bot bisected (a watched test went red over it) that someone else "
-        "reverted on the default branch and the bot never named"
+    regressions: int = Field(
+        description="commits inside a range the bot bisected (a watched test went red over it) reverted on the "
+        "default branch by anyone, the bot's merged reverts included, that did not come back unchanged"
     )
+    caught: int = Field(description="regressions the bot named")
+    missed: int = Field(description="regressions the bot never named")
     misses_known: bool = Field(description="false when the default branch's reverts could not be read (no clone)")
-    recall: float | None = Field(
-        None, description="flagged / (flagged + missed), as PyTorch measures its auto-revert's"
-    )
+    recall: float | None = Field(None, description="caught / regressions, as PyTorch measures its auto-revert's")
     incidents: list[IncidentView] = Field(description="the facts behind the figures: re-landed, flagged, missed")
 
 
@@ -98,12 +103,14 @@ class TrustReportView(BaseModel):
 
 
 TRUST_NOTE = (
-    "A revert counts as a false positive when a commit with the culprit's git patch-id --stable (the same change, "
-    "unchanged) landed on the default branch after the head the revert was made on. That is read from the bot's clone "
-    "of each repository in its workspace; without one it is unknown. Recall, as PyTorch measures its auto-revert's: "
-    "the culprits the bot named against those plus its misses -- a commit inside a range the bot bisected (a watched "
-    "test went red over it) that someone else reverted on the default branch and the bot never named. The reverts are "
-    'read from the same clones (`This reverts commit <sha>`, or a squash merge\'s `Revert "<subject>"`).'
+    "Precision and recall as PyTorch measures its auto-revert's, each from its own events. Precision: of the reverts "
+    "the bot made, the ones that were right; a revert is a false positive when a commit with the culprit's git "
+    "patch-id --stable (the same change, unchanged) landed on the default branch after the head the revert was made "
+    "on. That is read from the bot's clone of each repository in its workspace; without one it is unknown. Recall: of "
+    "the regressions -- commits inside a range the bot bisected (a watched test went red over it) reverted on the "
+    "default branch by anyone, the bot's merged reverts included, and not re-landed unchanged since -- the ones the "
+    "bot named. A revert of the bot's re-landed unchanged counts against precision and never for recall. The reverts "
+    'are read from the same clones (`This reverts commit <sha>`, or a squash merge\'s `Revert "<subject>"`).'
 )
 
 
@@ -123,9 +130,12 @@ def trust_row_view(row: TrustRow) -> TrustRowView:
         relanded_unknown=row.relanded_unknown,
         relanded_known=row.reverts_opened == 0 or row.relanded_unknown < row.reverts_opened,
         false_positive_rate=row.false_positive_rate,
+        precision=row.precision,
         reverts_refused=row.reverts_refused,
         refused=[RefusalCount(reason=k, label=REASON_LABELS.get(k, k), count=n) for k, n in refused],
         flagged=row.flagged,
+        regressions=row.regressions,
+        caught=row.caught,
         missed=row.missed,
         misses_known=row.misses_known,
         recall=row.recall,

@@ -121,6 +121,43 @@ def test_recall_counts_culprits_named_against_reverts_by_others_the_bot_never_na
     assert trust.report(rows, lambda repo, culprit: None)[1].recall is None  # reverts unknown: no recall
 
 
+def test_a_revert_relanded_unchanged_counts_against_precision_and_never_for_recall():
+    """Precision and recall each from its own events (PyTorch's: precision = right / reverts made, recall = caught /
+    regressions reverted by anyone). The bot reverted c1 and c2 (both merged on the branch) and named neither m1, a
+    human revert nobody re-landed, nor h1, a human revert re-landed unchanged (not needed: no regression)."""
+    rows = [
+        row("found", culprit="c1", revert_pr=11),
+        row("found", culprit="c2", revert_pr=12),
+    ]
+    branch = {"octo/widgets": [revert("r1", "c1", 11), revert("r2", "c2", 12), revert("r3", "m1"), revert("r4", "h1")]}
+
+    def report(relanded: set[str]) -> trust.TrustRow:
+        (only,) = trust.report(rows, lambda repo, culprit: culprit in relanded, branch)
+        return only
+
+    honest = report({"h1"})  # the bot's reverts held
+    assert (honest.reverts_opened, honest.relanded, honest.precision) == (2, 0, 1.0)
+    assert (honest.regressions, honest.caught, honest.missed, honest.recall) == (3, 2, 1, 2 / 3)
+
+    wrong = report({"h1", "c1"})  # c1 came back unchanged: the bot's revert of it was a false positive
+    assert (wrong.reverts_opened, wrong.relanded, wrong.precision, wrong.false_positive_rate) == (2, 1, 0.5, 0.5)
+    assert (wrong.regressions, wrong.caught, wrong.missed, wrong.recall) == (2, 1, 1, 1 / 2)  # not a hit, nor a miss
+    assert wrong.flagged == 2  # still named: naming is not catching
+    assert [(i.kind, i.culprit) for i in wrong.incidents if i.kind != "flagged"] == [
+        ("relanded", "c1"),
+        ("missed", "m1"),
+    ]
+
+    unknown = trust.report(rows, lambda repo, culprit: None, branch)[0]  # nothing could be told: taken at its word
+    assert (unknown.precision, unknown.regressions, unknown.caught) == (None, 4, 2)
+    assert trust.revert_bases(rows, branch) == {
+        ("octo/widgets", "c1"): "h" * 40,  # the bot's: the head its revert was made on
+        ("octo/widgets", "c2"): "h" * 40,
+        ("octo/widgets", "m1"): "r3",  # someone else's: the revert on the branch
+        ("octo/widgets", "h1"): "r4",
+    }
+
+
 def test_a_relanded_revert_is_an_incident_behind_the_false_positive_rate():
     (widgets,) = trust.report(
         [row("found", culprit="c1", revert_pr=11, culprit_subject="Faster (#10)")], lambda r, c: True
@@ -422,6 +459,67 @@ def test_api_trust_matches_the_schema_and_counts(dashboard):
         total["relanded_unknown"],
         total["reverts_refused"],
     ) == (9, 5, 3, 3, 1, 1, 2)
+
+
+def test_api_trust_precision_and_recall_from_a_real_branch(tmp_path):
+    """The whole path (bot.web.routes -> RelandedInClones -> bot.domain.trust) over a real clone: the bot reverted c1
+    (re-landed unchanged since: a false positive) and c2 (squash-merged, held); people reverted c3 and c5 (misses)
+    and c4, then re-landed c4 unchanged (not needed: no regression)."""
+    up = tmp_path / "upstream"
+    up.mkdir()
+    git(up, "init", "-q", "-b", "main")
+    base = commit_file(up, "base.txt", "0\n", "base")
+    c1 = commit_file(up, "kernel.py", "kl = 0.0065\n", "Faster kernel (#10)")
+    c2 = commit_file(up, "README", "docs\n", "Docs (#11)")
+    c3 = commit_file(up, "cache.py", "on = 1\n", "Cache (#12)")
+    c4 = commit_file(up, "notes.txt", "one\n", "Notes (#13)")
+    c5 = commit_file(up, "sched.py", "fair = 0\n", "Scheduler (#14)")
+    for sha in (c1, c3, c4, c5):
+        git(up, "revert", "--no-edit", sha)  # `This reverts commit <sha>`
+    git(up, "rm", "-q", "README")
+    git(up, "commit", "-q", "-m", 'Revert "Docs (#11)" (#32)')  # the bot's revert PR, squash-merged
+    git(up, "cherry-pick", c1)  # re-landed unchanged
+    git(up, "cherry-pick", c4)
+    workspace = tmp_path / "workspace"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(up), str(workspace / "octo__widgets")], check=True)
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+
+    def found(culprit: str, pr: int) -> BisectionRow:
+        return BisectionRow(
+            repo=str(workspace / "octo__widgets"),
+            good_rev=base,
+            bad_rev=c5,
+            good=base,
+            bad=c5,
+            command=["./t.sh"],
+            settings={},
+            phase="done",
+            status="found",
+            outcome={"culprit": culprit, "revert_pr": pr},
+            head=c5,
+            origin={"repo": "octo/widgets", "test": "test_kl"},
+        )
+
+    with Session(connect(db)) as s:
+        s.add_all([found(c1, 31), found(c2, 32)])
+        s.commit()
+    app = create_app(BotSettings(webhook_secret="whsec-trust-tests", db=db, workspace=workspace), handlers={})
+    client = TestClient(app, client=LOCAL)
+    data = check(OpenAPI.from_dict(app.openapi()), client.get("/api/trust"), "/api/trust")
+    (widgets,) = data["repositories"]
+    assert (widgets["reverts_opened"], widgets["relanded"], widgets["precision"]) == (2, 1, 0.5)
+    assert (widgets["regressions"], widgets["caught"], widgets["missed"], widgets["misses_known"]) == (3, 1, 2, True)
+    assert widgets["recall"] == 1 / 3 and widgets["flagged"] == 2
+    assert {(i["kind"], i["culprit"]) for i in widgets["incidents"] if i["kind"] != "flagged"} == {
+        ("relanded", c1),
+        ("missed", c3),
+        ("missed", c5),
+    }
+    html = client.get("/trust").text
+    row_at = html.index('data-repository="octo/widgets"')
+    for col, shown in (("precision", "50%"), ("regressions", "3"), ("caught", "1"), ("recall", "33%")):
+        at = html.index(f'data-col="{col}"', row_at)
+        assert html[html.index(">", at) + 1 : html.index("</td>", at)] == shown
 
 
 def test_openapi_describes_api_trust(dashboard):
