@@ -89,6 +89,8 @@ def test_a_merged_revert_says_how_to_reland_and_a_human_revert_the_bot_never_nam
     trust = httpx.get(world["bot"] + "/api/trust", timeout=30).json()
     (row,) = [r for r in trust["repositories"] if r["repository"] == repo]
     assert (row["flagged"], row["missed"], row["misses_known"], row["recall"]) == (1, 1, True, 0.5)
+    # the bot's squash-merged revert is read off the branch as a regression it caught; its culprit did not come back
+    assert (row["regressions"], row["caught"], row["reverts_opened"], row["precision"]) == (2, 1, 1, 1.0)
     kinds = {(i["kind"], i["culprit"]) for i in row["incidents"]}
     assert ("missed", missed) in kinds and ("flagged", scenario.culprit) in kinds
     assert "Missed (reverted by others)" in httpx.get(world["bot"] + "/trust", timeout=30).text
