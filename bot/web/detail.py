@@ -19,6 +19,7 @@ from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports.store import BisectionRecord
 from bot.service.config import BisectConfig
+from bot.web.followup_views import passed_over
 from bot.web.models import (
     ABView,
     BisectionDetail,
@@ -33,7 +34,6 @@ from bot.web.models import (
     TestRowView,
     TimelineEntry,
 )
-from bot.web.followup_views import passed_over
 from bot.web.views import step_view, summary, text_or_none, version
 
 

@@ -58,7 +58,12 @@ def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]
         taken = role in as_read and all(v is role for v in ci + runner)
         have = len(runner) + sum(p.sha == sha for p in in_flight)
         floor = 0 if taken else 1
-        need[sha] = 0 if sha in untestable else max(0, floor - have, each - have - (agree or taken))
+        want = each
+        if (
+            role is Verdict.BAD and runner and Verdict.BAD not in runner and problem.settings.flake_rate != 0
+        ):  # reproduced yet only as an intermittent
+            want = max(each, problem.settings.reproduce_runs)  # failure is: BAD is "not reproducible" only after this
+        need[sha] = 0 if sha in untestable else max(0, floor - have, want - have - (agree or taken))
     return [sha for batch in zip_longest(*([sha] * k for sha, k in need.items())) for sha in batch if sha is not None]
 
 

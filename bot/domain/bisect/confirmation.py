@@ -208,7 +208,7 @@ def _confirmed_by(culprit_x: int, parent_x: int) -> str:
         if not culprit_x:
             return "its FAIL and its parent's PASS taken as final: a flake rate of 0"
         return f"confirmed by {culprit_x} re-runs of it and its parent"
-    return f"confirmed by {culprit_x} re-run{'s' if culprit_x > 1 else ''} of it; its parent's PASS stands"
+    return f"confirmed by {culprit_x} re-run{'s' if culprit_x > 1 else ''} of it; its parent's passes stand"
 
 
 def _ab_result(problem: Problem, state: State, ev: Evidence, stood: StoodFor) -> ABResult | None:

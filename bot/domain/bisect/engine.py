@@ -17,7 +17,7 @@ under 0. A flaky one gets `calibration_runs` per endpoint and x re-runs of culpr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from bot.domain.bisect.calibration import (
@@ -30,6 +30,7 @@ from bot.domain.bisect.calibration import (
 from bot.domain.bisect.candidates import is_merge
 from bot.domain.bisect.confirmation import confirmation_round, final_decision, outermost
 from bot.domain.bisect.evidence import Evidence, effective_flake, trusted
+from bot.domain.bisect.intermittent import P_ALWAYS, flake_prior, intermittent_posterior
 from bot.domain.bisect.model import (
     CONFIRMATION_KINDS,
     Decision,
@@ -43,13 +44,15 @@ from bot.domain.bisect.model import (
     State,
     Status,
 )
-from bot.domain.bisect.planner import USEFUL, choose_probes, runs_worth_starting, top_block
-from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
+from bot.domain.bisect.planner import USEFUL, choose_probes, runs_worth_starting, settle_probes, top_block
+from bot.domain.bisect.posterior import Contradiction, Tally
 from bot.domain.bisect.sampled import calibrate as sampled_calibrate
 from bot.domain.bisect.sampled import sampled
 from bot.domain.bisect.sampled import search as sampled_search
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.reasons import Reason
+
+SETTLE = 0.5  # the top commit's mass from which its parent and it are read in turn (planner.settle_probes)
 
 
 def decide(
@@ -134,13 +137,21 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             " the test is flaky"
         )
         return final_decision(state, Outcome(Status.INCONCLUSIVE, found, reason=Reason.FLAKY_UNDER_ZERO), ev)
+    flakes = flake_prior(s.flake_rate, s.flake_floor, trusted=flake == 0)
+    always = 1.0 if s.flake_rate == 0 else P_ALWAYS  # --flake-rate 0: deterministic, as git bisect run takes it
     try:
-        post = Posterior.compute(n, tallies, flake)
+        post = intermittent_posterior(n, tallies, flakes, always)
     except Contradiction:  # only reachable with a positive flake rate on impossible data
         return final_decision(state, Outcome(Status.INCONCLUSIVE, "no single culprit explains the results"), ev, flake)
     untestable_pos = untestable_positions(problem, scope, ev)
     trust = trusted(problem, ev, state.merges)
     block = top_block(post, untestable_pos)
+
+    def block_mass(extra: Mapping[int, Tally]) -> float:
+        added = {p: tallies.get(p, Tally()) + t for p, t in extra.items()}
+        after = intermittent_posterior(n, {**tallies, **added}, flakes, always)
+        return after.cdf(block.last) - after.cdf(block.parent)
+
     guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
     # The answer is backed by the bisect runner's own FAIL at the culprit and PASS at its parent: CI's readings
     # narrow the range for free, but never stand for the runner (nor for confirmation).
@@ -158,13 +169,17 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         if confident and block.last <= n
         else []
     )
-    # With a deterministic test, a run in flight whose outcome is already implied is pure waste.
+    # Once one commit holds most of the mass, it and its parent are read in turn (planner.settle_probes): a run
+    # there is wanted however settled its own position looks. Elsewhere, a run in flight whose outcome is already
+    # implied is pure waste.
+    settling = block.mass >= SETTLE and block.last <= n
+    wanted = {block.last, block.parent} if settling else set(backing)
     obsolete = tuple(
         pr
         for pr in in_flight
         if pr.kind is Kind.SEARCH
         and (pos := scope.position(pr.sha)) is not None
-        and pos not in backing
+        and pos not in wanted
         and not USEFUL < post.cdf(pos) < 1 - USEFUL
     )
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr not in obsolete) if p is not None]
@@ -266,7 +281,11 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         if flake == 0:  # a deterministic search: no more runs a round than keep its number of rounds
             searching = sum(pr.kind is Kind.SEARCH for pr in in_flight if pr not in obsolete)
             free = min(free, runs_worth_starting(post, runners, searching))
-        positions = choose_probes(post, free, busy, untestable_pos)
+        positions = (
+            settle_probes(block, lambda extra: block_mass(extra), free)
+            if settling
+            else choose_probes(post, free, busy, untestable_pos)
+        )
     if not positions and not recalibrate and len(in_flight) == len(obsolete):
         return finish(
             Outcome(

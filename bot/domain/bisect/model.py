@@ -47,6 +47,9 @@ class Status(str, enum.Enum):
     CANCELLED = "cancelled"  # stopped on request, before an answer
 
 
+REPRODUCED_RATE = 0.7  # the least failure rate at BAD that calibration is sized to reproduce (Settings.reproduce_runs)
+
+
 @dataclass(frozen=True)
 class Settings:
     confidence: float = 0.99
@@ -75,6 +78,12 @@ class Settings:
 
     def run_budget(self, n: int) -> int:
         return self.max_runs or 12 * max(1, math.ceil(math.log2(n + 1))) + 8 * self.calibration_runs + 20
+
+    @property
+    def reproduce_runs(self) -> int:
+        """Passes in a row at BAD before it is called not reproducible: enough that a culprit failing 70% of the
+        time (an intermittent regression, bot.domain.bisect.intermittent) shows a failure with probability >= C."""
+        return max(self.calibration_runs, math.ceil(math.log(1 - self.confidence) / math.log(1 - REPRODUCED_RATE)))
 
     def confirm_runs(self, flake: float) -> int:
         """x = ceil(log(1-C) / log f): runs each for culprit and parent so x agreeing runs beat a flake."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from bot.domain.bisect.posterior import Posterior
+from bot.domain.bisect.posterior import Posterior, Tally
 
 USEFUL = 1e-9
 
@@ -54,11 +54,17 @@ def choose_probes(
     for (lo, hi), count in zip(intervals, _allocate(intervals, free)):
         for step in range(1, count + 1):
             target = lo + (hi - lo) * step / (count + 1)
-            p = _nearest_testable(post, min(post.quantile(target), post.n), target, untestable)
-            if p is None or p in busy or p in chosen:
-                continue
-            if USEFUL < post.cdf(p) < 1 - USEFUL:
-                chosen.append(p)
+            q = min(post.quantile(target), post.n)
+            # the quantile's commit, or its parent when the quantile's own result is settled (a commit that
+            # failed, with every hypothesis above it ruled out, while its parent's pass is not yet proof)
+            for p in (
+                _nearest_testable(post, q, target, untestable),
+                _nearest_testable(post, q - 1, target, untestable),
+            ):
+                if p is not None and p >= 1 and USEFUL < post.cdf(p) < 1 - USEFUL:
+                    if p not in busy and p not in chosen:
+                        chosen.append(p)
+                    break
     return sorted(chosen)
 
 
@@ -131,3 +137,19 @@ def sampled_probes(
         if p in picks:
             picks.remove(p)
     return sorted(picks[:free])
+
+
+def settle_probes(block: Block, mass_if: Callable[[Mapping[int, Tally]], float], free: int) -> list[int]:
+    """Once one commit holds most of the mass, what is left to tell is whether it or its parent is the first bad
+    one. A culprit need not fail every time (bot.domain.bisect.intermittent), so the parent's passes weigh only as
+    much as the culprit's failures say its failure rate is high: each runner goes to whichever of the two would
+    raise the block's mass more with its likelier result (the parent passing, the culprit failing), given the
+    runs already placed this round (`mass_if`: the block's mass with those results added)."""
+    extra: dict[int, Tally] = {}
+    picks = []
+    for _ in range(max(0, free)):
+        options = ((block.parent, True), (block.last, False))
+        pos, passed = max(options, key=lambda o: mass_if({**extra, o[0]: extra.get(o[0], Tally()).add(o[1])}))
+        extra[pos] = extra.get(pos, Tally()).add(passed)
+        picks.append(pos)
+    return sorted(picks)

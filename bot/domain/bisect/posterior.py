@@ -27,6 +27,9 @@ class Tally:
     def add(self, passed: bool) -> Tally:
         return Tally(self.passes + passed, self.fails + (not passed))
 
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.passes + other.passes, self.fails + other.fails)
+
 
 class Contradiction(ValueError):
     """The evidence has zero likelihood under every hypothesis (a flaky test read as deterministic)."""

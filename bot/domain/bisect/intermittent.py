@@ -1,0 +1,106 @@
+"""The pass/fail posterior when a culprit need not fail every time (docs/algorithm.md, "Intermittent culprits").
+
+Hypothesis i (first bad position i, or n+1: no culprit) says: every position below i fails with the flake rate f,
+every position from i on fails with one rate q above f -- 1 for a regression that always fails, anything in (f, 1)
+for an intermittent one (a race, a GPU nondeterminism). Neither f nor q is estimated and then trusted: the
+likelihood of a hypothesis is integrated over both,
+
+    L(i) = sum_f w(f) f^Fg (1-f)^Pg [ P_ALWAYS [Pb = 0] + (1 - P_ALWAYS) mean_{q in (f, 1)} q^Fb (1-q)^Pb ]
+
+where Fg, Pg count the failures and passes below i, Fb, Pb those from i on, w is the prior over the flake rate
+(a point mass when it is declared or taken as 0) and q is uniform on (f, 1) beside a point mass P_ALWAYS at 1. A
+pass at a bad commit is then evidence against it rather than proof, and a commit is named only once its parent
+has passed often enough that a culprit failing most but not all of the time would have shown itself there.
+
+Integrals are sums over a fixed grid of q (midpoints of Q_STEPS equal steps), suffix-summed so that a decision
+costs O(segments x (grid of q + grid of f)): the segments are Posterior's (the likelihood only changes at tested
+positions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from bot.domain.bisect.posterior import NO_CULPRIT_PRIOR, Posterior, Tally
+
+Q_MIN = 0.2  # the least failure rate a culprit is taken to cause (one failing less is not told from a flake)
+P_ALWAYS = 0.3  # prior probability that a culprit fails every time (q = 1)
+Q_STEPS = 40
+_Q = tuple((t + 0.5) / Q_STEPS for t in range(Q_STEPS))
+_LOG_Q = tuple(math.log(q) for q in _Q)
+_LOG_1MQ = tuple(math.log(1 - q) for q in _Q)
+FLAKE_GRID = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3)
+
+
+def flake_prior(declared: float | None, floor: float, trusted: bool) -> tuple[tuple[float, float], ...]:
+    """(flake rate, prior weight) pairs: the declared rate alone, 0 for a test trusted to be deterministic,
+    otherwise every rate of the grid from the floor up, equally likely."""
+    if trusted:
+        return ((0.0, 1.0),)
+    if declared:
+        return ((declared, 1.0),)
+    rates = [f for f in FLAKE_GRID if f >= floor] or [floor]
+    return tuple((f, 1.0 / len(rates)) for f in rates)
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    top = max(values)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def _xlog(count: int, logp: float) -> float:
+    return 0.0 if count == 0 else count * logp
+
+
+def _log_or_ninf(p: float) -> float:
+    return math.log(p) if p > 0 else -math.inf
+
+
+def _bad_side(fails: int, passes: int, flakes: Sequence[float], always: float) -> list[float]:
+    """log of [always [passes = 0] + (1 - always) mean_{q > f} q^fails (1-q)^passes] for each f."""
+    if always >= 1:
+        return [0.0 if passes == 0 else -math.inf] * len(flakes)
+    terms = [_xlog(fails, lq) + _xlog(passes, l1q) for lq, l1q in zip(_LOG_Q, _LOG_1MQ)]
+    suffix = [-math.inf] * (Q_STEPS + 1)  # log sum of terms[t:]
+    for t in range(Q_STEPS - 1, -1, -1):
+        suffix[t] = _logsumexp((suffix[t + 1], terms[t]))
+    out = []
+    for f in flakes:
+        first = next((t for t, q in enumerate(_Q) if q > max(f, Q_MIN)), Q_STEPS)
+        mean = suffix[first] - math.log(Q_STEPS - first) if first < Q_STEPS else -math.inf
+        certain = math.log(always) if passes == 0 and always > 0 else -math.inf
+        out.append(_logsumexp((certain, math.log(1 - always) + mean)))
+    return out
+
+
+def intermittent_posterior(
+    n: int,
+    tallies: Mapping[int, Tally],
+    flakes: Sequence[tuple[float, float]],
+    always: float = P_ALWAYS,
+    no_culprit_prior: float = NO_CULPRIT_PRIOR,
+) -> Posterior:
+    """P(first bad position = i | results) with the culprit's failure rate and the flake rate integrated out;
+    `always`: the prior probability that a culprit fails every time (1: a test declared deterministic)."""
+    if n < 1:
+        raise ValueError("need at least one candidate")
+    cuts = sorted({0, n} | {p for p in tallies if 0 <= p <= n}) + [n + 1]
+    counts = [tallies.get(p, Tally()) for p in cuts[:-1]]
+    rates = [f for f, _ in flakes]
+    log_w = [math.log(w) for _, w in flakes]
+    log_f = [(_log_or_ninf(f), _log_or_ninf(1 - f)) for f in rates]
+    total_fails = sum(t.fails for t in counts)
+    total_passes = sum(t.passes for t in counts)
+    ll = []
+    fg = pg = 0
+    for tally in counts:
+        # the segment ending here: positions up to it good, the rest bad (the last segment: no culprit at all)
+        fg, pg = fg + tally.fails, pg + tally.passes
+        fb, pb = total_fails - fg, total_passes - pg
+        bad = _bad_side(fb, pb, rates, always) if fb + pb else [0.0] * len(rates)
+        good = [_xlog(fg, lf) + _xlog(pg, l1f) for lf, l1f in log_f]
+        ll.append(_logsumexp([w + g + b for w, g, b in zip(log_w, good, bad)]))
+    return Posterior.of_segments(n, tuple(cuts), ll, no_culprit_prior)
