@@ -187,6 +187,10 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     runners = free + len(in_flight) - len(obsolete)
 
     def finish(outcome: Outcome) -> Decision:
+        if outcome.status is Status.INCONCLUSIVE:  # where the failures rise, since no single commit is named
+            lo, hi = (min(post.quantile(t), n) for t in (0.05, 0.95))
+            rise = f"failures rise over commits {scope.sha(lo)[:12]}..{scope.sha(hi)[:12]} (90% of the posterior)"
+            outcome = replace(outcome, message=f"{outcome.message}; {rise}")
         return replace(final_decision(state, outcome, ev, flake), guess=guess)
 
     if confident and backed:

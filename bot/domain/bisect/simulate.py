@@ -33,6 +33,21 @@ class FlakyTest:
 
 
 @dataclass
+class Intermittent:
+    """An intermittent regression: commits at or after `culprit` (1-based) fail with probability `rate` (a race, a GPU
+    nondeterminism), good ones with probability `flake`."""
+
+    culprit: int
+    rate: float
+    flake: float = 0.0
+    rng: random.Random = field(default_factory=random.Random)
+
+    def run(self, sha: str) -> RawResult:
+        bad = int(sha[1:]) >= self.culprit
+        return RawResult(1 if self.rng.random() < (self.rate if bad else self.flake) else 0)
+
+
+@dataclass
 class NoisyMetric:
     """A benchmark: every run reads `base` plus Gaussian noise of `sd`; commits at or after `culprit` (1-based; None:
     no regression) read `shift` more (negative: slower). Exit 0 always: the reading is the verdict."""
@@ -91,7 +106,7 @@ class SimResult:
 
 def simulate(
     n: int,
-    test: FlakyTest | RedFirst | NoisyMetric,
+    test: FlakyTest | Intermittent | RedFirst | NoisyMetric,
     workers: int,
     settings: Settings = Settings(),
     ci: Sequence[int] = (),
@@ -164,7 +179,7 @@ def simulate_group(
         runs += [Run(p.sha, p.kind, tests[p.test].run(p.sha), p.round, p.test) for step in decision.steps for p in step]
 
 
-def git_bisect(n: int, test: FlakyTest) -> tuple[int, int]:
+def git_bisect(n: int, test: FlakyTest | Intermittent) -> tuple[int, int]:
     """What `git bisect run` does: one run per step, halving, no repeats. Returns (culprit, runs)."""
     good, bad, runs = 0, n, 0
     while bad - good > 1:

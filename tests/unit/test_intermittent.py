@@ -1,0 +1,51 @@
+"""Intermittent culprits (bot.domain.bisect.intermittent): a commit that makes the test fail only some of the time."""
+
+from __future__ import annotations
+
+import random
+
+from bot.domain.bisect.intermittent import flake_prior, intermittent_posterior
+from bot.domain.bisect.model import Settings, Status
+from bot.domain.bisect.posterior import Posterior, Tally
+from bot.domain.bisect.simulate import Intermittent, simulate
+
+
+def test_a_culprit_failing_70_percent_of_the_time_names_no_innocent_commit_in_300_histories():
+    """The row the engine got wrong in 24.5% of histories before (bench/intermittent_bench.py: n = 64, k = 4, 5%
+    flakes before the culprit): now a wrong culprit in at most 1%, the right one in at least 90%."""
+    right = wrong = 0
+    for seed in range(300):
+        culprit = random.Random(seed * 7919 + 64).randint(1, 64)
+        test = Intermittent(culprit, 0.7, 0.05, random.Random(seed))
+        result = simulate(64, test, 4, Settings(good_as_read=True))
+        if result.outcome.status is Status.FOUND:
+            right += result.culprit_index() == culprit
+            wrong += result.culprit_index() != culprit
+    assert wrong <= 3 and right >= 270, (right, wrong)
+
+
+def test_a_pass_at_a_commit_is_evidence_against_it_not_proof():
+    """c5 failed twice and passed once, BAD failed: the deterministic model rules out every commit up to c5, the
+    intermittent one keeps c5 (and below) in play, weighed by how often c5 failed."""
+    tallies = {5: Tally(passes=1, fails=2), 10: Tally(fails=1)}
+    flakes = flake_prior(None, 0.02, trusted=False)
+    soft = intermittent_posterior(10, tallies, flakes)
+    assert soft.cdf(5) > 0.3  # c5 or below is still the likeliest place
+    hard = Posterior.compute(10, {5: Tally(passes=1), 10: Tally(fails=1)}, 0.0)
+    assert hard.cdf(5) == 0.0
+    # declared deterministic (--flake-rate 0: always = 1), a pass rules out everything at or below it again
+    assert intermittent_posterior(10, {5: Tally(passes=1), 10: Tally(fails=1)}, ((0.0, 1.0),), always=1.0).cdf(5) == 0
+
+
+def test_results_that_fit_no_single_culprit_say_where_failures_rise():
+    for seed in range(40):
+        result = simulate(64, Intermittent(20, 0.3, 0.05, random.Random(seed)), 1, Settings(good_as_read=True))
+        if result.outcome.status is Status.INCONCLUSIVE:
+            assert "failures rise over commits c" in result.outcome.message
+            return
+    raise AssertionError("no history of a 30% culprit ended inconclusive in 40 seeds")
+
+
+def test_bad_passing_is_called_not_reproducible_only_after_a_70_percent_culprit_would_have_shown():
+    assert Settings().reproduce_runs == 4 and 0.3**4 <= 1 - 0.99
+    assert Settings(confidence=0.999).reproduce_runs == 6
