@@ -11,7 +11,6 @@ itself was limited to (its own CUDA_VISIBLE_DEVICES, as indices) are the only ca
 
 from __future__ import annotations
 
-import fcntl
 import shutil
 import subprocess
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from runners import gpulocks
+from runners.locks import take as take_lock
 
 IDLE_MIB = 1024  # a device using more memory than this is busy (a driver context alone takes a few hundred MiB)
 POLL_S = 5.0
@@ -76,16 +76,6 @@ class Assignment:
         self._locks.clear()
 
 
-def _try_lock(path: Path) -> IO[str] | None:
-    f = open(path, "a")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.close()
-        return None
-    return f
-
-
 def assign(
     count: int,
     env: dict[str, str],
@@ -120,7 +110,7 @@ def assign(
                 break
             if device.memory_used_mib > IDLE_MIB:
                 continue
-            f = _try_lock(locks / f"gpu-{device.index}.lock")
+            f = take_lock(locks / f"gpu-{device.index}.lock", wait=False)
             if f is not None:
                 held.append((device, f))
         if len(held) == count:

@@ -148,10 +148,7 @@ def test_two_runner_containers_with_their_own_tmp_never_share_a_gpu(tmp_path):
     naming what to mount -- and the single-runner opt-out shows why: its own /tmp hides the others' locks."""
     table = tmp_path / "gpus.csv"
     table.write_text("".join(f"{i}, 3\n" for i in range(8)))
-    (tmp_path / "bin").mkdir()
-    smi = tmp_path / "bin" / "nvidia-smi"
-    smi.write_text(SMI.format(table="/mnt/host/gpus.csv"))
-    smi.chmod(0o755)
+    stand_in_smi(tmp_path / "bin", Path("/mnt/host/gpus.csv"))  # the host's table, as the containers see it
     provision(tmp_path / "gpu-locks")
     shared = {gpulocks.ENV: "/mnt/host/gpu-locks"}
     running = []
