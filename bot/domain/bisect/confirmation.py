@@ -233,10 +233,11 @@ def _unreproduced(problem: Problem, state: State, ev: Evidence, ab: ABResult | N
     if ab is None or ab.passed or (ab.head_verdicts and all(v is Verdict.BAD for v in ab.head_verdicts)):
         return ""
     runs = _round_runs(state, ev, problem.head, Kind.AB_HEAD, evidence=False)
+    ci = ci_reading(problem, ev.verdicts)
     said = [r.raw.infra_reason for r, v in runs if r.raw.infra_reason] + [
-        f"a run failed without the {'metric' if problem.settings.metric else 'failure'} CI read"
+        "a run failed without the metric CI read"  # like_ci fails only a run without CI's metric
         for r, v in runs
-        if v is Verdict.BAD and not like_ci(r, v, ci_reading(problem, ev.verdicts))
+        if v is Verdict.BAD and not like_ci(r, v, ci)
     ]
     return f": HEAD's failure was not reproduced on the bisect runner ({said[-1]})" if said else ""
 
