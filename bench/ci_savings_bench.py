@@ -9,7 +9,8 @@ only now and then (`--green-share`: SGLang's scheduled PR Test Base runs have do
 almost never all pass), so "the last green run" as a whole lies several scheduled runs back, while
 the test itself passed in the run just before the culprit. Compared, on the same incidents:
 
-- `git bisect run` from the last whole-run green (one run at a time);
+- `git bisect run` from the last whole-run green (one run at a time), and from the test's own last pass (the
+  range revert-bisect's per-test rows bisect: the same GOOD and BAD, which git takes as read);
 - revert-bisect from the last whole-run green, without CI's readings (the code before per-test history);
 - revert-bisect from the test's own last pass, with CI's readings of the range as free evidence.
 
@@ -129,6 +130,14 @@ def simulated(args) -> None:
             _row(every, "git bisect run, from the last whole-run green", 1, cases, [c.whole_range for c in cases],
                  [runs for _, runs in gb], [runs for _, runs in gb],
                  [culprit == c.culprit_in_whole for (culprit, _), c in zip(gb, cases)], cost)
+        )  # fmt: skip
+        # the same inputs as revert-bisect's per-test rows below: the test's own last pass as GOOD, the red run as BAD
+        same = random.Random(args.seed + 1)
+        gs = [git_bisect(every, FlakyTest(c.culprit_offset, args.flake, same)) for c in cases]
+        rows.append(
+            _row(every, "git bisect run, per-test history (the same range)", 1, cases, [every] * len(cases),
+                 [runs for _, runs in gs], [runs for _, runs in gs],
+                 [culprit == c.culprit_offset for (culprit, _), c in zip(gs, cases)], cost)
         )  # fmt: skip
         for k in args.k_list:
             rng = random.Random(args.seed)
