@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 import tables  # noqa: E402  (bench/tables.py, beside this script)
 
+from tests.support.history import linear_history  # noqa: E402
+
 COMMAND = "python " + shlex.join(["bench/noisy_cli_bench.py", *sys.argv[1:]])
 BENCH = """\
 import random
@@ -40,22 +42,10 @@ print(f"output_throughput={speed + random.gauss(0, 2):.3f}")
 
 
 def _history(path: Path, n: int, culprit: int) -> list[str]:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
+    def files(i: int) -> dict[str, str]:
+        return {"bench.py": BENCH, "speed.txt": "96\n" if i >= culprit else "100\n", "change.txt": f"change {i}\n"}
 
-    path.mkdir()
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "bench@example.com")
-    git("config", "user.name", "bench")
-    (path / "bench.py").write_text(BENCH)
-    shas = []
-    for i in range(n + 1):
-        (path / "speed.txt").write_text("96\n" if i >= culprit else "100\n")
-        (path / "change.txt").write_text(f"change {i}\n")
-        git("add", "-A")
-        git("commit", "-q", "-m", f"change {i}")
-        shas.append(git("rev-parse", "HEAD"))
-    return shas
+    return linear_history(path, n, files, author="bench")
 
 
 def _seeds(spec: str) -> list[int]:

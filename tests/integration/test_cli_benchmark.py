@@ -7,10 +7,8 @@ repeat. A 4 sd drop keeps
 a wrong answer out of reach of one test run; the 2 sd error rate is the simulator's to measure
 (tests/unit/test_noisy_metrics.py)."""
 
-import os
-import subprocess
-
 from tests.support.cli import no_traceback
+from tests.support.history import linear_history
 
 BENCH = """\
 import os, random, zlib
@@ -21,32 +19,11 @@ print(f"output_throughput={speed + random.Random(seed).gauss(0, 2):.3f}")
 
 
 def _history(path, n: int, culprit: int) -> list[str]:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
-
-    path.mkdir()
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "dev@example.com")
-    git("config", "user.name", "dev")
-    (path / "bench.py").write_text(BENCH)
-    shas = []
-    for i in range(n + 1):
-        (path / "speed.txt").write_text("92\n" if i >= culprit else "100\n")
-        (path / "notes.txt").write_text(f"change {i}\n")
-        git("add", "-A")
-        # fixed dates: the same commits, so the same draws, on every run of the test (the draws are the unit tests'
-        # to vary: tests/unit/test_noisy_metrics.py; with commits dated from 00:00 the no-shift history here ends
-        # inconclusive, a best guess and no culprit named, rather than "not reproducible")
-        when = f"2026-01-01T01:{i // 60:02d}:{i % 60:02d}Z"
-        subprocess.run(
-            ["git", "commit", "-q", "-m", f"change {i}"],
-            cwd=path,
-            check=True,
-            capture_output=True,
-            env={**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
-        )
-        shas.append(git("rev-parse", "HEAD"))
-    return shas
+    # fixed dates: the same commits, so the same draws, on every run of the test (the draws are the unit tests'
+    # to vary: tests/unit/test_noisy_metrics.py; with commits dated from 00:00 the no-shift history here ends
+    # inconclusive, a best guess and no culprit named, rather than "not reproducible")
+    return linear_history(path, n, lambda i: {"bench.py": BENCH, "speed.txt": "92\n" if i >= culprit else "100\n",
+                                               "notes.txt": f"change {i}\n"}, dated=True)  # fmt: skip
 
 
 def _bisect(cli, tmp_path, shas: list[str], workers: int = 2):

@@ -7,7 +7,6 @@ runner. Real git, a real store, the repository's own unittest file run by the lo
 from __future__ import annotations
 
 import io
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.service.wording import said
 from runners.spec import TestRun
+from tests.support.history import linear_history
 
 TEST_FILE = """\
 import os
@@ -45,19 +45,11 @@ CI_LINE = "AssertionError: 0.0065 not less than or equal to 0.002 : avg_kl_div=0
 
 
 def _history(root: Path, n: int = 12, culprit: int = 7) -> list[str]:
-    git = lambda *a: subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True, text=True)  # noqa: E731
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "t@example.com")
-    git("config", "user.name", "t")
-    (root / "test_kl.py").write_text(TEST_FILE)
-    shas = []
-    for i in range(n + 1):
-        (root / "kernels.py").write_text(f"VALUE = {0.0065 if i >= culprit else 0.0004}\n")
-        (root / f"note_{i}.txt").write_text(f"change {i}\n")  # a file of its own: the culprit reverts cleanly
-        git("add", "-A")
-        git("commit", "-qm", f"Change {i} (#{100 + i})")
-        shas.append(git("rev-parse", "HEAD").stdout.strip())
-    return shas
+    def files(i: int) -> dict[str, str]:  # a note of its own per commit: the culprit reverts cleanly
+        return {"test_kl.py": TEST_FILE, "kernels.py": f"VALUE = {0.0065 if i >= culprit else 0.0004}\n",
+                f"note_{i}.txt": f"change {i}\n"}  # fmt: skip
+
+    return linear_history(root, n, files, author="t", message=lambda i: f"Change {i} (#{100 + i})")
 
 
 def _nightly(tmp_path: Path, model_dir: Path):
