@@ -33,7 +33,8 @@ def list_pulls(
         pulls = [i for i in pulls if i.pull.head == h_ref and (not h_owner or h_owner.lower() == r.owner.lower())]
     if base:
         pulls = [i for i in pulls if i.pull.base == base]
-    reverse = (direction or ("asc" if sort == "popularity" else "desc")) == "desc"
+    # "Default: `desc` when sort is `created` or sort is not specified, otherwise `asc`" (pulls/list's `direction`)
+    reverse = (direction or ("desc" if sort == "created" else "asc")) == "desc"
     key = {"updated": lambda i: i.updated_at}.get(sort, lambda i: (i.created_at, i.number))
     pulls.sort(key=key, reverse=reverse)
     items, headers = page(request, pulls)

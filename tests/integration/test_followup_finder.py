@@ -86,6 +86,26 @@ def test_init_of_another_class_is_not_the_culprits(tmp_path):
         stop()
 
 
+def test_open_prs_by_last_update_come_oldest_first_unless_the_direction_says_desc(tmp_path):
+    """pulls/list's `direction`: "Default: `desc` when sort is `created` or sort is not specified, otherwise `asc`"
+    -- a finder that asks for `sort=updated` alone reads the stalest PRs first."""
+    state = SandboxState(tmp_path / "sandbox")
+    slug = init_world(state, tmp_path / "world")
+    base, stop = run_in_thread(state)
+    try:
+        forge = GitHubForge(connect(base, f"sandbox-token-{BOT}", throttle=False), slug)
+        listed = lambda **kw: [  # noqa: E731
+            p["number"]
+            for p in forge.repo.requester.requestJsonAndCheck(
+                "GET", f"{forge.repo.url}/pulls", parameters={"state": "open", **kw}
+            )[1]
+        ]
+        assert listed(sort="updated") == [11, 12, 13]
+        assert listed(sort="updated", direction="desc") == [13, 12, 11]
+    finally:
+        stop()
+
+
 def test_without_29792_nothing_fits_and_a_tracking_issue_naming_nothing_else_is_opened(served):
     state, forge = served(29792)
     followup, found = publisher(forge).followup(31369, None)
