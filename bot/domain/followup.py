@@ -31,7 +31,7 @@ class Passed(StrEnum):
     CLOSED = "closed"  # merged, abandoned or a closed issue
     REVERT = "revert"  # a revert of something, not a fix
     OTHER_DEFINITIONS = "other_definitions"  # changes the culprit's files, none of the definitions it changed
-    UNREAD = "unread"  # changes the culprit's files in a way that could not be read (no patch, unparsable)
+    UNREAD = "unread"  # changes the culprit's files where its or the culprit's changes could not be read (no patch)
     CITES_ONLY = "cites_only"  # a PR that names the culprit but changes none of what it changed
     OUTRANKED = "outranked"  # fits, but another fits better
     UNRELATED = "unrelated"  # found by search or a cross-reference, shares nothing with the culprit
@@ -109,11 +109,12 @@ def _is_revert(title: str) -> bool:
 
 
 def _shared(culprit: CulpritChange, c: Candidate) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
-    """The files both change, the definitions both change in them, and whether a shared file's changes were unread."""
-    theirs = c.change.files if c.change else {}
-    files = tuple(sorted(set(theirs) & set(culprit.change.files)))
-    definitions = {d for f in files for d in (theirs[f] or frozenset()) & (culprit.change.files[f] or frozenset())}
-    unread = any(theirs[f] is None for f in files)
+    """The files both change, the definitions both change in them, and whether a shared file's changes were unread on
+    either side (a culprit's file without a patch shares no definition with anything)."""
+    ours, theirs = culprit.change.files, c.change.files if c.change else {}
+    files = tuple(sorted(set(theirs) & set(ours)))
+    definitions = {d for f in files for d in (theirs[f] or frozenset()) & (ours[f] or frozenset())}
+    unread = any(theirs[f] is None or ours[f] is None for f in files)
     return files, tuple(sorted(definitions)), unread
 
 

@@ -11,7 +11,8 @@ WORDS = {
     Passed.CLOSED: "closed (merged, abandoned or a closed issue)",
     Passed.REVERT: "a revert, not a fix",
     Passed.OTHER_DEFINITIONS: "changes the culprit's files, none of the definitions it changed",
-    Passed.UNREAD: "changes the culprit's files in a way that could not be read (no patch from GitHub, or not Python)",
+    Passed.UNREAD: "changes the culprit's files, where its changes or the culprit's could not be read (no patch from "
+    "GitHub, or not Python)",
     Passed.CITES_ONLY: "names the culprit, changes none of what it changed",
     Passed.OUTRANKED: "fits, but the follow-up shares more with the culprit",
     Passed.UNRELATED: "found by search or a cross-reference, shares nothing with the culprit",

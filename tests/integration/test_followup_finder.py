@@ -174,6 +174,24 @@ def test_a_large_diff_comes_without_its_patch_and_a_file_by_its_blob(served):
     assert found.best == 29792 and {p.number: p.reason for p in found.passed_over}[30437] == "unread"
 
 
+def test_a_culprit_without_its_patch_fetches_no_candidates_text_and_calls_them_unread(tmp_path):
+    state = SandboxState(tmp_path / "sandbox")
+    slug = init_world(state, tmp_path / "world")
+    base, stop = run_in_thread(state)
+    try:
+        forge = GitHubForge(connect(base, f"sandbox-token-{BOT}", throttle=False), slug)
+        url = f"{forge.repo.url}/pulls/10/files"
+        _, (entry,) = forge.repo.requester.requestJsonAndCheck("GET", url)
+        state.repo(slug).issues[10].pull.files = [{**entry, "additions": 401}]  # past what GitHub loads: no patch
+        finder = FollowupFinder(forge.repo)
+        found = finder.find(10)
+        assert found.best is None
+        assert {p.number: p.reason for p in found.passed_over} == {11: "unread", 12: "unread", 13: "unread"}
+        assert "texts" not in finder.reads.counts  # no candidate's text is worth a request then
+    finally:
+        stop()
+
+
 def test_the_miniatures_follow_up_shaped_like_29792_is_found_by_its_function(tmp_path):
     """The miniature with its follow-up as SGLang's real one was (scenario followup="pr"): an open PR by another
     author, opened before the culprit merged, changing the culprit's function, never naming it. Before the finder read

@@ -149,6 +149,13 @@ def test_a_shared_file_whose_changes_could_not_be_read_is_passed_over_as_unread(
     assert choice.best is None and [(a.number, a.passed) for a in choice.passed_over] == [(600, Passed.UNREAD)]
 
 
+def test_a_culprits_file_without_a_patch_makes_every_pr_changing_it_unread_not_another_definition():
+    large = CulpritChange(31369, culprit().title, "x", Change({w.BRP: None}))  # GitHub gave the culprit's no patch
+    choice = choose(large, [pr(29792, w.RETITLED, w.FOLLOWUP), pr(34001, "Mamba seqlen", w.SAME_WORDS)])
+    assert choice.best is None
+    assert {a.number: a.passed for a in choice.passed_over} == {29792: Passed.UNREAD, 34001: Passed.UNREAD}
+
+
 def test_search_words_are_the_titles_longest_words_and_the_changed_functions_bare_names():
     words, names = search_words(culprit().title, culprit().definitions | {"Scheduler.__init__"})
     assert words == ("boundary", "overlap")  # the longest uninflected: "scheduler" may be "scheduling" in the fix

@@ -126,12 +126,13 @@ class FollowupFinder:
             return None
 
     def _change(self, number: int, pages: int, culprit: CulpritChange | None) -> Change:
-        """A PR's files; the definitions it changes in the culprit's files (all of its own, for the culprit)."""
+        """A PR's files; the definitions it changes in the culprit's files whose definitions were read (all of its
+        own, for the culprit): another file's text is never fetched, it could share no definition."""
         files: dict[str, frozenset[str] | None] = {}
         for batch in self._pages("files", f"{self.repo.url}/pulls/{number}/files", pages):
             for entry in batch:
-                shared = culprit is None or entry["filename"] in culprit.change.files
-                files[entry["filename"]] = self._definitions(entry) if shared else None
+                wanted = culprit is None or culprit.change.files.get(entry["filename"]) is not None
+                files[entry["filename"]] = self._definitions(entry) if wanted else None
         return Change(files)
 
     def _cites(self, number: int, body: str | None) -> bool:
