@@ -164,6 +164,11 @@ def merge_base(repo: Path, a: str, b: str) -> str | None:
 _STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "C": "copied", "T": "changed"}
 
 
+# hunk headers from git's default driver, whatever attributes the caller's global git config names (GitHub's are not
+# guaranteed to name a Python method: docs/github-contract.md)
+_DEFAULT_DRIVER = ("-c", "core.attributesFile=/dev/null")
+
+
 def files(repo: Path, old: str | None, new: str) -> list[dict]:
     """The files changed between two commits (old None: against the empty tree), with patch text."""
     base = old or git(repo, "hash-object", "-t", "tree", "/dev/null").strip()
@@ -177,7 +182,9 @@ def files(repo: Path, old: str | None, new: str) -> list[dict]:
     for line in status.splitlines():
         code, path = line.split("\t", 1)
         add, rem = counts.get(path, (0, 0))
-        patch = git(repo, "diff", "--no-renames", base, new, "--", path)
+        patch = git(
+            repo, *_DEFAULT_DRIVER, "diff", "--no-renames", "--no-color", "--no-ext-diff", base, new, "--", path
+        )
         hunk = patch.find("\n@@")
         blob = git(repo, "rev-parse", f"{new if code[0] != 'D' else base}:{path}").strip()
         out.append(

@@ -71,6 +71,25 @@ def test_the_hunk_headers_name_the_class_as_gits_default_driver_prints_them(serv
     ]
 
 
+def test_the_hunk_headers_stay_gits_default_drivers_whatever_the_callers_git_config(tmp_path, monkeypatch):
+    """A developer's global `*.py diff=python` must not make the sandbox print `def name(` where GitHub need not."""
+    from sandbox import gitstore
+
+    attributes, config = tmp_path / "attributes", tmp_path / "gitconfig"
+    attributes.write_text("*.py diff=python\n")
+    config.write_text(f"[core]\n\tattributesFile = {attributes}\n")
+    monkeypatch.setattr(gitstore, "_ENV", {**gitstore._ENV, "GIT_CONFIG_GLOBAL": str(config)})
+    state = SandboxState(tmp_path / "sandbox")
+    slug = init_world(state, tmp_path / "world")
+    base, stop = run_in_thread(state)
+    try:
+        forge = GitHubForge(connect(base, f"sandbox-token-{BOT}", throttle=False), slug)
+        _, files = forge.repo.requester.requestJsonAndCheck("GET", f"{forge.repo.url}/pulls/12/files")
+        assert files[0]["patch"].startswith("@@ -10,7 +10,7 @@ class Scheduler:")
+    finally:
+        stop()
+
+
 def test_init_of_another_class_is_not_the_culprits(tmp_path):
     state = SandboxState(tmp_path / "sandbox")
     slug = init_world(state, tmp_path / "world")
