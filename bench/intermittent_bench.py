@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import tables  # noqa: E402  (bench/tables.py, beside this script)
 
-from bot.domain.bisect.simulate import Intermittent  # noqa: E402  (the histories: always this tree's)
+from bot.domain.bisect.simulate import FlakyTest  # noqa: E402  (the histories: always this tree's)
 
 COMMAND = "python " + shlex.join(["bench/intermittent_bench.py", *sys.argv[1:]])
 FLAKE = 0.05
@@ -53,13 +53,13 @@ def row(n: int, k: int, rate: float, histories: int, tree: str | None) -> list[s
     for seed in range(histories):
         rng = random.Random(seed * 7919 + n)
         culprit = rng.randint(1, n)
-        result = simulate(n, Intermittent(culprit, rate, FLAKE, random.Random(seed)), k, Settings(good_as_read=True))
+        result = simulate(n, FlakyTest(culprit, FLAKE, random.Random(seed), rate=rate), k, Settings(good_as_read=True))
         if result.outcome.status is Status.FOUND:
             named = int(result.outcome.culprit[1:])
             right += named == culprit
             wrong += named != culprit
         runs.append(result.runs)
-        found, spent = git_bisect(n, Intermittent(culprit, rate, FLAKE, random.Random(seed)))
+        found, spent = git_bisect(n, FlakyTest(culprit, FLAKE, random.Random(seed), rate=rate))
         git_right += found == culprit
         git_runs.append(spent)
     pct = lambda count: f"{100 * count / histories:.1f}%"  # noqa: E731

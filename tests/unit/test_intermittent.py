@@ -7,7 +7,7 @@ import random
 from bot.domain.bisect.intermittent import flake_prior, intermittent_posterior
 from bot.domain.bisect.model import Settings, Status
 from bot.domain.bisect.posterior import Posterior, Tally
-from bot.domain.bisect.simulate import Intermittent, simulate
+from bot.domain.bisect.simulate import FlakyTest, simulate
 
 
 def test_a_culprit_failing_70_percent_of_the_time_names_no_innocent_commit_in_300_histories():
@@ -16,7 +16,7 @@ def test_a_culprit_failing_70_percent_of_the_time_names_no_innocent_commit_in_30
     right = wrong = 0
     for seed in range(300):
         culprit = random.Random(seed * 7919 + 64).randint(1, 64)
-        test = Intermittent(culprit, 0.7, 0.05, random.Random(seed))
+        test = FlakyTest(culprit, 0.05, random.Random(seed), rate=0.7)
         result = simulate(64, test, 4, Settings(good_as_read=True))
         if result.outcome.status is Status.FOUND:
             right += result.culprit_index() == culprit
@@ -39,7 +39,7 @@ def test_a_pass_at_a_commit_is_evidence_against_it_not_proof():
 
 def test_results_that_fit_no_single_culprit_say_where_failures_rise():
     for seed in range(40):
-        result = simulate(64, Intermittent(20, 0.3, 0.05, random.Random(seed)), 1, Settings(good_as_read=True))
+        result = simulate(64, FlakyTest(20, 0.05, random.Random(seed), rate=0.3), 1, Settings(good_as_read=True))
         if result.outcome.status is Status.INCONCLUSIVE:
             assert "failures rise over commits c" in result.outcome.message
             return

@@ -30,7 +30,7 @@ from bot.domain.bisect.calibration import (
 from bot.domain.bisect.candidates import is_merge
 from bot.domain.bisect.confirmation import confirmation_round, final_decision, outermost
 from bot.domain.bisect.evidence import Evidence, effective_flake, trusted
-from bot.domain.bisect.intermittent import P_ALWAYS, flake_prior, intermittent_posterior
+from bot.domain.bisect.intermittent import search_posterior
 from bot.domain.bisect.model import (
     CONFIRMATION_KINDS,
     Decision,
@@ -137,10 +137,8 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             " the test is flaky"
         )
         return final_decision(state, Outcome(Status.INCONCLUSIVE, found, reason=Reason.FLAKY_UNDER_ZERO), ev)
-    flakes = flake_prior(s.flake_rate, s.flake_floor, trusted=flake == 0)
-    always = 1.0 if s.flake_rate == 0 else P_ALWAYS  # --flake-rate 0: deterministic, as git bisect run takes it
     try:
-        post = intermittent_posterior(n, tallies, flakes, always)
+        post = search_posterior(n, tallies, s, flake)
     except Contradiction:  # only reachable with a positive flake rate on impossible data
         return final_decision(state, Outcome(Status.INCONCLUSIVE, "no single culprit explains the results"), ev, flake)
     untestable_pos = untestable_positions(problem, scope, ev)
@@ -149,7 +147,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
 
     def block_mass(extra: Mapping[int, Tally]) -> float:
         added = {p: tallies.get(p, Tally()) + t for p, t in extra.items()}
-        after = intermittent_posterior(n, {**tallies, **added}, flakes, always)
+        after = search_posterior(n, {**tallies, **added}, s, flake)
         return after.cdf(block.last) - after.cdf(block.parent)
 
     guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
@@ -160,7 +158,12 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     # GOOD's PASS is taken from calibration, or (endpoints taken as read) run when GOOD is the culprit's parent
     good_ran = not s.reads_endpoints or bool(ev.of_sha(problem.good, ci=False))
     passes_at = lambda p: (p == 0 and good_ran) or ran.get(p, Tally()).passes > 0  # noqa: E731
-    confident = block.mass >= s.confidence
+    # "No culprit" leads and BAD, re-read, passed as often as calibration would have before calling it not
+    # reproducible (Settings.reproduce_runs: a culprit failing 70% of the time shows with P >= C): its failure was a
+    # flake, to the same standard a BAD that never reproduced is held to
+    bad_passes = ran.get(n, Tally()).passes
+    dismissed = block.last > n and block.mass >= SETTLE and bad_passes >= s.reproduce_runs
+    confident = block.mass >= s.confidence or dismissed
     backed = fails_at(block.last) and passes_at(block.parent) if block.last <= n else passes_at(n)
     # The mass is settled but the culprit lacks the runner's FAIL or its parent the runner's PASS: those runs are
     # wanted, however settled CI's readings make them look.
@@ -172,8 +175,8 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     # Once one commit holds most of the mass, it and its parent are read in turn (planner.settle_probes): a run
     # there is wanted however settled its own position looks. Elsewhere, a run in flight whose outcome is already
     # implied is pure waste.
-    settling = block.mass >= SETTLE and block.last <= n
-    wanted = {block.last, block.parent} if settling else set(backing)
+    settling = block.mass >= SETTLE
+    wanted = {block.last, block.parent} & set(range(n + 1)) if settling else set(backing)
     obsolete = tuple(
         pr
         for pr in in_flight
@@ -198,7 +201,8 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             return finish(
                 Outcome(
                     Status.NO_CULPRIT,
-                    f"BAD passed on re-runs: its failures look like flakes (P={block.mass:.3f}); nothing to revert",
+                    f"BAD passed on re-runs ({bad_passes} times): its failures look like flakes "
+                    f"(P={block.mass:.3f}); nothing to revert",
                     confidence=block.mass,
                 )
             )
@@ -286,7 +290,9 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             searching = sum(pr.kind is Kind.SEARCH for pr in in_flight if pr not in obsolete)
             free = min(free, runs_worth_starting(post, runners, searching))
         positions = (
-            settle_probes(block, lambda extra: block_mass(extra), free)
+            settle_probes(block, block_mass, free)
+            if settling and block.last <= n
+            else [n] * free  # "no culprit" leads: BAD is read again until its failure is dismissed (or reproduced)
             if settling
             else choose_probes(post, free, busy, untestable_pos)
         )

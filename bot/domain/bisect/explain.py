@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bot.domain.bisect.evidence import Evidence, effective_flake
+from bot.domain.bisect.intermittent import search_posterior
 from bot.domain.bisect.model import Kind, Problem, Run, Settings
-from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
+from bot.domain.bisect.posterior import Contradiction, Tally
 from bot.domain.bisect.readings import Readings
 from bot.domain.bisect.sampled import sampled
 from bot.domain.bisect.verdict import RawResult, Verdict
@@ -153,7 +154,7 @@ def posterior(order: list[str], by_sha: dict[str, list[str]], settings: Settings
     if flake is None:
         return Masses(note="results contradict a flake rate of 0: no posterior")
     try:
-        post = Posterior.compute(len(order) - 1, tallies, flake)
+        post = search_posterior(len(order) - 1, tallies, settings, flake)
     except (Contradiction, ValueError) as exc:
         return Masses(note=f"no hypothesis explains the results ({exc})")
     return Masses({i: post.mass(i) for i in range(1, len(order))}, post.no_culprit)

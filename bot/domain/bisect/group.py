@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State
-from bot.domain.bisect.planner import USEFUL
 from bot.domain.bisect.verdict import classify
 
 # A group's test reads its BAD this many times (the red reading included) before its search goes on alone: a red run
@@ -192,9 +191,15 @@ def _split(group: Group, decisions: Mapping[str, Decision], test: str, sha: str)
     return min(cdf, 1 - cdf)
 
 
+# A test rides a step where a result there could move at least this much of its posterior. A pass is evidence, not
+# proof (bot.domain.bisect.intermittent), so a test's mass below its passes is never exactly 0: riding wherever any is
+# left would put every test aboard every step, each for a sliver of its mass.
+RIDE = 0.01
+
+
 def _uncertain(group: Group, decisions: Mapping[str, Decision], test: str, sha: str) -> bool:
     return (
         decisions[test].outcome is None
         and decisions[test].state.phase is Phase.SEARCHING
-        and _split(group, decisions, test, sha) > USEFUL
+        and _split(group, decisions, test, sha) > RIDE
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from bot.domain.bisect.model import Settings
 from bot.domain.bisect.posterior import NO_CULPRIT_PRIOR, Posterior, Tally
 
 Q_MIN = 0.2  # the least failure rate a culprit is taken to cause (one failing less is not told from a flake)
@@ -60,9 +61,7 @@ def _log_or_ninf(p: float) -> float:
 
 
 def _bad_side(fails: int, passes: int, flakes: Sequence[float], always: float) -> list[float]:
-    """log of [always [passes = 0] + (1 - always) mean_{q > f} q^fails (1-q)^passes] for each f."""
-    if always >= 1:
-        return [0.0 if passes == 0 else -math.inf] * len(flakes)
+    """log of [always [passes = 0] + (1 - always) mean_{q > f} q^fails (1-q)^passes] for each f (always < 1)."""
     terms = [_xlog(fails, lq) + _xlog(passes, l1q) for lq, l1q in zip(_LOG_Q, _LOG_1MQ)]
     suffix = [-math.inf] * (Q_STEPS + 1)  # log sum of terms[t:]
     for t in range(Q_STEPS - 1, -1, -1):
@@ -85,6 +84,9 @@ def intermittent_posterior(
 ) -> Posterior:
     """P(first bad position = i | results) with the culprit's failure rate and the flake rate integrated out;
     `always`: the prior probability that a culprit fails every time (1: a test declared deterministic)."""
+    if always >= 1:  # a culprit always fails: the deterministic model, one flake rate (flake_prior's point mass)
+        ((flake, _),) = flakes
+        return Posterior.compute(n, tallies, flake, no_culprit_prior)
     if n < 1:
         raise ValueError("need at least one candidate")
     cuts = sorted({0, n} | {p for p in tallies if 0 <= p <= n}) + [n + 1]
@@ -104,3 +106,10 @@ def intermittent_posterior(
         good = [_xlog(fg, lf) + _xlog(pg, l1f) for lf, l1f in log_f]
         ll.append(_logsumexp([w + g + b for w, g, b in zip(log_w, good, bad)]))
     return Posterior.of_segments(n, tuple(cuts), ll, no_culprit_prior)
+
+
+def search_posterior(n: int, tallies: Mapping[int, Tally], settings: Settings, flake: float) -> Posterior:
+    """The engine's posterior for a pass/fail test: `flake` is 0 while the test is trusted (no contradiction yet),
+    and `--flake-rate 0` declares it deterministic (a culprit always fails, as git bisect run takes it)."""
+    flakes = flake_prior(settings.flake_rate, settings.flake_floor, trusted=flake == 0)
+    return intermittent_posterior(n, tallies, flakes, 1.0 if settings.flake_rate == 0 else P_ALWAYS)

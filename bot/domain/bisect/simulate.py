@@ -20,31 +20,18 @@ def linear_graph(n: int) -> tuple[dict[str, tuple[str, ...]], str, str]:
 
 @dataclass
 class FlakyTest:
-    """Commits at or after `culprit` (1-based) fail; good ones fail with probability `flake`."""
+    """Commits at or after `culprit` (1-based) fail with probability `rate` (1: always; less, an intermittent
+    regression: a race, a GPU nondeterminism); good ones fail with probability `flake`."""
 
     culprit: int
     flake: float = 0.0
     rng: random.Random = field(default_factory=random.Random)
+    rate: float = 1.0
 
     def run(self, sha: str) -> RawResult:
         bad = int(sha[1:]) >= self.culprit
-        failed = bad or self.rng.random() < self.flake
+        failed = (self.rate >= 1 or self.rng.random() < self.rate) if bad else self.rng.random() < self.flake
         return RawResult(1 if failed else 0)
-
-
-@dataclass
-class Intermittent:
-    """An intermittent regression: commits at or after `culprit` (1-based) fail with probability `rate` (a race, a GPU
-    nondeterminism), good ones with probability `flake`."""
-
-    culprit: int
-    rate: float
-    flake: float = 0.0
-    rng: random.Random = field(default_factory=random.Random)
-
-    def run(self, sha: str) -> RawResult:
-        bad = int(sha[1:]) >= self.culprit
-        return RawResult(1 if self.rng.random() < (self.rate if bad else self.flake) else 0)
 
 
 @dataclass
@@ -106,7 +93,7 @@ class SimResult:
 
 def simulate(
     n: int,
-    test: FlakyTest | Intermittent | RedFirst | NoisyMetric,
+    test: FlakyTest | RedFirst | NoisyMetric,
     workers: int,
     settings: Settings = Settings(),
     ci: Sequence[int] = (),
@@ -179,7 +166,7 @@ def simulate_group(
         runs += [Run(p.sha, p.kind, tests[p.test].run(p.sha), p.round, p.test) for step in decision.steps for p in step]
 
 
-def git_bisect(n: int, test: FlakyTest | Intermittent) -> tuple[int, int]:
+def git_bisect(n: int, test: FlakyTest) -> tuple[int, int]:
     """What `git bisect run` does: one run per step, halving, no repeats. Returns (culprit, runs)."""
     good, bad, runs = 0, n, 0
     while bad - good > 1:
