@@ -110,7 +110,8 @@ RANGE_NOTE = "Every first-parent commit of the range, oldest first, as recorded 
 ORDER_NOTE = (
     "Commits that were run, oldest first. The store does not keep the range's commit list, so the order is "
     "reconstructed from the search (each probe lies between the last commit known good and the first known bad "
-    "when it was dispatched): exact for searches in synchronous rounds; untested commits are not shown."
+    "when it was dispatched): exact for searches in synchronous rounds that take a pass as proof (--flake-rate 0); "
+    "under auto a commit below a pass may be read again and its place is then a guess; untested commits are not shown."
 )
 
 

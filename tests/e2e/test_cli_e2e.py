@@ -384,7 +384,11 @@ def test_trust_endpoints_searches_at_once_and_runs_neither_endpoint(synth, cli):
     assert [s["sha"] for s in plain.json["steps"] if s["kind"] == "calibrate"] == [repo.bad]
     checked = cli(*bisect_args(repo, "--check-good"))
     assert checked.json["culprit"] == repo.culprit and checked.json["runs_by_kind"]["calibrate"] == 2
-    assert trusted.json["runs"] < plain.json["runs"] < checked.json["runs"]
+    # what each endpoint skipped saves is its calibration run (0, 1, 2 above); the totals are not ordered: under auto
+    # the culprit's parent is read until a culprit failing most of the time would have shown, and how many reads
+    # that takes depends on which commits the search read as results arrived (bot.domain.bisect.planner.settle_probes)
+    for result in (trusted, plain, checked):
+        assert result.json["runs"] == sum(result.json["runs_by_kind"].values())
     both = cli(*bisect_args(repo, "--trust-endpoints", "--check-good"))
     assert both.code == 2 and "give one" in both.stderr and "Traceback" not in both.stderr
     # BAD that passes after all: nothing is named, and BAD was run to say so

@@ -286,11 +286,11 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
     if confident and block.last <= n:
         positions = [p for p in backing if p not in busy][:free]
     else:
-        if flake == 0:  # a deterministic search: no more runs a round than keep its number of rounds
+        if flake == 0 and not settling:  # a deterministic search: no more runs a round than keep its number of rounds
             searching = sum(pr.kind is Kind.SEARCH for pr in in_flight if pr not in obsolete)
             free = min(free, runs_worth_starting(post, runners, searching))
         positions = (
-            settle_probes(block, block_mass, free)
+            settle_probes(block, block_mass, free, s.confidence)
             if settling and block.last <= n
             else [n] * free  # "no culprit" leads: BAD is read again until its failure is dismissed (or reproduced)
             if settling

@@ -120,7 +120,9 @@ def _known(verdict_list: Iterable[str]) -> str | None:
 
 
 def order_commits(good: str, bad: str, steps: Sequence, verdict_of: dict[int, str]) -> list[str]:
-    """The range's tested commits, oldest first, reconstructed by replaying the search round by round."""
+    """The range's tested commits, oldest first, reconstructed by replaying the search round by round: exact when the
+    search takes a pass as proof (--flake-rate 0); under auto a commit below a pass may be probed (a culprit may fail
+    only some of the time, bot.domain.bisect.intermittent), and its place is then a guess."""
     order = [good, bad]
     by_round: dict[int, list] = defaultdict(list)
     for s in steps:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import cache, lru_cache
 
 from bot.domain.bisect.model import Settings
 from bot.domain.bisect.posterior import NO_CULPRIT_PRIOR, Posterior, Tally
@@ -60,19 +61,28 @@ def _log_or_ninf(p: float) -> float:
     return math.log(p) if p > 0 else -math.inf
 
 
-def _bad_side(fails: int, passes: int, flakes: Sequence[float], always: float) -> list[float]:
-    """log of [always [passes = 0] + (1 - always) mean_{q > f} q^fails (1-q)^passes] for each f (always < 1)."""
+@lru_cache(maxsize=65536)
+def _bad_side(fails: int, passes: int, flakes: tuple[float, ...], always: float) -> tuple[float, ...]:
+    """log of [always [passes = 0] + (1 - always) mean_{q > max(f, Q_MIN)} q^fails (1-q)^passes] for each f
+    (always < 1). Cached: a decision asks for the same counts segment after segment, and again after each result."""
     terms = [_xlog(fails, lq) + _xlog(passes, l1q) for lq, l1q in zip(_LOG_Q, _LOG_1MQ)]
-    suffix = [-math.inf] * (Q_STEPS + 1)  # log sum of terms[t:]
+    top = max(terms)
+    suffix = [0.0] * (Q_STEPS + 1)  # sum of exp(terms[t:] - top)
     for t in range(Q_STEPS - 1, -1, -1):
-        suffix[t] = _logsumexp((suffix[t + 1], terms[t]))
+        suffix[t] = suffix[t + 1] + math.exp(terms[t] - top)
     out = []
     for f in flakes:
-        first = next((t for t, q in enumerate(_Q) if q > max(f, Q_MIN)), Q_STEPS)
-        mean = suffix[first] - math.log(Q_STEPS - first) if first < Q_STEPS else -math.inf
+        first = _first_above(f)
+        mean = top + math.log(suffix[first] / (Q_STEPS - first)) if first < Q_STEPS else -math.inf
         certain = math.log(always) if passes == 0 and always > 0 else -math.inf
         out.append(_logsumexp((certain, math.log(1 - always) + mean)))
-    return out
+    return tuple(out)
+
+
+@cache
+def _first_above(flake: float) -> int:
+    """The first grid point of q above both the flake rate and Q_MIN."""
+    return next((t for t, q in enumerate(_Q) if q > max(flake, Q_MIN)), Q_STEPS)
 
 
 def intermittent_posterior(
@@ -91,7 +101,7 @@ def intermittent_posterior(
         raise ValueError("need at least one candidate")
     cuts = sorted({0, n} | {p for p in tallies if 0 <= p <= n}) + [n + 1]
     counts = [tallies.get(p, Tally()) for p in cuts[:-1]]
-    rates = [f for f, _ in flakes]
+    rates = tuple(f for f, _ in flakes)
     log_w = [math.log(w) for _, w in flakes]
     log_f = [(_log_or_ninf(f), _log_or_ninf(1 - f)) for f in rates]
     total_fails = sum(t.fails for t in counts)
@@ -102,7 +112,7 @@ def intermittent_posterior(
         # the segment ending here: positions up to it good, the rest bad (the last segment: no culprit at all)
         fg, pg = fg + tally.fails, pg + tally.passes
         fb, pb = total_fails - fg, total_passes - pg
-        bad = _bad_side(fb, pb, rates, always) if fb + pb else [0.0] * len(rates)
+        bad = _bad_side(fb, pb, rates, always) if fb + pb else (0.0,) * len(rates)
         good = [_xlog(fg, lf) + _xlog(pg, l1f) for lf, l1f in log_f]
         ll.append(_logsumexp([w + g + b for w, g, b in zip(log_w, good, bad)]))
     return Posterior.of_segments(n, tuple(cuts), ll, no_culprit_prior)

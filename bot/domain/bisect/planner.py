@@ -139,15 +139,16 @@ def sampled_probes(
     return sorted(picks[:free])
 
 
-def settle_probes(block: Block, mass_if: Callable[[Mapping[int, Tally]], float], free: int) -> list[int]:
+def settle_probes(block: Block, mass_if: Callable[[Mapping[int, Tally]], float], free: int, enough: float) -> list[int]:
     """Once one commit holds most of the mass, what is left to tell is whether it or its parent is the first bad
     one. A culprit need not fail every time (bot.domain.bisect.intermittent), so the parent's passes weigh only as
     much as the culprit's failures say its failure rate is high: each runner goes to whichever of the two would
     raise the block's mass more with its likelier result (the parent passing, the culprit failing), given the
-    runs already placed this round (`mass_if`: the block's mass with those results added)."""
+    runs already placed this round (`mass_if`: the block's mass with those results added). No more runs than bring
+    the mass to `enough` (the confidence) if they read as expected: a round of many runners starts only those."""
     extra: dict[int, Tally] = {}
-    picks = []
-    for _ in range(max(0, free)):
+    picks: list[int] = []
+    while len(picks) < free and (not picks or mass_if(extra) < enough):
         options = ((block.parent, True), (block.last, False))
         pos, passed = max(options, key=lambda o: mass_if({**extra, o[0]: extra.get(o[0], Tally()).add(o[1])}))
         extra[pos] = extra.get(pos, Tally()).add(passed)
