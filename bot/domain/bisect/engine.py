@@ -290,7 +290,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             searching = sum(pr.kind is Kind.SEARCH for pr in in_flight if pr not in obsolete)
             free = min(free, runs_worth_starting(post, runners, searching))
         positions = (
-            settle_probes(block, block_mass, free, s.confidence)
+            settle_probes(block, block_mass, free, s.confidence, busy)
             if settling and block.last <= n
             else [n] * free  # "no culprit" leads: BAD is read again until its failure is dismissed (or reproduced)
             if settling

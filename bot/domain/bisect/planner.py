@@ -139,18 +139,28 @@ def sampled_probes(
     return sorted(picks[:free])
 
 
-def settle_probes(block: Block, mass_if: Callable[[Mapping[int, Tally]], float], free: int, enough: float) -> list[int]:
+def settle_probes(
+    block: Block,
+    mass_if: Callable[[Mapping[int, Tally]], float],
+    free: int,
+    enough: float,
+    in_flight: Iterable[int] = (),
+) -> list[int]:
     """Once one commit holds most of the mass, what is left to tell is whether it or its parent is the first bad
     one. A culprit need not fail every time (bot.domain.bisect.intermittent), so the parent's passes weigh only as
     much as the culprit's failures say its failure rate is high: each runner goes to whichever of the two would
     raise the block's mass more with its likelier result (the parent passing, the culprit failing), given the
     runs already placed this round (`mass_if`: the block's mass with those results added). No more runs than bring
-    the mass to `enough` (the confidence) if they read as expected: a round of many runners starts only those."""
+    the mass to `enough` (the confidence) if they read as expected, counting those `in_flight` there as already read
+    so: a round of many runners starts only those, and a runner freed early adds none while enough are under way."""
+    expected = {block.parent: True, block.last: False}
     extra: dict[int, Tally] = {}
+    for pos in in_flight:
+        if pos in expected:
+            extra[pos] = extra.get(pos, Tally()).add(expected[pos])
     picks: list[int] = []
-    while len(picks) < free and (not picks or mass_if(extra) < enough):
-        options = ((block.parent, True), (block.last, False))
-        pos, passed = max(options, key=lambda o: mass_if({**extra, o[0]: extra.get(o[0], Tally()).add(o[1])}))
+    while len(picks) < free and mass_if(extra) < enough:
+        pos, passed = max(expected.items(), key=lambda o: mass_if({**extra, o[0]: extra.get(o[0], Tally()).add(o[1])}))
         extra[pos] = extra.get(pos, Tally()).add(passed)
         picks.append(pos)
     return sorted(picks)
