@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from bot.domain.bisect.intermittent import flake_prior, intermittent_posterior
 from bot.domain.bisect.model import Settings, Status
 from bot.domain.bisect.posterior import Posterior, Tally
 from bot.domain.bisect.simulate import FlakyTest, simulate
 
 
-def test_a_culprit_failing_70_percent_of_the_time_names_no_innocent_commit_in_300_histories():
-    """The row the engine got wrong in 24.5% of histories before (bench/intermittent_bench.py: n = 64, k = 4, 5%
-    flakes before the culprit): now a wrong culprit in at most 1%, the right one in at least 90%."""
+@pytest.mark.parametrize(
+    "n, k, rate, least_right",
+    [(64, 4, 0.7, 0.9), (240, 1, 0.7, 0.9), (64, 1, 0.5, None)],
+)
+def test_an_intermittent_culprit_names_no_innocent_commit_in_300_histories(n, k, rate, least_right):
+    """Rows the engine got wrong in 30%, 47% and 20% of histories before (bench/intermittent_bench.py, 5% flakes
+    before the culprit, the CLI's defaults): now an innocent commit named in at most 1%, and at 70% the right one in
+    at least 90%. At 50% no share of right answers is promised: many histories end inconclusive within the budget."""
     right = wrong = 0
     for seed in range(300):
-        culprit = random.Random(seed * 7919 + 64).randint(1, 64)
-        test = FlakyTest(culprit, 0.05, random.Random(seed), rate=0.7)
-        result = simulate(64, test, 4, Settings(good_as_read=True))
+        culprit = random.Random(seed * 7919 + n).randint(1, n)
+        result = simulate(n, FlakyTest(culprit, 0.05, random.Random(seed), rate=rate), k, Settings(good_as_read=True))
         if result.outcome.status is Status.FOUND:
             right += result.culprit_index() == culprit
             wrong += result.culprit_index() != culprit
-    assert wrong <= 3 and right >= 270, (right, wrong)
+    assert wrong <= 3, (right, wrong)
+    assert least_right is None or right >= least_right * 300, (right, wrong)
 
 
 def test_a_pass_at_a_commit_is_evidence_against_it_not_proof():
