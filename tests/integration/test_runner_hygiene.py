@@ -96,20 +96,23 @@ def test_locks_are_held_across_processes_as_runner_instances_are(host):
 
 
 # A runner container as Docker makes one: a mount namespace of its own, with a /tmp of its own (a tmpfs) and the
-# host's directory ($1) bind-mounted at /mnt/host; then the runner's process ("$@"). The runner's own code ($2: this
-# checkout, its venv inside or beside it) stays where it is, as an image's would: when it lives under the host's /tmp
-# (CI clones into /tmp) it is bind-mounted back into the container's fresh /tmp, and nothing else of the host's is.
+# host's directory ($1) bind-mounted at /mnt/host; then the runner's process (the arguments after "--"). The runner's
+# own code (the paths before "--": this checkout, its venv, the Python under it, each as written and as resolved)
+# stays where it is, as an image's would: what lives under the host's /tmp (CI clones into /tmp, maybe through a
+# symlink) is bind-mounted back into the container's fresh /tmp, resolved paths first, and nothing else of the host's.
 CONTAINER = """set -e
 mount -t tmpfs tmpfs /mnt
 mkdir /mnt/host /mnt/hosttmp
 mount --bind "$1" /mnt/host
 mount --bind /tmp /mnt/hosttmp
 mount -t tmpfs tmpfs /tmp
-for code in $2; do
-  case "$code" in /tmp/*) mkdir -p "$code"; mount --bind "/mnt/hosttmp/${code#/tmp/}" "$code" ;; esac
+shift
+while [ "$1" != -- ]; do
+  case "$1" in /tmp/*) mkdir -p "$1"; mount --bind "/mnt/hosttmp/${1#/tmp/}" "$1" ;; esac
+  shift
 done
+shift
 umount -l /mnt/hosttmp
-shift 2
 exec "$@"
 """
 
@@ -131,10 +134,11 @@ sys.stdin.read()
 def container_runner(host_dir: Path, **env: str) -> subprocess.Popen:
     """A runner process in a container of its own on this host (real mount namespaces, real flock)."""
     base = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", gpulocks.ENV, gpulocks.SINGLE_RUNNER)}
-    code = " ".join(dict.fromkeys(str(Path(p).resolve()) for p in (ROOT, sys.prefix)))
-    argv = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", CONTAINER, "container", str(host_dir), code]
+    needed = [Path(p).absolute() for p in (ROOT, sys.prefix, sys.base_prefix, Path(sys.executable).parent)]
+    code = dict.fromkeys([*(str(p.resolve()) for p in needed), *(str(p) for p in needed)])  # a symlink's target first
+    argv = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", CONTAINER, "container", str(host_dir)]
     return subprocess.Popen(
-        [*argv, sys.executable, "-c", TAKES_FOUR],
+        [*argv, *code, "--", sys.executable, "-c", TAKES_FOUR],
         env={**base, "PATH": f"/mnt/host/bin:{os.environ['PATH']}", **env},
         cwd=ROOT,
         stdin=subprocess.PIPE,
