@@ -36,6 +36,16 @@ def served(tmp_path):
         stop()
 
 
+@pytest.fixture
+def small(tmp_path):
+    """The small world of tests.support.followup_world.init_world (the decoys' own classes), served: (state, forge)."""
+    state = SandboxState(tmp_path / "sandbox")
+    slug = init_world(state, tmp_path / "world")
+    base, stop = run_in_thread(state)
+    yield state, GitHubForge(connect(base, f"sandbox-token-{BOT}", throttle=False), slug)
+    stop()
+
+
 def publisher(forge: GitHubForge) -> Publisher:
     return Publisher(Target(forge, POLICY, forge.slug, None, "", "", 7, "kl", None))  # type: ignore[arg-type]
 
@@ -90,39 +100,27 @@ def test_the_hunk_headers_stay_gits_default_drivers_whatever_the_callers_git_con
         stop()
 
 
-def test_init_of_another_class_is_not_the_culprits(tmp_path):
-    state = SandboxState(tmp_path / "sandbox")
-    slug = init_world(state, tmp_path / "world")
-    base, stop = run_in_thread(state)
-    try:
-        forge = GitHubForge(connect(base, f"sandbox-token-{BOT}", throttle=False), slug)
-        found = forge.followup_for(10)
-        assert found.best == 11 and "`Scheduler.__init__`" in found.why
-        assert {p.number: p.reason for p in found.passed_over} == {12: "other_definitions", 13: "other_definitions"}
-        _, files = forge.repo.requester.requestJsonAndCheck("GET", f"{forge.repo.url}/pulls/12/files")
-        assert files[0]["patch"].startswith("@@ -10,7 +10,7 @@ class Scheduler:")  # Worker's hunk, headed Scheduler
-    finally:
-        stop()
+def test_init_of_another_class_is_not_the_culprits(small):
+    _, forge = small
+    found = forge.followup_for(10)
+    assert found.best == 11 and "`Scheduler.__init__`" in found.why
+    assert {p.number: p.reason for p in found.passed_over} == {12: "other_definitions", 13: "other_definitions"}
+    _, files = forge.repo.requester.requestJsonAndCheck("GET", f"{forge.repo.url}/pulls/12/files")
+    assert files[0]["patch"].startswith("@@ -10,7 +10,7 @@ class Scheduler:")  # Worker's hunk, headed Scheduler
 
 
-def test_open_prs_by_last_update_come_oldest_first_unless_the_direction_says_desc(tmp_path):
+def test_open_prs_by_last_update_come_oldest_first_unless_the_direction_says_desc(small):
     """pulls/list's `direction`: "Default: `desc` when sort is `created` or sort is not specified, otherwise `asc`"
     -- a finder that asks for `sort=updated` alone reads the stalest PRs first."""
-    state = SandboxState(tmp_path / "sandbox")
-    slug = init_world(state, tmp_path / "world")
-    base, stop = run_in_thread(state)
-    try:
-        forge = GitHubForge(connect(base, f"sandbox-token-{BOT}", throttle=False), slug)
-        listed = lambda **kw: [  # noqa: E731
-            p["number"]
-            for p in forge.repo.requester.requestJsonAndCheck(
-                "GET", f"{forge.repo.url}/pulls", parameters={"state": "open", **kw}
-            )[1]
-        ]
-        assert listed(sort="updated") == [11, 12, 13]
-        assert listed(sort="updated", direction="desc") == [13, 12, 11]
-    finally:
-        stop()
+    _, forge = small
+    listed = lambda **kw: [  # noqa: E731
+        p["number"]
+        for p in forge.repo.requester.requestJsonAndCheck(
+            "GET", f"{forge.repo.url}/pulls", parameters={"state": "open", **kw}
+        )[1]
+    ]
+    assert listed(sort="updated") == [11, 12, 13]
+    assert listed(sort="updated", direction="desc") == [13, 12, 11]
 
 
 def test_without_29792_nothing_fits_and_a_tracking_issue_naming_nothing_else_is_opened(served):
@@ -193,22 +191,16 @@ def test_a_large_diff_comes_without_its_patch_and_a_file_by_its_blob(served):
     assert found.best == 29792 and {p.number: p.reason for p in found.passed_over}[30437] == "unread"
 
 
-def test_a_culprit_without_its_patch_fetches_no_candidates_text_and_calls_them_unread(tmp_path):
-    state = SandboxState(tmp_path / "sandbox")
-    slug = init_world(state, tmp_path / "world")
-    base, stop = run_in_thread(state)
-    try:
-        forge = GitHubForge(connect(base, f"sandbox-token-{BOT}", throttle=False), slug)
-        url = f"{forge.repo.url}/pulls/10/files"
-        _, (entry,) = forge.repo.requester.requestJsonAndCheck("GET", url)
-        state.repo(slug).issues[10].pull.files = [{**entry, "additions": 401}]  # past what GitHub loads: no patch
-        finder = FollowupFinder(forge.repo)
-        found = finder.find(10)
-        assert found.best is None
-        assert {p.number: p.reason for p in found.passed_over} == {11: "unread", 12: "unread", 13: "unread"}
-        assert "texts" not in finder.reads.counts  # no candidate's text is worth a request then
-    finally:
-        stop()
+def test_a_culprit_without_its_patch_fetches_no_candidates_text_and_calls_them_unread(small):
+    state, forge = small
+    url = f"{forge.repo.url}/pulls/10/files"
+    _, (entry,) = forge.repo.requester.requestJsonAndCheck("GET", url)
+    state.repo(forge.slug).issues[10].pull.files = [{**entry, "additions": 401}]  # past what GitHub loads: no patch
+    finder = FollowupFinder(forge.repo)
+    found = finder.find(10)
+    assert found.best is None
+    assert {p.number: p.reason for p in found.passed_over} == {11: "unread", 12: "unread", 13: "unread"}
+    assert "texts" not in finder.reads.counts  # no candidate's text is worth a request then
 
 
 def test_the_miniatures_follow_up_shaped_like_29792_is_found_by_its_function(tmp_path):
