@@ -15,6 +15,7 @@ not reproducible, ...). Runs are the bisect runner's, calibration and confirmati
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import random
 import shlex
 import statistics
@@ -46,11 +47,12 @@ def engine(tree: str | None):
     return simulate, git_bisect, Settings, Status
 
 
-def row(n: int, k: int, rate: float, histories: int, tree: str | None) -> list[str]:
+def histories_of(n: int, k: int, rate: float, seeds: range, tree: str | None) -> tuple[int, int, int, list, list]:
+    """Right, wrong, git's right, runs and git's runs over some seeds (one worker process's share)."""
     simulate, git_bisect, Settings, Status = engine(tree)
     right = wrong = git_right = 0
     runs, git_runs = [], []
-    for seed in range(histories):
+    for seed in seeds:
         rng = random.Random(seed * 7919 + n)
         culprit = rng.randint(1, n)
         result = simulate(n, FlakyTest(culprit, FLAKE, random.Random(seed), rate=rate), k, Settings(good_as_read=True))
@@ -62,6 +64,16 @@ def row(n: int, k: int, rate: float, histories: int, tree: str | None) -> list[s
         found, spent = git_bisect(n, FlakyTest(culprit, FLAKE, random.Random(seed), rate=rate))
         git_right += found == culprit
         git_runs.append(spent)
+    return right, wrong, git_right, runs, git_runs
+
+
+def row(n: int, k: int, rate: float, histories: int, tree: str | None, jobs: int) -> list[str]:
+    shares = [range(j, histories, jobs) for j in range(jobs)]
+    with multiprocessing.Pool(jobs) as pool:
+        parts = pool.starmap(histories_of, [(n, k, rate, share, tree) for share in shares])
+    right, wrong, git_right = (sum(p[i] for p in parts) for i in range(3))
+    runs = [r for p in parts for r in p[3]]
+    git_runs = [r for p in parts for r in p[4]]
     pct = lambda count: f"{100 * count / histories:.1f}%"  # noqa: E731
     return [
         str(n),
@@ -83,6 +95,7 @@ def main() -> None:
     parser.add_argument("--histories", type=int, default=2000)
     parser.add_argument("--tree", help="another checkout whose engine to measure on the same histories")
     parser.add_argument("--rows", help="only rows n,k,rate;n,k,rate (e.g. 64,1,0.7)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (the histories are split among them)")
     args = parser.parse_args()
     rows = ROWS
     if args.rows:
@@ -90,7 +103,7 @@ def main() -> None:
     out = []
     for n, k, rate in rows:
         started = time.monotonic()
-        out.append(row(n, k, rate, args.histories, args.tree))
+        out.append(row(n, k, rate, args.histories, args.tree, args.jobs))
         print(f"n={n} k={k} rate={rate}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     which = f"engine of {args.tree}" if args.tree else "this tree"
     tables.table(

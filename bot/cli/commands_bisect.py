@@ -129,7 +129,8 @@ def bisect(
             max=0.999999,
             metavar="P",
             help="Posterior probability the culprit must reach; for a benchmark (a metric, no --threshold) also "
-            "the stated error rate: 0.99 names a culprit with no regression at most 1% of the time.",
+            "the stated error rate: at 0.99, when no commit changed the metric and its readings are Gaussian "
+            "around a level that holds still or drifts linearly, a culprit is named at most 1% of the time.",
         ),
     ] = 0.99,
     flake_rate: Annotated[

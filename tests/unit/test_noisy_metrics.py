@@ -138,7 +138,8 @@ def test_the_revert_is_proven_by_sampled_sides_of_the_a_b():
 
 
 def test_the_change_point_posterior_needs_no_estimate_of_the_means():
-    readings = Readings({0: (100.0, 100.4, 99.7), 4: (100.2, 99.9), 5: (96.1, 95.8), 8: (96.0, 96.3, 95.9)}, False)
+    at = {0: (100.0, 100.4, 99.7), 4: (100.2, 99.9), 5: (96.1, 95.8), 8: (96.0, 96.3, 95.9)}
+    readings = Readings.by_position(((p, v) for p, vs in at.items() for v in vs), False)
     post = readings.posterior(8)
     assert post.median() == 5
     assert post.cdf(4) < 0.05 and post.cdf(5) > 0.9

@@ -19,7 +19,7 @@ from bot.domain.bisect.evidence import Evidence, effective_flake
 from bot.domain.bisect.intermittent import search_posterior
 from bot.domain.bisect.model import Kind, Problem, Run, Settings
 from bot.domain.bisect.posterior import Contradiction, Tally
-from bot.domain.bisect.readings import Readings
+from bot.domain.bisect.readings import Reading, Readings
 from bot.domain.bisect.sampled import sampled
 from bot.domain.bisect.verdict import RawResult, Verdict
 
@@ -85,10 +85,14 @@ def _sampled(order: list[str], steps: Sequence[Step], verdict_of: dict[int, str]
     if rule is None or not sampled(rule, runs) or len(order) < 2:
         return None
     position = {sha: i for i, sha in enumerate(order)}
-    pairs = [(position[s.sha], s.metric) for s in finished if s.sha in position and s.metric is not None]
-    if not pairs:
+    points = [
+        Reading(position[s.sha], s.metric, float(s.round))
+        for s in finished
+        if s.sha in position and s.metric is not None
+    ]
+    if not points:
         return Masses(note="no readings yet")
-    readings = Readings.by_position(pairs, rule.higher_is_worse)
+    readings = Readings(tuple(points), rule.higher_is_worse)
     post = readings.posterior(len(order) - 1)
     return Masses({i: post.mass(i) for i in range(1, len(order))}, post.no_culprit)
 

@@ -2,9 +2,10 @@
 "Noisy metrics").
 
 Hypothesis c says: commits before c read like GOOD, commits from c on read worse by some shift, every reading
-with the same unknown spread. Its likelihood against "no culprit" (every commit reads alike) is the one-sided
-Bayes factor of the split at c (bot.domain.bisect.stats), so the posterior needs no estimate of GOOD's or BAD's
-mean nor of the noise: every reading below the change is a sample of GOOD, every one above it of BAD. The
+with the same unknown spread around a level that may drift linearly with time (a runner warming up, a neighbour
+moving in). Its likelihood against "no culprit" (every commit reads alike, drifting the same way) is the
+one-sided Bayes factor of the shift at c with the drift fitted beside it (bot.domain.bisect.stats), so the
+posterior needs no estimate of GOOD's or BAD's mean, the drift or the noise: they are integrated out. The
 likelihood only changes at sampled positions, so the posterior keeps Posterior's segments.
 """
 
@@ -14,63 +15,138 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from bot.domain.bisect.candidates import Scope
 from bot.domain.bisect.posterior import NO_CULPRIT_PRIOR, Posterior
-from bot.domain.bisect.stats import Split, Stats
+from bot.domain.bisect.stats import Contrast, Moments, Split, Stats, drift_contrast, drift_of
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One run's metric at a position of the scope (0 is GOOD), and when it ran (its round: runs of one round run
+    side by side)."""
+
+    pos: int
+    value: float
+    time: float = 0.0
 
 
 @dataclass(frozen=True)
 class Readings:
-    """The bisect runner's metric readings by position in a scope (0 is GOOD), as reported."""
+    """The bisect runner's metric readings along a scope, as reported."""
 
-    by_pos: Mapping[int, tuple[float, ...]]
+    points: tuple[Reading, ...]
     higher_is_worse: bool = True
 
     @classmethod
-    def at(cls, scope: Scope, readings: Iterable[tuple[str, float]], higher_is_worse: bool = True) -> Readings:
-        positions = ((scope.position(sha), value) for sha, value in readings)
-        return cls.by_position(((p, v) for p, v in positions if p is not None), higher_is_worse)
+    def at(cls, scope: Scope, readings: Iterable[tuple[str, float, float]], higher_is_worse: bool = True) -> Readings:
+        """From (sha, value, time): readings of commits outside the scope are dropped."""
+        positions = ((scope.position(sha), value, time) for sha, value, time in readings)
+        return cls(tuple(Reading(p, v, t) for p, v, t in positions if p is not None), higher_is_worse)
 
     @classmethod
     def by_position(cls, readings: Iterable[tuple[int, float]], higher_is_worse: bool = True) -> Readings:
-        out: dict[int, list[float]] = {}
-        for pos, value in readings:
-            out.setdefault(pos, []).append(value)
-        return cls({p: tuple(v) for p, v in sorted(out.items())}, higher_is_worse)
+        """From (position, value), all read at one time."""
+        return cls(tuple(Reading(p, v) for p, v in readings), higher_is_worse)
 
-    def _oriented(self, values: Iterable[float]) -> list[float]:
-        return [v if self.higher_is_worse else -v for v in values]
+    @cached_property
+    def by_pos(self) -> Mapping[int, tuple[float, ...]]:
+        out: dict[int, list[float]] = {}
+        for r in self.points:
+            out.setdefault(r.pos, []).append(r.value)
+        return {p: tuple(v) for p, v in sorted(out.items())}
+
+    def _oriented(self, value: float) -> float:
+        return value if self.higher_is_worse else -value
+
+    @cached_property
+    def _centre(self) -> tuple[float, float, float]:
+        """The mean time, the mean value (oriented) and the values' scale: sums are taken around the means."""
+        if not self.points:
+            return 0.0, 0.0, 1.0
+        ts = [r.time for r in self.points]
+        ys = [self._oriented(r.value) for r in self.points]
+        return statistics.fmean(ts), statistics.fmean(ys), max(1.0, max(abs(y) for y in ys))
+
+    @cached_property
+    def _moments_at(self) -> Mapping[int, Moments]:
+        t0, y0, _ = self._centre
+        out: dict[int, Moments] = {}
+        for r in self.points:
+            out[r.pos] = out.get(r.pos, Moments()) + Moments.of([(r.time - t0, self._oriented(r.value) - y0)])
+        return out
+
+    def _moments(self, pos: int) -> Moments:
+        return self._moments_at.get(pos, Moments())
 
     def count(self, pos: int) -> int:
         return len(self.by_pos.get(pos, ()))
 
     def split(self, c: int) -> Split:
         """Readings before position c against those at c and after, oriented (higher is worse)."""
-        a = [v for p, vals in self.by_pos.items() if p < c for v in vals]
-        b = [v for p, vals in self.by_pos.items() if p >= c for v in vals]
-        return Split(Stats.of(self._oriented(a)), Stats.of(self._oriented(b)))
+        a = [self._oriented(r.value) for r in self.points if r.pos < c]
+        b = [self._oriented(r.value) for r in self.points if r.pos >= c]
+        return Split(Stats.of(a), Stats.of(b))
 
-    def posterior(self, n: int, no_culprit_prior: float = NO_CULPRIT_PRIOR) -> Posterior:
-        """P(first worse position = c) for c in 1..n, and n+1: no change at all."""
+    def _sides(self, c: int) -> tuple[Moments, Moments]:
+        before, after = Moments(), Moments()
+        for p in self.by_pos:
+            if p < c:
+                before = before + self._moments(p)
+            else:
+                after = after + self._moments(p)
+        return before, after
+
+    def contrast(self, c: int, drift: bool = True) -> Contrast:
+        """The shift from position c on; with `drift`, a linear drift in time fitted beside it (drift_contrast)."""
+        return drift_contrast(*self._sides(c), self._centre[2], drift)
+
+    def drift(self, c: int) -> Contrast:
+        """The readings' common slope in time (oriented: positive drifts worse), with a change at c fitted beside it."""
+        return drift_of(*self._sides(c), self._centre[2])
+
+    def residuals(self, c: int) -> list[float]:
+        """Each reading less its side's level and the common drift (oriented), with a change at c."""
+        slope = self.drift(c).shift
+        t0, y0, _ = self._centre
+        sides = self._sides(c)
+        level = [(m.y - slope * m.t) / m.count if m.count else 0.0 for m in sides]
+        return [self._oriented(r.value) - y0 - level[r.pos >= c] - slope * (r.time - t0) for r in self.points]
+
+    @property
+    def span(self) -> float:
+        """The time between the first reading and the last."""
+        times = [r.time for r in self.points]
+        return max(times) - min(times) if times else 0.0
+
+    def posterior(self, n: int, no_culprit_prior: float = NO_CULPRIT_PRIOR, drift: bool = False) -> Posterior:
+        """P(first worse position = c) for c in 1..n, and n+1: no change at all; with `drift`, every reading's
+        level may also move linearly in time."""
         cuts = tuple(sorted({0, n} | {p for p in self.by_pos if 0 <= p <= n})) + (n + 1,)
-        stats = [Stats.of(self._oriented(self.by_pos.get(p, ()))) for p in cuts[:-1]]
-        prefix, suffix = [Stats()], [Stats()]
-        for s in stats:
-            prefix.append(prefix[-1] + s)
-        for s in reversed(stats):
-            suffix.append(suffix[-1] + s)
+        moments = [self._moments(p) for p in cuts[:-1]]
+        prefix, suffix = [Moments()], [Moments()]
+        for m in moments:
+            prefix.append(prefix[-1] + m)
+        for m in reversed(moments):
+            suffix.append(suffix[-1] + m)
         suffix.reverse()
+        _, _, magnitude = self._centre
         # Segment j: positions cuts[0..j] read like GOOD, cuts[j+1..] worse; the last segment is "no change".
-        ll = [Split(prefix[j + 1], suffix[j + 1]).log_bayes_factor() for j in range(len(cuts) - 2)] + [0.0]
+        ll = [
+            drift_contrast(prefix[j + 1], suffix[j + 1], magnitude, drift).log_bayes_factor()
+            for j in range(len(cuts) - 2)
+        ] + [0.0]
         return Posterior.of_segments(n, cuts, ll, no_culprit_prior)
 
     def evidence_of_change(self, post: Posterior, no_culprit_prior: float = NO_CULPRIT_PRIOR) -> float:
         """The Bayes factor of "some commit made it worse" against "no commit did" (the prior's odds taken out).
 
-        Under "no commit did", every reading is drawn alike whichever commits were sampled and in what order, so
-        this factor is a test martingale: the chance it ever reaches 1/alpha is at most alpha (Ville's
-        inequality). Naming a culprit only past that bound caps the false-culprit rate at alpha."""
+        Under "no commit did", with Gaussian readings of one spread around a level that holds still (or, for the
+        drifting model's posterior, drifts linearly in time), every reading is drawn alike whichever commits were
+        sampled and in what order, so this factor is a test martingale: the chance it ever reaches 1/alpha is at
+        most alpha (Ville's inequality). Naming a culprit only past that bound caps at alpha the chance of naming
+        one when no commit changed the metric, inside that model; nothing more (docs/algorithm.md)."""
         none = post.no_culprit
         if none <= 0.0:
             return math.inf
@@ -83,20 +159,21 @@ class Effect:
 
     culprit: tuple[float, ...]
     parent: tuple[float, ...]
-    shift: float  # mean of the readings from the culprit on, minus the mean of those before it (as reported)
+    shift: float  # the level from the culprit on over the level before it, a drift in time taken out (as reported)
     half_width: float
     level: float
     before: float  # mean before the culprit, as reported
     noise: float  # the readings' common spread (pooled standard deviation)
+    drift: str | None = None  # how the readings drifted in time, when they did (the shift is taken beside it)
 
     @classmethod
     def at(cls, readings: Readings, c: int, parent: int, level: float = 0.95) -> Effect:
-        split = readings.split(c)
-        shift, half = split.interval(level)
+        contrast = readings.contrast(c)
+        shift, half = contrast.interval(level)
         sign = 1.0 if readings.higher_is_worse else -1.0
-        before = sign * split.a.mean
+        before = sign * readings.split(c).a.mean
         at = readings.by_pos
-        return cls(at.get(c, ()), at.get(parent, ()), sign * shift, half, level, before, split.pooled_sd)
+        return cls(at.get(c, ()), at.get(parent, ()), sign * shift, half, level, before, contrast.sd)
 
     @property
     def percent(self) -> tuple[float, float] | None:
@@ -113,7 +190,8 @@ class Effect:
         return f"{self.shift:+.4g} +/- {self.half_width:.2g} at the culprit ({level})"
 
     def sides(self) -> str:
-        return f"culprit {_summary(self.culprit)}; parent {_summary(self.parent)}"
+        drift = f"; {self.drift}, fitted beside the change" if self.drift else ""
+        return f"culprit {_summary(self.culprit)}; parent {_summary(self.parent)}{drift}"
 
 
 def _summary(values: tuple[float, ...]) -> str:

@@ -8,11 +8,13 @@ of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 aga
   one-sided Bayes factor that BAD reads worse than GOOD passes `ENDPOINT_GATE` (search) or 1 / `ENDPOINT_GATE`
   ("not reproducible", no culprit), at most `max_endpoint_samples` each; past the cap any lean towards worse is
   searched (the gate below still guards the culprit).
-- SEARCHING: the change-point posterior of bot.domain.bisect.readings over every reading; runners go to its
-  quantiles, a commit as often as it stays uncertain. A culprit is named when its mass reaches the confidence
-  *and* the evidence of any change reaches 1 / (1 - confidence) (which bounds false culprits by Ville's
-  inequality), with `samples` readings at it and at its parent (its confirmation, and the spread the report
-  states).
+- SEARCHING: the change-point posterior of bot.domain.bisect.readings over every reading, planned by the model of a
+  level that holds still until the readings drift (bot.domain.bisect.misfit); runners go to its quantiles, a
+  commit as often as it stays uncertain. A culprit is named when its mass reaches the confidence under that model
+  *and* the one that fits a linear drift in time, the drifting model's evidence of any change reaches
+  1 / (1 - confidence) (which, when no commit changed the metric and the readings are Gaussian around a level
+  that holds still or drifts linearly, bounds the chance of naming one by Ville's inequality), and `samples`
+  readings stand at it and at its parent (its confirmation, and the spread the report states).
 - CONFIRMING: with a branch head, HEAD and HEAD + revert are sampled until each reads like one side of the
   culprit's split at the stated error rate (a sequential probability ratio test), or `max_endpoint_samples`.
 """
@@ -24,6 +26,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
+from bot.domain.bisect import misfit
 from bot.domain.bisect.calibration import untestable_positions
 from bot.domain.bisect.confirmation import final_decision, found_decision
 from bot.domain.bisect.evidence import Evidence
@@ -95,12 +98,12 @@ def _values(ev: Evidence, sha: str, kinds: tuple[Kind, ...], since: int = 0) -> 
 def _range_readings(problem: Problem, ev: Evidence, merges: tuple[str, ...]) -> Readings:
     rule = problem.settings.metric
     assert rule is not None
-    pairs = [
-        (r.sha, r.raw.metric)
+    points = [
+        (r.sha, r.raw.metric, float(r.round))
         for r, v in ev.verdicts
         if r.kind in (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM) and v.is_evidence and r.raw.metric is not None
     ]
-    return Readings.at(problem.scope(merges), pairs, rule.higher_is_worse)
+    return Readings.at(problem.scope(merges), points, rule.higher_is_worse)
 
 
 def _flying(in_flight: Sequence[Probe], sha: str, kinds: tuple[Kind, ...]) -> int:
@@ -166,11 +169,16 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
     scope = problem.scope(state.merges)
     n = len(scope.candidates)
     readings = _range_readings(problem, ev, state.merges)
-    post = readings.posterior(n)
+    # The readings' level may drift in time (a runner warming, a neighbour moving in). Runs are planned by the
+    # model of a level that holds still, which tells the commits apart sooner, until the drift shows; a culprit
+    # must convince the model that fits the drift (holding still is its special case) and the planning one.
+    still, drifting = readings.posterior(n), readings.posterior(n, drift=True)
+    post = drifting if misfit.drifting(readings, still.median()) else still
     untestable = untestable_positions(problem, scope, ev)
     block = top_block(post, untestable)
     guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
-    change = readings.evidence_of_change(post)
+    change = readings.evidence_of_change(drifting)
+    named = min(block.mass, drifting.cdf(block.last) - drifting.cdf(block.parent))
 
     def finish(outcome: Outcome) -> Decision:
         return replace(final_decision(state, outcome, ev), guess=guess)
@@ -178,7 +186,7 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
     if block.last > n and block.mass >= s.confidence:
         found = f"no commit reads worse than GOOD (P={block.mass:.3f} that none does): nothing to revert"
         return finish(Outcome(Status.NO_CULPRIT, found, confidence=block.mass))
-    confident = block.last <= n and block.mass >= s.confidence and change >= 1 / (1 - s.confidence)
+    confident = block.last <= n and named >= s.confidence and change >= 1 / (1 - s.confidence)
     lacking = [p for p in (block.last, block.parent) if confident and readings.count(p) < s.samples]
     if confident and not lacking:
         culprit = scope.sha(block.last)
@@ -186,7 +194,7 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
             state = replace(
                 state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None
             )
-        effect = Effect.at(readings, block.last, block.parent)
+        effect = replace(Effect.at(readings, block.last, block.parent), drift=misfit.drift_words(readings, block.last))
         return _prove(problem, state, ev, in_flight, free, rnd, culprit, effect, block.mass, guess)
     if state.phase is Phase.CONFIRMING:  # later readings moved the answer: search again
         if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
@@ -197,6 +205,9 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
             f"stopped after {ev.evidence_count()} runs without telling the culprit apart at confidence "
             f"{s.confidence} (best guess P={block.mass:.3f})"
         )
+        outside = misfit.misfit(readings, min(block.last, n))
+        if outside:
+            found += f"; the readings left the model's assumptions: {'; '.join(outside)}"
         return finish(Outcome(Status.INCONCLUSIVE, found, culprit=guess.sha, confidence=block.mass))
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr.kind is Kind.SEARCH) if p is not None]
     if lacking:

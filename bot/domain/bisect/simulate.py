@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,20 +35,45 @@ class FlakyTest:
         return RawResult(1 if failed else 0)
 
 
+SHAPES = ("gauss", "heavy", "bimodal", "outliers")
+
+
+def noise(shape: str, rng: random.Random) -> float:
+    """One run's noise in units of the spread: Gaussian; heavy-tailed (Student's t, 3 degrees of freedom: a tail
+    that takes 4 sd about 1 run in 35); bimodal (two GPU clock states, +-1.5 apart from a narrow spread of 0.5,
+    either with probability 1/2); or Gaussian with 3% outliers 10 sd off (a run that shared its GPU)."""
+    if shape == "gauss":
+        return rng.gauss(0.0, 1.0)
+    if shape == "heavy":
+        return rng.gauss(0.0, 1.0) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5))
+    if shape == "bimodal":
+        return rng.gauss(0.0, 0.5) + (1.5 if rng.random() < 0.5 else -1.5)
+    if shape == "outliers":
+        return rng.gauss(0.0, 1.0) + (rng.choice((-10.0, 10.0)) if rng.random() < 0.03 else 0.0)
+    raise ValueError(f"unknown noise shape {shape!r}: one of {', '.join(SHAPES)}")
+
+
 @dataclass
 class NoisyMetric:
-    """A benchmark: every run reads `base` plus Gaussian noise of `sd`; commits at or after `culprit` (1-based; None:
-    no regression) read `shift` more (negative: slower). Exit 0 always: the reading is the verdict."""
+    """A benchmark: every run reads `base` plus noise of `sd` (of `shape`: `noise`); commits at or after `culprit`
+    (1-based; None: no regression) read `shift` more (negative: slower); the runner drifts by `drift` per run in
+    the order runs are made (negative: slower over time, as a runner warming up). Exit 0 always: the reading is
+    the verdict."""
 
     culprit: int | None
     shift: float
     sd: float = 1.0
     base: float = 100.0
     rng: random.Random = field(default_factory=random.Random)
+    shape: str = "gauss"
+    drift: float = 0.0
+    made: int = 0
 
     def run(self, sha: str) -> RawResult:
         bad = self.culprit is not None and int(sha[1:]) >= self.culprit
-        return RawResult(0, metric=self.base + (self.shift if bad else 0.0) + self.rng.gauss(0.0, self.sd))
+        self.made += 1
+        level = self.base + (self.shift if bad else 0.0) + self.drift * self.made
+        return RawResult(0, metric=level + self.sd * noise(self.shape, self.rng))
 
 
 def red_tests(rng: random.Random, n: int) -> dict[str, int | None]:

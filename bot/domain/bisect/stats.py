@@ -1,5 +1,6 @@
-"""The statistics a noisy metric is judged by: two groups of readings, Student's t, and the Bayes factor that the
-second group reads worse than the first (bot.domain.bisect.readings). Standard library only."""
+"""The statistics a noisy metric is judged by: two groups of readings (or the same with a drift in time fitted
+beside them), Student's t, and the Bayes factor that the second group reads worse than the first
+(bot.domain.bisect.readings). Standard library only."""
 
 from __future__ import annotations
 
@@ -100,6 +101,57 @@ def t_quantile(p: float, df: float) -> float:
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """A shift estimated by least squares, whatever else the model fits beside it (the means, a drift in time):
+    the estimate, its information `n_eff` (its variance is sigma^2 / n_eff), the residual sum of squares and its
+    degrees of freedom. `magnitude`: the readings' scale, below which a standard error counts as zero."""
+
+    shift: float
+    n_eff: float
+    rss: float
+    df: int
+    magnitude: float = 1.0
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(max(self.rss, 0.0) / self.df) if self.df > 0 else 0.0
+
+    @property
+    def informative(self) -> bool:
+        return self.df >= 1 and self.n_eff > 1e-9
+
+    def t(self) -> float:
+        """The shift over its standard error."""
+        se = self.sd / math.sqrt(self.n_eff)
+        if se <= 1e-12 * max(1.0, self.magnitude):
+            return math.copysign(_T_CAP, self.shift) if self.shift else 0.0
+        return max(-_T_CAP, min(_T_CAP, self.shift / se))
+
+    def log_bayes_factor(self, scale: float = EFFECT_PRIOR) -> float:
+        """log of the Bayes factor for "the shift is positive" against "there is none".
+
+        The alternative puts a half-normal prior of `scale` standard deviations on the shift; every other
+        coefficient and the common spread are unknown (flat and 1/sigma priors, shared by both hypotheses).
+        Integrating those out leaves the shift's least-squares estimate with information n_eff and df residual
+        degrees of freedom, so the two-sided factor has the closed form of Gonen et al. (2005) with n_eff for
+        the two-sample n (a ratio of scaled t densities at the observed t); the one-sided factor is twice it
+        times the posterior probability that the shift is positive."""
+        if not self.informative:
+            return 0.0
+        n, t, df = self.n_eff, self.t(), self.df
+        s2 = 1 + n * scale * scale
+        two_sided = -0.5 * math.log(s2) + (df + 1) / 2 * (math.log1p(t * t / df) - math.log1p(t * t / (df * s2)))
+        positive = t_cdf(t * scale * math.sqrt(n) / math.sqrt(s2), df)
+        return two_sided + math.log(2.0) + math.log(max(positive, 1e-300))
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """The shift and the half-width of its two-sided `level` confidence interval (Student's t)."""
+        if not self.informative:
+            return self.shift, math.inf
+        return self.shift, t_quantile(0.5 + level / 2, self.df) * self.sd / math.sqrt(self.n_eff)
+
+
+@dataclass(frozen=True)
 class Split:
     """Readings before a change (`a`) and from it on (`b`), oriented so that higher is worse."""
 
@@ -112,36 +164,91 @@ class Split:
 
     @property
     def pooled_sd(self) -> float:
-        return math.sqrt((self.a.m2 + self.b.m2) / self.df) if self.df > 0 else 0.0
+        return self.contrast().sd
+
+    def contrast(self) -> Contrast:
+        """b's mean over a's, the two groups' spread pooled."""
+        if not self.a.count or not self.b.count:
+            return Contrast(0.0, 0.0, 0.0, 0)
+        n = self.a.count * self.b.count / (self.a.count + self.b.count)
+        magnitude = max(abs(self.a.mean), abs(self.b.mean))
+        return Contrast(self.b.mean - self.a.mean, n, self.a.m2 + self.b.m2, self.df, magnitude)
 
     def t(self) -> float:
         """Two-sample t statistic of b's mean over a's (pooled variance)."""
-        diff = self.b.mean - self.a.mean
-        se = self.pooled_sd * math.sqrt(1 / self.a.count + 1 / self.b.count)
-        if se <= 1e-12 * max(1.0, abs(self.a.mean), abs(self.b.mean)):
-            return math.copysign(_T_CAP, diff) if diff else 0.0
-        return max(-_T_CAP, min(_T_CAP, diff / se))
+        return self.contrast().t()
 
     def log_bayes_factor(self, scale: float = EFFECT_PRIOR) -> float:
-        """log of the Bayes factor for "b reads worse than a" against "both read alike".
-
-        The alternative puts a half-normal prior of `scale` standard deviations on the shift; the means and the
-        common spread are unknown (flat and 1/sigma priors, shared by both hypotheses). Two-sided, that factor
-        has the closed form of Gonen et al. (2005), a ratio of scaled t densities at the observed t; the
-        one-sided factor is twice it times the posterior probability that the shift is positive."""
-        if self.a.count < 1 or self.b.count < 1 or self.df < 1:
-            return 0.0
-        n = self.a.count * self.b.count / (self.a.count + self.b.count)
-        t, df = self.t(), self.df
-        s2 = 1 + n * scale * scale
-        two_sided = -0.5 * math.log(s2) + (df + 1) / 2 * (math.log1p(t * t / df) - math.log1p(t * t / (df * s2)))
-        positive = t_cdf(t * scale * math.sqrt(n) / math.sqrt(s2), df)
-        return two_sided + math.log(2.0) + math.log(max(positive, 1e-300))
+        """log of the Bayes factor for "b reads worse than a" against "both read alike" (Contrast)."""
+        return self.contrast().log_bayes_factor(scale)
 
     def interval(self, level: float) -> tuple[float, float]:
         """The shift b - a and the half-width of its two-sided `level` confidence interval (Student's t)."""
-        diff = self.b.mean - self.a.mean
-        if self.df < 1:
-            return diff, math.inf
-        se = self.pooled_sd * math.sqrt(1 / self.a.count + 1 / self.b.count)
-        return diff, t_quantile(0.5 + level / 2, self.df) * se
+        return self.contrast().interval(level)
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Sums over readings taken at times t with values y (count, t, y, t^2, t*y, y^2), combinable without them."""
+
+    count: int = 0
+    t: float = 0.0
+    y: float = 0.0
+    tt: float = 0.0
+    ty: float = 0.0
+    yy: float = 0.0
+
+    @classmethod
+    def of(cls, points: Iterable[tuple[float, float]]) -> Moments:
+        out = cls()
+        for t, y in points:
+            out = out + Moments(1, t, y, t * t, t * y, y * y)
+        return out
+
+    def __add__(self, o: Moments) -> Moments:
+        return Moments(self.count + o.count, self.t + o.t, self.y + o.y, self.tt + o.tt, self.ty + o.ty, self.yy + o.yy)
+
+
+def drift_of(a: Moments, b: Moments, magnitude: float = 1.0) -> Contrast:
+    """The common slope in time of readings split in two levels (a's and b's): its least-squares estimate with
+    each level partialled out, in the readings' units per unit of time."""
+    if a.count + b.count < 4:
+        return Contrast(0.0, 0.0, 0.0, 0)
+    stt = sty = syy = 0.0
+    for g in (a, b):
+        if g.count:
+            stt += g.tt - g.t * g.t / g.count
+            sty += g.ty - g.t * g.y / g.count
+            syy += g.yy - g.y * g.y / g.count
+    df = a.count + b.count - 3
+    if stt <= 1e-9 * max(1.0, a.tt + b.tt):
+        return Contrast(0.0, 0.0, max(syy, 0.0), df, magnitude)
+    slope = sty / stt
+    return Contrast(slope, stt, max(syy - stt * slope * slope, 0.0), df, magnitude)
+
+
+def drift_contrast(a: Moments, b: Moments, magnitude: float = 1.0, drift: bool = True) -> Contrast:
+    """b's level over a's, with a common linear drift in time fitted beside it (y = mean + shift [in b] + slope t).
+
+    The shift's least-squares estimate with the intercept and the slope partialled out (Frisch-Waugh-Lovell):
+    when every reading has the same time there is no slope to fit, and this is the two-sample contrast. Centre
+    the times and values near their means before summing: the sums are differences of large squares otherwise."""
+    m = a + b
+    if not a.count or not b.count:
+        return Contrast(0.0, 0.0, 0.0, 0)
+    n = m.count
+    t_bar, y_bar = m.t / n, m.y / n
+    stt = m.tt - n * t_bar * t_bar
+    sty = m.ty - n * t_bar * y_bar
+    syy = m.yy - n * y_bar * y_bar
+    sss = b.count - b.count * b.count / n
+    sst = b.t - b.count * t_bar
+    ssy = b.y - b.count * y_bar
+    df = n - 2
+    if drift and stt > 1e-9 * max(1.0, m.tt):
+        sss, ssy, syy = sss - sst * sst / stt, ssy - sst * sty / stt, syy - sty * sty / stt
+        df -= 1
+    if sss <= 1e-9 * b.count:  # the change and time say the same thing: no information on the shift
+        return Contrast(0.0, 0.0, max(syy, 0.0), df, magnitude)
+    shift = ssy / sss
+    return Contrast(shift, sss, max(syy - sss * shift * shift, 0.0), df, magnitude)
