@@ -18,7 +18,7 @@ from bot.adapters.store.store import Store
 from bot.cli.consoles import err, out
 from bot.cli.wording import said
 from bot.domain.errors import RevertBisectError
-from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, outcome_of
 
 SHORT = 12  # a short SHA: unambiguous in any repository this side of Linux's, and 80 columns fit
 GAP = 2  # spaces between two columns
@@ -86,7 +86,8 @@ def _summary(row: BisectionRow) -> dict[str, Any]:
         "bad_rev": row.bad_rev,
         "status": row.status,  # the outcome (bisect's exit-code table), null while it runs
         "phase": row.phase,
-        "culprit": outcome.culprit,
+        "culprit": culprit_of(row.status, outcome),  # only once found: the commit to revert
+        "best_guess": best_guess_of(row.status, outcome),  # an answer short of found: never to revert
         "confidence": outcome.confidence,
         "guess": row.guess,
         "guess_probability": row.guess_probability,
@@ -187,13 +188,15 @@ def _print_list(rows: Any, full: bool) -> None:
     for row in rows:
         outcome = outcome_of(row) or BisectionOutcome()
         p = outcome.confidence or row.guess_probability
+        culprit = culprit_of(row.status, outcome)
+        guess = best_guess_of(row.status, outcome) if row.status else row.guess  # the engine's, while it runs
         entries.append(
             {
                 "id": str(row.id),
                 "repo": Path(row.repo).name,
                 "range": f"{_sha(row.good, full)}..{_sha(row.bad, full)}",
                 "state": row.status or row.phase,
-                "culprit": _sha(outcome.culprit or row.guess, full),
+                "culprit": _sha(culprit, full) if culprit else f"{_sha(guess, full)}?" if guess else "-",
                 "P": f"{p:.3f}" if p else "-",
                 "runs": str(_ran(row)),
                 "created": f"{row.created_at:%Y-%m-%d %H:%M}",
@@ -235,8 +238,11 @@ def _print_detail(row: BisectionRow, full: bool) -> None:
     out.print(f"good     {_sha(row.good, full)}{_given(row.good_rev, row.good)}", **text)
     out.print(f"bad      {_sha(row.bad, full)}{_given(row.bad_rev, row.bad)}", **text)
     if outcome := outcome_of(row):
-        if outcome.culprit:
-            out.print(f"culprit  {_sha(outcome.culprit, full)}", **text)
+        if culprit := culprit_of(row.status, outcome):
+            out.print(f"culprit  {_sha(culprit, full)}", **text)
+        elif guess := best_guess_of(row.status, outcome):
+            p = f" P={outcome.confidence:.3f}" if outcome.confidence else ""
+            out.print(f"guess    {_sha(guess, full)} (best guess{p}, not confirmed: not a culprit)", **text)
         out.print(said(outcome.message, outcome.reason, outcome.facts), **text)
     cols = [
         Col("step", right=True),

@@ -113,7 +113,13 @@ def _per_test(report: dict, subjects: dict[str, str], err: Console, out: Console
     """A group's answer: a row per test on stderr; each culprit once on stdout, with the tests it broke."""
     width = max(len(t["test"]) for t in report["tests"]) if report["tests"] else 0
     for t in report["tests"]:
-        said_of = f"{t['culprit'][:12]} {subjects.get(t['culprit'], '')[:50]}" if t["culprit"] else "-"
+        said_of = (
+            f"{t['culprit'][:12]} {subjects.get(t['culprit'], '')[:50]}"
+            if t["culprit"]
+            else f"best guess {t['best_guess'][:12]}"
+            if t.get("best_guess")
+            else "-"
+        )
         err.print(
             f"  {t['test']:<{width}}  {t['outcome']:<16} {said_of}  ({t['runs']} runs)".rstrip(),
             markup=False,

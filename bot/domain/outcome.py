@@ -57,9 +57,10 @@ class BisectionOutcome(BaseModel):
 
     status: str | None = None  # the row's status column is the authority; kept here when a writer gives it
     message: str | None = None
-    culprit: str | None = None
+    culprit: str | None = None  # only once found (bot.domain.bisect.model.Outcome): the commit to revert
     first_parent_culprit: str | None = None
-    confidence: float | None = None
+    best_guess: str | None = None  # an answer short of found: the commit it points at, never reverted
+    confidence: float | None = None  # the culprit's posterior, else the best guess's
     candidates: list[str] = []
     revert_error: str | None = None
     ab: AB | None = None
@@ -112,7 +113,26 @@ class Member:
     @property
     def culprit(self) -> str | None:
         """Its culprit, once its own bisection found one."""
-        return self.outcome.culprit if self.status == "found" else None
+        return culprit_of(self.status, self.outcome)
+
+    @property
+    def best_guess(self) -> str | None:
+        """The commit its answer short of found points at (never reverted)."""
+        return best_guess_of(self.status, self.outcome)
+
+
+FOUND = "found"
+
+
+def culprit_of(status: str | None, outcome: BisectionOutcome) -> str | None:
+    """The commit to revert: the outcome's culprit when `status` (the row's, the authority) is found, else None."""
+    return outcome.culprit or None if status == FOUND else None
+
+
+def best_guess_of(status: str | None, outcome: BisectionOutcome) -> str | None:
+    """The commit an answer short of found points at, None once found: its best guess (or, in a row written before
+    migration 0015 that it did not rewrite, its culprit: what such a row named there was never confirmed)."""
+    return None if status == FOUND else outcome.best_guess or outcome.culprit or None
 
 
 def members(tests: Mapping[str, Any] | None) -> list[Member]:

@@ -246,8 +246,14 @@ class Driver:
         if decision.done:
             status, told = group_outcome({t: self.tests[t] for t in self.group.tests})
             fields.update(status=status.value, finished_at=datetime.now(UTC), outcome=told.as_json())
-            fields.update(guess=told.culprit, guess_probability=told.confidence)
-            ended = Outcome(status, told.message or "", culprit=told.culprit, confidence=told.confidence or 0.0)
+            fields.update(guess=told.culprit or told.best_guess, guess_probability=told.confidence)
+            ended = Outcome(
+                status,
+                told.message or "",
+                culprit=told.culprit,
+                confidence=told.confidence or 0.0,
+                best_guess=told.best_guess,
+            )
         self.store.save_progress(self.id, **fields)
         return ended
 

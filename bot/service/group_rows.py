@@ -145,6 +145,7 @@ def outcome_json(out: Outcome) -> dict:
         message=out.message,
         culprit=out.culprit,
         first_parent_culprit=out.first_parent_culprit,
+        best_guess=out.best_guess,
         confidence=out.confidence,
         candidates=list(out.candidates),
         revert_error=out.revert_error,
@@ -179,7 +180,9 @@ _NOT_BISECTED = (Status.NOT_REPRODUCIBLE, Status.GOOD_FAILS, Status.NO_CULPRIT) 
 
 def group_outcome(tests: Mapping[str, Mapping]) -> tuple[Status, BisectionOutcome]:
     """The group's status (see _WORST_FIRST) and outcome, from each test's stored entry (bisections.tests, every test
-    ended): the culprit when its tests agree on one, a line per test in the message."""
+    ended): the culprit when every test is answered and they agree on one, a line per test in the message. A group not
+    found names no culprit (a test's own found one stays in its entry): the test that decided its status gives its
+    best guess, if it has one, with that guess's probability."""
     ended = members(tests)
     statuses = {m.test: Status(m.status) for m in ended}
     outcomes = {m.test: m.outcome for m in ended}
@@ -187,14 +190,18 @@ def group_outcome(tests: Mapping[str, Mapping]) -> tuple[Status, BisectionOutcom
     found = bool(culprits) and all(s is Status.FOUND or s in _NOT_BISECTED for s in statuses.values())
     status = Status.FOUND if found else next(s for s in (*_WORST_FIRST, Status.FOUND) if s in statuses.values())
     first = outcomes[next(t for t, s in statuses.items() if s is status)]
-    one = len(culprits) == 1
+    one = found and len(culprits) == 1
     head = f"{len(culprits)} culprit{'s' if len(culprits) != 1 else ''} for {len(tests)} tests"
     lines = [f"{t}: {statuses[t].value}: {o.message}" for t, o in outcomes.items()]
+    guess = None if found else first.best_guess
     told = BisectionOutcome(
         message="; ".join([head, *lines]),
         culprit=culprits[0] if one else None,
         first_parent_culprit=first.first_parent_culprit if one else None,
-        confidence=min((o.confidence or 0.0 for t, o in outcomes.items() if statuses[t] is Status.FOUND), default=0.0),
+        best_guess=guess,
+        confidence=(first.confidence or 0.0)
+        if guess
+        else min((o.confidence or 0.0 for t, o in outcomes.items() if statuses[t] is Status.FOUND), default=0.0),
         ab=first.ab if one else None,
         reason=None if found else first.reason,
         facts={} if found else dict(first.facts),

@@ -9,7 +9,7 @@ from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
 from bot.domain.cost import cost_of_steps
-from bot.domain.outcome import BisectionOutcome, members, outcome_of
+from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, members, outcome_of
 from bot.ports import Clones, Git
 from bot.ports.store import BisectionRecord
 from bot.service.config import BisectConfig
@@ -31,8 +31,9 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
     outcome = outcome_of(row) or BisectionOutcome()
     evidence = Evidence.of(problem, finished_runs(row))
     ran = [s for s in row.steps if s.state in ("done", "lost")]
-    culprit = outcome.culprit
-    subjects = repo.subjects([culprit]) if culprit else {}
+    # a culprit only once found, to revert; an answer short of it names its commit as the best guess, never there
+    culprit, guess = culprit_of(row.status, outcome), best_guess_of(row.status, outcome)
+    subjects = repo.subjects([sha for sha in (culprit, guess) if sha])
     rounds: dict[str, set[int]] = defaultdict(set)
     runs_by_kind: dict[str, int] = defaultdict(int)
     for s in ran:
@@ -65,7 +66,9 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         message=outcome.message,
         culprit=culprit,
         culprit_subject=subjects.get(culprit) if culprit else None,
-        first_parent_culprit=outcome.first_parent_culprit,
+        first_parent_culprit=outcome.first_parent_culprit if culprit else None,
+        best_guess=guess,
+        best_guess_subject=subjects.get(guess) if guess else None,
         confidence=outcome.confidence,
         effect=(outcome.facts or {}).get("effect"),  # a sampled metric's shift at the culprit, with its interval
         candidates=outcome.candidates,
@@ -93,12 +96,14 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
 
 
 def tests_of(row: BisectionRecord) -> list[dict]:
-    """Each test of a group: its culprit (or null), how it ended, and the runs that carried it."""
+    """Each test of a group: its culprit (or null), its best guess when it ended short of one, how it ended, and the
+    runs that carried it."""
     ran = [s for s in row.steps if s.state in ("done", "lost")]
     return [
         dict(
             test=m.test,
             culprit=m.culprit,
+            best_guess=m.best_guess,
             outcome=m.status,
             runs=sum(m.test in (s.results or {}) for s in ran),
             message=m.outcome.message,
@@ -134,7 +139,8 @@ def _headline(report: dict) -> str:
         found = {t["culprit"] for t in report.get("tests", []) if t["culprit"]}
         return f"found {len(found)} culprits" if len(found) > 1 else f"found {(culprit or found.pop())[:10]}"
     if status is Status.AMBIGUOUS:
-        return f"ambiguous: the culprit is one of {len(report['candidates'])} commits ending at {culprit[:10]}"
+        last = report.get("best_guess") or report["candidates"][-1]
+        return f"ambiguous: the culprit is one of {len(report['candidates'])} commits ending at {last[:10]}"
     if status in (Status.NOT_REPRODUCIBLE, Status.NO_CULPRIT):
         passed, judged = _endpoint_tally(report, "bad", "good")
         what = "not reproducible" if status is Status.NOT_REPRODUCIBLE else "no culprit"
@@ -145,8 +151,8 @@ def _headline(report: dict) -> str:
     if status is Status.UNTESTABLE:
         blind = [name.upper() for name in ("good", "bad") if _endpoint_tally(report, name, "good")[1] == 0]
         return f"untestable: {' and '.join(blind) or 'an endpoint'} gave no result"
-    if status is Status.INCONCLUSIVE and culprit:
-        return f"inconclusive: best guess {culprit[:10]} at P={report['confidence']:.3f}"
+    if status is Status.INCONCLUSIVE and report.get("best_guess"):
+        return f"inconclusive: best guess {report['best_guess'][:10]} at P={report['confidence']:.3f}"
     return status.value.replace("_", " ")
 
 
@@ -179,7 +185,7 @@ def _revert_info(row: BisectionRecord, repo: Git, clones: Clones) -> dict | None
     if row.revert:
         branches = repo.branches_at(row.revert)
         branch = branches[0] if branches else None
-    culprit = (outcome_of(row) or BisectionOutcome()).culprit
+    culprit = culprit_of(row.status, outcome_of(row) or BisectionOutcome())
     # The driver kept only the reverter's words; the typed answer is asked of git again (ONTO is a sha: same answer).
     found = clones.find_revert(repo, culprit, row.head) if culprit and not row.revert and row.revert_error else None
     status = "made" if row.revert else "already_reverted" if found else "not_made" if row.revert_error else None
@@ -198,7 +204,7 @@ def replay_log(row: BisectionRecord, problem: Problem, repo: Git, test: str | No
     test with a culprit, else its first test."""
     runs = finished_runs(row)
     if row.tests is None:
-        culprit = (outcome_of(row) or BisectionOutcome()).culprit if row.status == Status.FOUND.value else None
+        culprit = culprit_of(row.status, outcome_of(row) or BisectionOutcome())
     else:
         group = members(row.tests)
         chosen = next((m for m in group if m.test == test or (test is None and m.culprit)), group[0] if group else None)

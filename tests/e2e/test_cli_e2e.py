@@ -1,5 +1,6 @@
 """The CLI end to end: real git repositories, real test processes, the real store."""
 
+import json
 import os
 import re
 import signal
@@ -86,6 +87,45 @@ def test_unbuildable_commits_next_to_the_culprit_are_ambiguous(synth, cli):
     assert r.json["status"] == "ambiguous"
     assert r.json["candidates"] == repo.shas[9:12]
     assert "could not be tested" in r.stderr
+    # no culprit to revert: the one seen failing is the best guess, any of the three may be the first bad one
+    assert r.json["culprit"] is None and r.json["first_parent_culprit"] is None
+    assert r.json["best_guess"] == repo.shas[11] and r.json["best_guess_subject"] == "Change 12 (#1012)"
+    assert [line.split() for line in r.stdout.splitlines()] == [["candidate", sha] for sha in repo.shas[9:12]]
+
+
+def test_an_inconclusive_bisection_names_its_best_guess_never_a_culprit(synth, cli, tmp_path):
+    """Issue 33: a script reading `--json`'s `culprit` (or stdout) reverts it, so an inconclusive answer leaves it
+    null and keeps the commit it points at under `best_guess`; `status` says the same. The broken commits fail every
+    other run (the first fails), the confirmation disagrees three times: too flaky for the confidence."""
+    repo = synth(2, 1)
+    marker = tmp_path / "runs"
+    marker.mkdir()
+    script = tmp_path / "every-other.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        'tree="${REVERT_BISECT_WORKTREE:-.}"\n'
+        'grep -q "BROKEN = True" "$tree/service/config.py" || exit 0\n'
+        f'n=$(ls "{marker}" | grep -c "^$REVERT_BISECT_SHA")\n'
+        f'touch "{marker}/$REVERT_BISECT_SHA.$n"\n'
+        'if [ $((n % 2)) -eq 0 ]; then echo "FAILED: test_decode_cache_hit"; exit 1; fi\n'
+    )
+    script.chmod(0o755)
+    r = cli(*bisect_args(repo, "--workers", "1", "--confidence", "0.9", command=[str(script)]))
+    assert r.code == 8, r.stderr
+    assert r.json["status"] == "inconclusive" and "too flaky" in r.json["message"]
+    assert r.json["culprit"] is None and r.json["culprit_subject"] is None and r.json["first_parent_culprit"] is None
+    guess = r.json["best_guess"]
+    assert guess == repo.culprit and r.json["best_guess_subject"] == "Change 1 (#1001)"
+    assert 0 < r.json["confidence"] < 0.9
+    assert guess not in r.stdout  # stdout names what to revert: nothing
+    assert f"inconclusive: best guess {guess[:10]} at P={r.json['confidence']:.3f}" in r.stderr
+    (listed,) = json.loads(cli("status", "--json").stdout)
+    assert listed["status"] == "inconclusive" and listed["culprit"] is None and listed["best_guess"] == guess
+    one = json.loads(cli("status", str(r.json["id"]), "--json").stdout)
+    assert one["culprit"] is None and one["best_guess"] == guess
+    detail = cli("status", str(r.json["id"])).stdout
+    assert "culprit  " not in detail and f"guess    {guess[:12]} (best guess P=" in detail
+    assert f"{guess[:12]}?" in cli("status").stdout  # the list's culprit column marks a guess
 
 
 def test_unbuildable_commits_elsewhere_are_stepped_around(synth, cli):

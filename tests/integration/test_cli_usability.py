@@ -123,6 +123,7 @@ def report(status, steps, **kw):
     base = dict(
         status=status,
         culprit=None,
+        best_guess=None,
         candidates=[],
         confidence=None,
         good="g" * 40,
@@ -156,12 +157,11 @@ def test_summary_of_each_other_outcome():
         == "no culprit: BAD passed 2 of 3 runs; 3 runs over 2 rounds (1 calibration, 2 confirmation)"
     )
     assert (
-        summary(report("inconclusive", [step(b, "bad")], culprit="c" * 40, confidence=0.93, rounds=1))
+        summary(report("inconclusive", [step(b, "bad")], best_guess="c" * 40, confidence=0.93, rounds=1))
         == "inconclusive: best guess cccccccccc at P=0.930; 1 run over 1 round (1 calibration)"
     )
-    assert summary(report("ambiguous", [step(b, "bad")], culprit="c" * 40, candidates=["a" * 40, "c" * 40])).startswith(
-        "ambiguous: the culprit is one of 2 commits ending at cccccccccc; "
-    )
+    ambiguous = report("ambiguous", [step(b, "bad")], best_guess="c" * 40, candidates=["a" * 40, "c" * 40])
+    assert summary(ambiguous).startswith("ambiguous: the culprit is one of 2 commits ending at cccccccccc; ")
     assert summary(report("cancelled", [], runs_by_kind={}, rounds=0)) == "cancelled; 0 runs over 0 rounds"
     spent = report("cancelled", [], runs_by_kind={}, rounds=0, cancelled={"runs": 2, "runner_seconds": 90.0})
     assert summary(spent) == "cancelled; 0 runs over 0 rounds; 2 runs cancelled after 1.5 runner-minutes"

@@ -2,13 +2,14 @@ import math
 import random
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.cli.wording import said  # the remedies are worded per surface; the CLI's says flags
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.evidence import fewest_errors
-from bot.domain.bisect.model import Kind, Phase, Probe, Problem, Run, Settings, State, Status
+from bot.domain.bisect.model import Kind, Outcome, Phase, Probe, Problem, Run, Settings, State, Status
 from bot.domain.bisect.planner import runs_worth_starting
 from bot.domain.bisect.posterior import Posterior, Tally
 from bot.domain.bisect.sampled import ENDPOINT_FIRST
@@ -155,6 +156,29 @@ def test_skipped_commits_bordering_the_answer_are_reported_as_ambiguous():
     d, _ = drive(Problem(graph, good, bad), exits(12, {10: 125, 11: 125}))
     assert d.outcome.status is Status.AMBIGUOUS
     assert d.outcome.candidates == ("c10", "c11", "c12")
+    # the last, the one seen failing, is a best guess: any of the three may be the first bad commit (issue 33)
+    assert d.outcome.culprit is None and d.outcome.first_parent_culprit is None and d.outcome.best_guess == "c12"
+
+
+def test_an_inconclusive_answer_names_its_best_guess_never_a_culprit():
+    """A script reverts `culprit`: the commit a search stopped short of confirming is `best_guess`, with its P."""
+    graph, good, bad = linear_graph(32)
+    d, _ = drive(Problem(graph, good, bad, Settings(max_runs=6, flake_rate=0.05)), exits(20), workers=1)
+    assert d.outcome.status is Status.INCONCLUSIVE and "without reaching confidence" in d.outcome.message
+    assert d.outcome.culprit is None and d.outcome.first_parent_culprit is None
+    assert d.guess is not None and d.outcome.best_guess == d.guess.sha and d.outcome.confidence == d.guess.probability
+    assert f"best guess P={d.guess.probability:.3f}" in d.outcome.message
+
+
+def test_only_a_found_outcome_names_a_culprit():
+    with pytest.raises(ValueError, match="inconclusive outcome names no culprit"):
+        Outcome(Status.INCONCLUSIVE, "stopped", culprit="c7", confidence=0.9)
+    with pytest.raises(ValueError, match="ambiguous outcome names no culprit"):
+        Outcome(Status.AMBIGUOUS, "one of 2", first_parent_culprit="c7")
+    with pytest.raises(ValueError, match="names its culprit, not a best guess"):
+        Outcome(Status.FOUND, "found", culprit="c7", best_guess="c7")
+    assert Outcome(Status.FOUND, "found", culprit="c7").best_guess is None
+    assert Outcome(Status.INCONCLUSIVE, "stopped", best_guess="c7").culprit is None
 
 
 def test_skipped_commits_away_from_the_answer_do_not_matter():

@@ -7,7 +7,9 @@ from alembic import command
 
 from bot.adapters.store.db import _alembic_config, connect
 from bot.adapters.store.store import NewBisection, NewStep, Store
+from bot.domain.bisect.model import Status
 from bot.domain.outcome import AB, BisectionOutcome, outcome_of, parse_outcome
+from bot.service.group_rows import group_outcome
 
 
 def test_a_driver_outcome_round_trips_with_the_publishers_facts():
@@ -79,3 +81,14 @@ def test_the_ab_in_words_counts_each_side_and_names_what_stood_for_head():
     assert own.in_words() == "HEAD fails (2 runs), HEAD + revert passes (1 run)"
     stood = AB(head_verdicts=["bad"], revert_verdicts=["good"], head_from="BAD itself, read red by CI")
     assert stood.in_words() == "HEAD fails (1 run; BAD itself, read red by CI), HEAD + revert passes (1 run)"
+
+
+def test_a_group_not_found_names_no_culprit_only_the_best_guess_of_the_test_that_decided_it():
+    found = {"status": "found", "outcome": {"message": "found", "culprit": "c" * 40, "first_parent_culprit": "c" * 40}}
+    stopped = {"status": "inconclusive", "outcome": {"message": "stopped", "best_guess": "9" * 40, "confidence": 0.93}}
+    status, told = group_outcome({"t1": found, "t2": stopped})
+    assert status is Status.INCONCLUSIVE  # t1's culprit stays t1's own (its entry): the group's answer is not found
+    assert told.culprit is None and told.first_parent_culprit is None
+    assert told.best_guess == "9" * 40 and told.confidence == 0.93
+    status, told = group_outcome({"t1": found, "t2": {"status": "no_culprit", "outcome": {"message": "a flake"}}})
+    assert status is Status.FOUND and told.culprit == "c" * 40 and told.best_guess is None

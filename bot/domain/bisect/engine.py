@@ -28,7 +28,7 @@ from bot.domain.bisect.calibration import (
     untestable_positions,
 )
 from bot.domain.bisect.candidates import is_merge
-from bot.domain.bisect.confirmation import confirmation_round, final_decision, outermost
+from bot.domain.bisect.confirmation import confirmation_round, final_decision
 from bot.domain.bisect.evidence import Evidence, effective_flake, trusted
 from bot.domain.bisect.intermittent import search_posterior
 from bot.domain.bisect.model import (
@@ -214,8 +214,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
                     Status.AMBIGUOUS,
                     f"the first bad commit is one of {len(shas)} commits; "
                     "all but the last could not be tested (exit 125)",
-                    culprit=culprit,
-                    first_parent_culprit=outermost(state, culprit),
+                    best_guess=culprit,  # not reverted: the first bad one may be any of them
                     confidence=block.mass,
                     candidates=shas,
                 )
@@ -254,7 +253,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
                 Outcome(
                     Status.INCONCLUSIVE,
                     found,
-                    culprit=guess.sha,
+                    best_guess=guess.sha,
                     confidence=block.mass,
                     reason=Reason.TOO_FLAKY,
                     facts=dict(confidence=s.confidence),
@@ -269,7 +268,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
                 Status.INCONCLUSIVE,
                 f"stopped after {ev.evidence_count()} runs without reaching confidence {s.confidence} "
                 f"(best guess P={block.mass:.3f})",
-                culprit=guess.sha,
+                best_guess=guess.sha,
                 confidence=block.mass,
             )
         )
@@ -301,7 +300,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             Outcome(
                 Status.INCONCLUSIVE,
                 f"no commit left whose result would change the answer (best guess P={block.mass:.3f})",
-                culprit=guess.sha,
+                best_guess=guess.sha,
                 confidence=block.mass,
             )
         )

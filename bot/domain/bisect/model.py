@@ -168,6 +168,10 @@ class ABResult:
 
 @dataclass(frozen=True)
 class Outcome:
+    """How a bisection ended. `culprit` (and `first_parent_culprit`) only when FOUND: a script reads it to revert, so
+    an answer short of that keeps its commit under `best_guess` instead (an ambiguous block's last commit, an
+    inconclusive search's most likely one); `confidence` is the culprit's posterior, else the best guess's."""
+
     status: Status
     message: str
     culprit: str | None = None
@@ -178,6 +182,14 @@ class Outcome:
     revert_error: str | None = None
     reason: Reason | None = None  # why there is no answer to act on; each surface words its remedy (bot.domain.reasons)
     facts: Mapping[str, Any] = field(default_factory=dict)  # the reason's numbers and shas
+    best_guess: str | None = None  # the commit an answer short of FOUND points at, never to be reverted
+
+    def __post_init__(self) -> None:
+        found = self.status is Status.FOUND
+        if not found and (self.culprit is not None or self.first_parent_culprit is not None):
+            raise ValueError(f"a {self.status.value} outcome names no culprit (its commit is its best_guess)")
+        if found and self.best_guess is not None:
+            raise ValueError("a found outcome names its culprit, not a best guess")
 
 
 @dataclass(frozen=True)

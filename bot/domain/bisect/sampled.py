@@ -208,7 +208,7 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
         outside = misfit.misfit(readings, min(block.last, n))
         if outside:
             found += f"; the readings left the model's assumptions: {'; '.join(outside)}"
-        return finish(Outcome(Status.INCONCLUSIVE, found, culprit=guess.sha, confidence=block.mass))
+        return finish(Outcome(Status.INCONCLUSIVE, found, best_guess=guess.sha, confidence=block.mass))
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr.kind is Kind.SEARCH) if p is not None]
     if lacking:
         positions = [p for p in lacking for _ in range(s.samples - readings.count(p) - busy.count(p))][:free]
