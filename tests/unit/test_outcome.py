@@ -1,7 +1,9 @@
-"""The typed outcome (bot.domain.outcome) and the steps' backend column (migration 0011)."""
+"""The typed outcome (bot.domain.outcome), the steps' backend column (migration 0011) and a best guess never stored as
+the culprit (migration 0015)."""
 
 from types import SimpleNamespace
 
+import pytest
 import sqlalchemy
 from alembic import command
 
@@ -81,6 +83,65 @@ def test_the_ab_in_words_counts_each_side_and_names_what_stood_for_head():
     assert own.in_words() == "HEAD fails (2 runs), HEAD + revert passes (1 run)"
     stood = AB(head_verdicts=["bad"], revert_verdicts=["good"], head_from="BAD itself, read red by CI")
     assert stood.in_words() == "HEAD fails (1 run; BAD itself, read red by CI), HEAD + revert passes (1 run)"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_migration_0015_moves_an_unfound_answers_culprit_to_its_best_guess(backend, tmp_path, request):
+    """Rows written before: an inconclusive or ambiguous answer (and a group's test) kept its commit under `culprit`,
+    which a script would revert; after 0015 it is the `best_guess` and the culprit is null. A found one is kept."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    engine = sqlalchemy.create_engine(url)
+    cfg = _alembic_config()
+
+    def migrate(how, revision):
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            how(cfg, revision)
+
+    migrate(command.upgrade, "0014")
+    store = Store(engine)
+    guess, culprit = "9" * 40, "c" * 40
+
+    def ended(status, outcome, tests=None):
+        bid = store.create(NewBisection("/r", "v1", "main", "a" * 40, "b" * 40, ["./t.sh"], {}, tests=tests), "done")
+        store.save_progress(bid, phase="done", status=status, outcome=outcome)
+        return bid
+
+    said = "stopped after 40 runs without reaching confidence 0.99 (best guess P=0.930)"
+    inconclusive = ended("inconclusive", {"message": said, "culprit": guess, "confidence": 0.93, "revert_pr": None})
+    ambiguous = ended(
+        "ambiguous",
+        {"message": "one of 2", "culprit": guess, "first_parent_culprit": guess, "candidates": ["8" * 40, guess]},
+    )
+    found = ended("found", {"message": "found", "culprit": culprit, "first_parent_culprit": culprit, "confidence": 1})
+    no_culprit = ended("no_culprit", {"message": "BAD passed on re-runs", "culprit": None})
+    members = {
+        "t1": {"good": "a" * 40, "status": "found", "outcome": {"message": "found", "culprit": culprit}},
+        "t2": {"good": "a" * 40, "status": "inconclusive", "outcome": {"message": said, "culprit": guess}},
+    }
+    group = ended("inconclusive", {"message": "1 culprit for 2 tests", "culprit": culprit}, tests=members)
+    running = store.create(NewBisection("/r", "v1", "main", "a" * 40, "b" * 40, ["./t.sh"], {}), "searching")
+    before = {bid: (store.get(bid).outcome, store.get(bid).tests) for bid in (found, no_culprit, running)}
+
+    migrate(command.upgrade, "0015")
+    got = store.get(inconclusive).outcome
+    assert got == {"message": said, "culprit": None, "first_parent_culprit": None, "best_guess": guess,
+                   "confidence": 0.93, "revert_pr": None}  # fmt: skip
+    got = store.get(ambiguous).outcome
+    assert got["culprit"] is None and got["first_parent_culprit"] is None and got["best_guess"] == guess
+    assert got["candidates"] == ["8" * 40, guess]
+    assert {bid: (store.get(bid).outcome, store.get(bid).tests) for bid in before} == before  # nothing to move
+    row = store.get(group)
+    assert row.outcome["culprit"] is None and row.outcome["best_guess"] == culprit
+    assert row.tests["t1"] == members["t1"]  # a test of the group that found its culprit keeps it
+    assert row.tests["t2"]["outcome"] == {"message": said, "culprit": None, "first_parent_culprit": None,
+                                          "best_guess": guess}  # fmt: skip
+    assert outcome_of(store.get(inconclusive)).best_guess == guess
+
+    migrate(command.downgrade, "0014")  # back as the code before wrote it
+    assert store.get(inconclusive).outcome["culprit"] == guess and "best_guess" not in store.get(inconclusive).outcome
+    assert store.get(group).tests["t2"]["outcome"]["culprit"] == guess
+    assert store.get(found).outcome == before[found][0]
 
 
 def test_a_group_not_found_names_no_culprit_only_the_best_guess_of_the_test_that_decided_it():
