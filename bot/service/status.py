@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
-from bot.domain.outcome import BisectionOutcome, members, outcome_of
+from bot.domain.outcome import BisectionOutcome, best_guess_of, members, outcome_of
 from bot.ports.store import BisectionRecord
 from bot.service.snapshot import Snapshot, TestView
 from bot.service.wording import said
@@ -28,6 +28,9 @@ def render_status(
     if row is not None and row.status:
         outcome = outcome_of(row) or BisectionOutcome()
         lines = [head, "", f"**{row.status}**: {said(test, outcome.message, outcome.reason, outcome.facts)}"]
+        if guess := best_guess_of(row.status, outcome):  # named as what it is: never the culprit, never reverted
+            named = _best_guess(guess, outcome.confidence)
+            lines.append(f"\nNo culprit named: the {named} is not confirmed, so nothing is reverted.")
         if link:
             lines.append(f"\nRevert PR: {link}")
         lines += [f"- {text(note)}" for note in outcome.notes]  # skipped on the way, e.g. a reviewer GitHub refused
@@ -40,7 +43,9 @@ def render_status(
             + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else ".")
         )
         lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
-        ended = {m.test: TestView(m.status, culprit=m.culprit) for m in members(row.tests)}
+        ended = {
+            m.test: TestView(m.status, m.best_guess, m.outcome.confidence or 0.0, m.culprit) for m in members(row.tests)
+        }
         return "\n".join(lines + _tests_table(ended))
     if snap is None:
         return f"{head}\n\nStarting: calibrating the endpoints."
@@ -73,6 +78,11 @@ def _tests_table(tests: Mapping[str, TestView]) -> list[str]:
         return []
     rows = ["", "| test | status | culprit | runs |", "|---|---|---|---|"]
     for test, v in tests.items():
-        guess = f"`{v.guess[:12]}`? (P={v.probability:.2f})" if v.guess and v.probability else "-"
+        guess = _best_guess(v.guess, v.probability) if v.guess else "-"
         rows.append(f"| {code(test)} | {v.status} | {f'`{v.culprit[:12]}`' if v.culprit else guess} | {v.runs or ''} |")
     return rows
+
+
+def _best_guess(sha: str, probability: float | None) -> str:
+    """`best guess `0123456789ab` (P=0.93)`: the commit an answer short of a culprit points at, with its posterior."""
+    return f"best guess `{sha[:12]}`" + (f" (P={probability:.2f})" if probability else "")
