@@ -138,7 +138,8 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
             by_sha[s.sha].append(verdict_of[s.id])
     posterior = _posterior(row, order, told.posterior)
     mass = {e.sha: e.probability for e in posterior.entries}
-    culprit = text_or_none(outcome.culprit)
+    head = summary(row, now)
+    culprit, guess = head.culprit, head.best_guess  # a culprit only once found; short of it, the best guess
     candidates = outcome.candidates
 
     def role(sha: str) -> str:
@@ -146,6 +147,8 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
             return "good"
         if sha == culprit:
             return "culprit"
+        if sha == guess:
+            return "best_guess"
         if sha == row.bad:
             return "bad"
         if sha in candidates:
@@ -224,7 +227,9 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
             steps=ab_steps,
         )
     body = text_or_none(outcome.pr_body)  # the body as drafted and published (bot.service.conclude)
-    head = summary(row, now)
+    # the best guess as the range recorded it: nothing was published about it (no PR of its own, no subject stored)
+    unpublished = head.model_copy(update={"culprit_pr": None})
+    guess_view = culprit_view(guess, described, unpublished, BisectionOutcome()) if guess else None
     return BisectionDetail(
         summary=head,
         phase=row.phase,
@@ -249,6 +254,7 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         followup=outcome.followup,
         followup_passed_over=passed_over(outcome),
         culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
+        best_guess=guess_view,
         tests=tests_of(row),
     )
 
@@ -267,6 +273,7 @@ def tests_of(row: BisectionRecord) -> list[TestRowView]:
             test=m.test,
             status=m.status,
             culprit=text_or_none(m.culprit),
+            best_guess=text_or_none(m.best_guess),
             message=text_or_none(m.outcome.message),
             steps=sum(m.test in (s.results or {}) for s in row.steps),
             revert_pr=m.outcome.revert_pr,

@@ -22,7 +22,10 @@ class BisectionSummary(BaseModel):
     bad_rev: str
     state: str = Field(description="the outcome status once finished, else the engine's phase")
     running: bool
-    culprit: str | None = None
+    culprit: str | None = Field(None, description="the commit to revert: set only once the status is found")
+    best_guess: str | None = Field(
+        None, description="an answer short of found (inconclusive, ambiguous): the commit it points at, never reverted"
+    )
     culprit_pr: int | None = None
     revert_pr: int | None = None
     revert_pr_url: str | None = None
@@ -65,7 +68,8 @@ class TestRowView(BaseModel):
 
     test: str
     status: str = Field(description="its phase while it runs, how it ended once it did")
-    culprit: str | None = None
+    culprit: str | None = Field(None, description="set only once its status is found")
+    best_guess: str | None = Field(None, description="the commit its answer short of found points at, never reverted")
     message: str | None = None
     steps: int = Field(description="steps that carried it (shared with the other tests they carried)")
     revert_pr: int | None = None
@@ -74,7 +78,7 @@ class TestRowView(BaseModel):
 class TimelineEntry(BaseModel):
     position: int = Field(description="0 is GOOD; the order is reconstructed from the search (see order_note)")
     sha: str
-    role: str = Field(description="good | bad | culprit | candidate | tested | untested")
+    role: str = Field(description="good | bad | culprit | best_guess | candidate | tested | untested")
     verdicts: list[str]
     metrics: list[float]
     runs: int
@@ -183,5 +187,10 @@ class BisectionDetail(BaseModel):
     )
     tests: list[TestRowView] = Field([], description="a group's tests, each with its own answer; empty for one test")
     culprit: CommitView | None = Field(
-        None, description="the culprit with its PR, title and author (from the recorded range)"
+        None, description="the culprit with its PR, title and author (from the recorded range); only once found"
+    )
+    best_guess: CommitView | None = Field(
+        None,
+        description="an answer short of found (inconclusive, ambiguous): the commit it points at, as `culprit` is "
+        "shown, with `confidence` its posterior; never reverted",
     )

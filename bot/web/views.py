@@ -9,7 +9,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.domain.outcome import BisectionOutcome, outcome_of
+from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, outcome_of
 from bot.domain.trust import repository_of
 from bot.ports.store import FINISHED_STEP_STATES, BisectionRecord, StepRecord
 from bot.web.models import BisectionSummary, StepView
@@ -86,7 +86,8 @@ def summary(row: BisectionRecord, now: datetime) -> BisectionSummary:
         bad_rev=row.bad_rev,
         state=state_of(row),
         running=row.status is None,
-        culprit=text_or_none(outcome.culprit),
+        culprit=text_or_none(culprit_of(row.status, outcome)),
+        best_guess=text_or_none(best_guess_of(row.status, outcome)),
         culprit_pr=_int(_first(outcome.culprit_pr, origin.get("culprit_pr"))),
         revert_pr=_int(
             _first(outcome.revert_pr, outcome.legacy_revert_pr, origin.get("revert_pr"), origin.get("pr_number"))

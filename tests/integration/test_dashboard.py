@@ -21,14 +21,15 @@ from starlette.testclient import TestClient
 
 from bot.adapters.git.repo import GitRepo
 from bot.adapters.store.db import connect
-from bot.adapters.store.store import StepReport, Store
+from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
 from bot.app import create_app
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.explain import order_commits
-from bot.domain.bisect.model import Problem, Run, Settings, State
+from bot.domain.bisect.model import Outcome, Problem, Run, Settings, State, Status
 from bot.domain.bisect.simulate import FlakyTest, linear_graph
 from bot.service import setup
 from bot.service.config import BisectConfig
+from bot.service.group_rows import outcome_json
 from bot.settings import BotSettings
 from bot.web import detail, models, routes, views
 from bot.web.auth import is_loopback
@@ -642,6 +643,44 @@ def test_the_page_leads_with_the_answer(world, client, openapi):
     running = client.get(f"/api/bisections/{world.ids['running']}").json()
     assert running["culprit"] is None  # no answer yet: the page shows the engine's guess instead
     assert "Best guess so far" in client.get(f"/bisections/{world.ids['running']}").text
+
+
+def test_an_answer_short_of_found_shows_its_best_guess_never_a_culprit(own_world, openapi):
+    """Issue 33: the API's `culprit` (the summary's, the detail's, the stored outcome's) is null unless the status is
+    found, since a script reads it to revert: an inconclusive search's commit is its `best_guess`, on the page too."""
+    store, client = own_world.store, own_world.client
+    good, parent, guess, bad = "1" * 40, "8" * 40, "9" * 40, "2" * 40
+    commits = [[parent, "Bo", "Change 8 (#1008)"], [guess, "Ada Dev", "Change 9 (#1009)"], [bad, "Bo", "Change 10"]]
+    config = {"command": ["./t.sh"]}
+    bid = store.create(NewBisection("/r", "v1", "main", good, bad, ["./t.sh"], config, commits=commits), "calibrating")
+    steps = store.add_steps(
+        bid, [NewStep(bad, "calibrate", 1), NewStep(guess, "search", 2), NewStep(parent, "search", 2)]
+    )
+    for step_id, (verdict, code) in zip(steps, [("bad", 1), ("bad", 1), ("good", 0)]):
+        store.finish_step(step_id, StepReport(code, None, None, verdict, "local/wt-0", 1.0, "log"))
+    said = "stopped after 3 runs without reaching confidence 0.99 (best guess P=0.930)"
+    told = outcome_json(Outcome(Status.INCONCLUSIVE, said, best_guess=guess, confidence=0.93))  # as the driver writes
+    store.save_progress(bid, phase="done", status="inconclusive", outcome=told, guess=guess, guess_probability=0.93)
+    data = check(openapi, client.get(f"/api/bisections/{bid}"), "/api/bisections/{bisection_id}")
+    assert data["summary"]["culprit"] is None and data["summary"]["best_guess"] == guess
+    assert data["culprit"] is None and data["chart"]["culprit"] is None
+    assert data["best_guess"] == {"sha": guess, "pr": 1009, "title": "Change 9", "author": "Ada Dev", "url": None}
+    assert data["outcome"]["culprit"] is None and data["outcome"]["best_guess"] == guess
+    assert data["confidence"] == 0.93
+    assert [e["role"] for e in data["timeline"]] == ["good", "tested", "best_guess", "bad"]
+    html = client.get(f"/bisections/{bid}").text
+    assert 'id="culprit"' not in html and 'data-line="culprit"' not in html
+    shown = html[html.index('id="best-guess"') : html.index("</div>", html.index('id="best-guess"'))]
+    assert "Best guess" in shown and "Change 9" in shown and "P = 0.9300" in shown and "nothing is reverted" in shown
+    listed = check(openapi, client.get("/api/bisections"), "/api/bisections")["items"]
+    (mine,) = [i for i in listed if i["id"] == bid]
+    assert mine["culprit"] is None and mine["best_guess"] == guess
+    row = client.get("/").text.split(f'data-id="{bid}"')[1].split("</tr>")[0]
+    assert f'best guess <code class="sha">{guess[:7]}</code>' in row
+    # an ambiguous answer's last candidate is a best guess too: any of the candidates may be the first bad commit
+    ambiguous = client.get(f"/api/bisections/{own_world.ids['ambiguous']}").json()
+    assert ambiguous["summary"]["culprit"] is None and ambiguous["culprit"] is None
+    assert ambiguous["best_guess"]["sha"] == ambiguous["candidates"][-1] == ambiguous["summary"]["best_guess"]
 
 
 def test_the_page_states_the_runs_and_their_cost_beside_git_bisect_run(world, client, openapi):
