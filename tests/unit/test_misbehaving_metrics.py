@@ -8,11 +8,12 @@ import random
 import pytest
 
 from bot.domain.bisect.misfit import misfit
-from bot.domain.bisect.model import Settings, Status
+from bot.domain.bisect.model import Kind, Problem, Settings, Status
 from bot.domain.bisect.readings import Reading, Readings
-from bot.domain.bisect.simulate import NoisyMetric, simulate
+from bot.domain.bisect.simulate import NoisyMetric, linear_graph, simulate
 from bot.domain.bisect.stats import Moments, drift_contrast, drift_of
-from bot.domain.bisect.verdict import MetricRule
+from bot.domain.bisect.verdict import MetricRule, RawResult
+from tests.support.engine import drive
 
 BENCHMARK = Settings(metric=MetricRule(None, higher_is_worse=False))
 
@@ -103,3 +104,26 @@ def test_a_culprit_named_through_a_drift_says_it_was_fitted():
     result = simulate(32, NoisyMetric(20, -2.0, rng=random.Random(1), drift=-0.1), 1, BENCHMARK)
     assert result.outcome.status is Status.FOUND and result.culprit_index() == 20
     assert "fitted beside the change" in result.outcome.message
+
+
+def test_the_revert_is_proven_on_a_drifting_runner_with_its_sides_alternating():
+    """HEAD and HEAD + revert are read in turn and judged by their pairs' differences: judged each against the
+    levels of the search's time, a runner slowing 0.15 a run made the revert (read later) look like the culprit in
+    a fifth of these histories."""
+    graph, good, bad = linear_graph(16)
+    graph["head"] = ("c16",)
+    graph["revert"] = ("head",)
+    problem = Problem(graph, good, bad, BENCHMARK, head="head")
+    proven = 0
+    for seed in range(10):
+        metric = NoisyMetric(6, -4.0, rng=random.Random(seed), drift=-0.15)
+
+        def read(sha: str, metric: NoisyMetric = metric) -> RawResult:
+            return metric.run("c16" if sha == "head" else "c0" if sha == "revert" else sha)
+
+        d, runs = drive(problem, read, 1, revert=dict(revert="revert"))
+        assert d.outcome.status is Status.FOUND and d.outcome.culprit == "c6", d.outcome.message
+        ab = [r.kind for r in runs if r.kind in (Kind.AB_HEAD, Kind.AB_REVERT)]
+        assert ab and all({ab[i], ab[i + 1]} == {Kind.AB_HEAD, Kind.AB_REVERT} for i in range(0, len(ab) - 1, 2))
+        proven += d.outcome.ab is not None and d.outcome.ab.passed
+    assert proven >= 9

@@ -165,15 +165,27 @@ class Effect:
     before: float  # mean before the culprit, as reported
     noise: float  # the readings' common spread (pooled standard deviation)
     drift: str | None = None  # how the readings drifted in time, when they did (the shift is taken beside it)
+    slope: float = 0.0  # ... and by how much per round (as reported): a later reading reads `slope` more a round
+    since: float = 0.0  # the mean time of the readings before the culprit, when `before` was read
 
     @classmethod
-    def at(cls, readings: Readings, c: int, parent: int, level: float = 0.95) -> Effect:
+    def at(cls, readings: Readings, c: int, parent: int, level: float = 0.95, drift: str | None = None) -> Effect:
+        """The effect of a change at c; with `drift` (how the readings drifted), its slope kept to read later
+        readings against."""
         contrast = readings.contrast(c)
         shift, half = contrast.interval(level)
         sign = 1.0 if readings.higher_is_worse else -1.0
         before = sign * readings.split(c).a.mean
         at = readings.by_pos
-        return cls(at.get(c, ()), at.get(parent, ()), sign * shift, half, level, before, contrast.sd)
+        slope = sign * readings.drift(c).shift if drift else 0.0
+        since = statistics.fmean(r.time for r in readings.points if r.pos < c) if drift else 0.0
+        return cls(
+            at.get(c, ()), at.get(parent, ()), sign * shift, half, level, before, contrast.sd, drift, slope, since
+        )
+
+    def expected(self, bad: bool, time: float) -> float:
+        """What a reading at `time` reads on average, from a commit before the culprit or (`bad`) from it on."""
+        return self.before + self.slope * (time - self.since) + (self.shift if bad else 0.0)
 
     @property
     def percent(self) -> tuple[float, float] | None:

@@ -194,7 +194,7 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
             state = replace(
                 state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None
             )
-        effect = replace(Effect.at(readings, block.last, block.parent), drift=misfit.drift_words(readings, block.last))
+        effect = Effect.at(readings, block.last, block.parent, drift=misfit.drift_words(readings, block.last))
         return _prove(problem, state, ev, in_flight, free, rnd, culprit, effect, block.mass, guess)
     if state.phase is Phase.CONFIRMING:  # later readings moved the answer: search again
         if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
@@ -250,31 +250,20 @@ def _prove(
         return Decision(state, guess=guess, boundary=ev.boundary, wants_revert=culprit)
     ab = None
     if problem.head and state.revert:
-        sides = {
-            kind: _values(ev, sha, (kind,), state.confirm_round)
-            for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
-        }
-        rule = s.metric
-        assert rule is not None
-        judged = {kind: _side(values, effect, rule, s.confidence) for kind, values in sides.items()}
-        probes = [
-            Probe(sha, kind, rnd)
-            for sha, kind in ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
-            if judged[kind] is None
-            for _ in range(
-                max(0, min(s.samples, s.max_endpoint_samples - len(sides[kind])) - _flying(in_flight, sha, (kind,)))
-            )
-        ]
-        if probes:
-            return Decision(state, tuple(probes[:free]), guess=guess, boundary=ev.boundary)
-        if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
-            return Decision(state, guess=guess, boundary=ev.boundary)
-        ab = ABResult(
-            problem.head,
-            state.revert,
-            tuple(v for v in (judged[Kind.AB_HEAD],) if v is not None),
-            tuple(v for v in (judged[Kind.AB_REVERT],) if v is not None),
-        )
+        pair = ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
+        sides = {kind: _timed(ev, sha, kind, state.confirm_round) for sha, kind in pair}
+        judged = _paired(sides[Kind.AB_HEAD], sides[Kind.AB_REVERT], effect, s.confidence)
+        if judged is None and min(len(v) for v in sides.values()) < s.max_endpoint_samples:
+            # Undecided: `samples` more of each side, HEAD's and the revert's runs alternating (the side read less
+            # first), as Pinpoint alternates its attempts: a runner that drifts meanwhile moves both sides alike.
+            target = min(s.max_endpoint_samples, (max(len(v) for v in sides.values()) // s.samples + 1) * s.samples)
+            had = {kind: len(sides[kind]) + _flying(in_flight, sha, (kind,)) for sha, kind in pair}
+            turns = sorted(pair, key=lambda side: had[side[1]])
+            probes = [Probe(sha, kind, rnd) for i in range(target) for sha, kind in turns if had[kind] + i < target]
+            if probes or any(p.kind in CONFIRMATION_KINDS for p in in_flight):
+                return Decision(state, tuple(probes[:free]), guess=guess, boundary=ev.boundary)
+        head, revert = judged or tuple(_side(values, effect, s.confidence) for values in sides.values())
+        ab = ABResult(problem.head, state.revert, tuple(v for v in (head,) if v), tuple(v for v in (revert,) if v))
     facts = dict(
         effect=effect.describe(),
         shift=effect.shift,
@@ -288,14 +277,48 @@ def _prove(
     return found_decision(state, ev, culprit, mass, guess, how, ab, proven, facts=facts)
 
 
-def _side(values: list[float], effect: Effect, rule: MetricRule, confidence: float) -> Verdict | None:
+def _timed(ev: Evidence, sha: str, kind: Kind, since: int) -> list[tuple[float, float]]:
+    """The readings of one side of the A/B since the confirmation began, with their rounds."""
+    return [
+        (r.raw.metric, float(r.round))
+        for r, v in ev.verdicts
+        if r.sha == sha and r.kind is kind and r.round >= since and v.is_evidence and r.raw.metric is not None
+    ]
+
+
+def _paired(
+    head: list[tuple[float, float]], revert: list[tuple[float, float]], effect: Effect, confidence: float
+) -> tuple[Verdict | None, Verdict | None] | None:
+    """HEAD's and HEAD + revert's verdicts once their readings, paired in the order they ran, tell at the stated
+    error rate whether HEAD reads worse than the revert by the culprit's shift or not at all (Wald's sequential
+    probability ratio test on the pairs' differences, the split's shift and spread plugged in): a drift in time
+    moves both readings of a pair alike. Alike, both sides get the verdict their readings give together against
+    the split's levels. None: not yet."""
+    pairs = list(zip(sorted(head, key=lambda r: r[1]), sorted(revert, key=lambda r: r[1])))
+    if not pairs:
+        return None
+    sd = max(effect.noise, 1e-9 * max(1.0, abs(effect.before)))
+    llr = sum((h - r - effect.shift / 2) * effect.shift / (2 * sd**2) for (h, _), (r, _) in pairs)
+    bound = math.log(confidence / (1 - confidence))
+    if llr >= bound:
+        return Verdict.BAD, Verdict.GOOD
+    if llr <= -bound:
+        alike = _side(head + revert, effect, confidence)
+        return alike, alike
+    return None
+
+
+def _side(values: list[tuple[float, float]], effect: Effect, confidence: float) -> Verdict | None:
     """GOOD or BAD once the readings tell which side of the culprit's split they come from at the stated error rate
-    (Wald's sequential probability ratio test, the split's means and spread plugged in); None: not yet."""
+    (Wald's sequential probability ratio test, the split's levels -- moved by its drift to each reading's round --
+    and spread plugged in); None: not yet."""
     if not values:
         return None
-    good_mean, bad_mean = effect.before, effect.before + effect.shift
-    sd = max(effect.noise, 1e-9 * max(1.0, abs(good_mean)))
-    llr = sum((v - (good_mean + bad_mean) / 2) * (bad_mean - good_mean) / sd**2 for v in values)
+    sd = max(effect.noise, 1e-9 * max(1.0, abs(effect.before)))
+    llr = 0.0
+    for v, time in values:
+        good_mean, bad_mean = effect.expected(False, time), effect.expected(True, time)
+        llr += (v - (good_mean + bad_mean) / 2) * (bad_mean - good_mean) / sd**2
     bound = math.log(confidence / (1 - confidence))
     if llr >= bound:
         return Verdict.BAD
