@@ -53,7 +53,13 @@ from bot.domain.reasons import Reason
 # Once a commit holds this much of the mass, the question left is whether it reads worse than its parent: runners
 # go to whichever of the two has fewer readings (the quantiles would keep sampling the side already settled).
 FAVOURITE = 0.5
-ENDPOINT_GATE = 10.0  # Bayes factor that BAD reads worse than GOOD before the search spends runs between them
+# The endpoints: Bayes factor that BAD reads worse than GOOD before the search spends runs between them (20: with
+# no regression, 1.2% of endpoint pairs pass it within 20 readings each; 10 let 3.8% through, each then ending
+# inconclusive at the run budget), and below which they do not differ; Pinpoint's 10 attempts each, before a lean
+# towards worse is read on to `Settings.max_endpoint_samples`.
+ENDPOINT_GATE = 20.0
+ENDPOINT_DOUBT = 1 / 3
+ENDPOINT_ATTEMPTS = 10
 ENDPOINT_FIRST = 4
 SPREAD_RATIO = 4.0  # readings of one commit across the cut this close are its noise; further apart, a flaky run
 
@@ -121,17 +127,24 @@ def calibrate(
     orient = (lambda v: v) if rule.higher_is_worse else (lambda v: -v)  # noqa: E731
     split = Split(Stats.of(map(orient, good)), Stats.of(map(orient, bad)))
     want = ENDPOINT_FIRST
-    gate = math.log(ENDPOINT_GATE)
-    while min(len(good), len(bad)) >= want and want < s.max_endpoint_samples and abs(split.log_bayes_factor()) < gate:
+    gate, doubt = math.log(ENDPOINT_GATE), math.log(ENDPOINT_DOUBT)
+
+    def undecided(lbf: float, each: int) -> bool:
+        """Read both again: the factor is between the gates, and either Pinpoint's 10 attempts are not spent or
+        BAD leans worse and the cap is not reached (as Pinpoint reads 10 more when a comparison is undecided)."""
+        lean = lbf >= 0.0 and each < s.max_endpoint_samples
+        return doubt < lbf < gate and (each < ENDPOINT_ATTEMPTS or lean)
+
+    while min(len(good), len(bad)) >= want and undecided(split.log_bayes_factor(), want):
         want += 1
     if min(len(good), len(bad)) >= want:
         shown = f"GOOD reads {_describe(good)}, BAD {_describe(bad)}"
-        # Past the cap, any lean towards "BAD reads worse" is searched: the culprit still needs the search's own
-        # evidence of a change past 1 / (1 - confidence), so a false start costs runs, never a false culprit.
-        if split.log_bayes_factor() <= (-gate if want < s.max_endpoint_samples else 0.0):
+        factor = math.exp(split.log_bayes_factor())
+        if split.log_bayes_factor() < gate:
+            why = "do not differ at the stated error rate" if factor <= ENDPOINT_DOUBT else "are not told apart"
             found = (
-                f"GOOD and BAD do not differ at the stated error rate ({shown}; Bayes factor that BAD reads worse "
-                f"{math.exp(split.log_bayes_factor()):.3g}): nothing to bisect"
+                f"GOOD and BAD {why} ({shown}; Bayes factor that BAD reads worse {factor:.3g}, "
+                f"{ENDPOINT_GATE:g} needed): nothing to bisect"
             )
             return final_decision(
                 state,
