@@ -96,23 +96,23 @@ def test_unbuildable_commits_next_to_the_culprit_are_ambiguous(synth, cli):
 def test_an_inconclusive_bisection_names_its_best_guess_never_a_culprit(synth, cli, tmp_path):
     """Issue 33: a script reading `--json`'s `culprit` (or stdout) reverts it, so an inconclusive answer leaves it
     null and keeps the commit it points at under `best_guess`; `status` says the same. The broken commits fail every
-    other run (the first fails), the confirmation disagrees three times: too flaky for the confidence."""
+    third run (the first fails): too rarely to tell them apart at the confidence within the run budget."""
     repo = synth(2, 1)
     marker = tmp_path / "runs"
     marker.mkdir()
-    script = tmp_path / "every-other.sh"
+    script = tmp_path / "every-third.sh"
     script.write_text(
         "#!/bin/sh\n"
         'tree="${REVERT_BISECT_WORKTREE:-.}"\n'
         'grep -q "BROKEN = True" "$tree/service/config.py" || exit 0\n'
         f'n=$(ls "{marker}" | grep -c "^$REVERT_BISECT_SHA")\n'
         f'touch "{marker}/$REVERT_BISECT_SHA.$n"\n'
-        'if [ $((n % 2)) -eq 0 ]; then echo "FAILED: test_decode_cache_hit"; exit 1; fi\n'
+        'if [ $((n % 3)) -eq 0 ]; then echo "FAILED: test_decode_cache_hit"; exit 1; fi\n'
     )
     script.chmod(0o755)
     r = cli(*bisect_args(repo, "--workers", "1", "--confidence", "0.9", command=[str(script)]))
     assert r.code == 8, r.stderr
-    assert r.json["status"] == "inconclusive" and "too flaky" in r.json["message"]
+    assert r.json["status"] == "inconclusive", r.json["message"]
     assert r.json["culprit"] is None and r.json["culprit_subject"] is None and r.json["first_parent_culprit"] is None
     guess = r.json["best_guess"]
     assert guess == repo.culprit and r.json["best_guess_subject"] == "Change 1 (#1001)"
