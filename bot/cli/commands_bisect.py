@@ -136,8 +136,8 @@ def bisect(
     flake_rate: Annotated[
         str,
         typer.Option(
-            help="'auto' (estimate from contradicting results) or the chance a good commit fails; "
-            "0 = deterministic, stop if results contradict."
+            help="'auto' (no result is proof: good commits flake at an unknown rate, the culprit fails at an "
+            "unknown 20-100%) or the chance a good commit fails; 0 = deterministic, stop if results contradict."
         ),
     ] = "auto",
     metric_regex: Annotated[
