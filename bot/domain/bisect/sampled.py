@@ -93,12 +93,17 @@ def _close(a: float, b: float) -> bool:
     return max(a, b) / min(a, b) <= SPREAD_RATIO
 
 
-def _values(ev: Evidence, sha: str, kinds: tuple[Kind, ...], since: int = 0) -> list[float]:
+def _timed(ev: Evidence, sha: str, kind: Kind, since: int = 0) -> list[tuple[float, float]]:
+    """A commit's readings of one kind since a round, with the rounds they ran in."""
     return [
-        r.raw.metric
+        (r.raw.metric, float(r.round))
         for r, v in ev.verdicts
-        if r.sha == sha and r.kind in kinds and r.round >= since and v.is_evidence and r.raw.metric is not None
+        if r.sha == sha and r.kind is kind and r.round >= since and v.is_evidence and r.raw.metric is not None
     ]
+
+
+def _values(ev: Evidence, sha: str, kind: Kind) -> list[float]:
+    return [value for value, _ in _timed(ev, sha, kind)]
 
 
 def _range_readings(problem: Problem, ev: Evidence, merges: tuple[str, ...]) -> Readings:
@@ -122,8 +127,8 @@ def calibrate(
     s = problem.settings
     rule = s.metric
     assert rule is not None
-    good = _values(ev, problem.good, (Kind.CALIBRATE,))
-    bad = _values(ev, problem.bad, (Kind.CALIBRATE,))
+    good = _values(ev, problem.good, Kind.CALIBRATE)
+    bad = _values(ev, problem.bad, Kind.CALIBRATE)
     orient = (lambda v: v) if rule.higher_is_worse else (lambda v: -v)  # noqa: E731
     split = Split(Stats.of(map(orient, good)), Stats.of(map(orient, bad)))
     want = ENDPOINT_FIRST
@@ -288,15 +293,6 @@ def _prove(
     how = f"{effect.describe()}; {effect.sides()}"
     proven = "HEAD reads like the culprit, HEAD + revert like its parent"
     return found_decision(state, ev, culprit, mass, guess, how, ab, proven, facts=facts)
-
-
-def _timed(ev: Evidence, sha: str, kind: Kind, since: int) -> list[tuple[float, float]]:
-    """The readings of one side of the A/B since the confirmation began, with their rounds."""
-    return [
-        (r.raw.metric, float(r.round))
-        for r, v in ev.verdicts
-        if r.sha == sha and r.kind is kind and r.round >= since and v.is_evidence and r.raw.metric is not None
-    ]
 
 
 def _paired(
