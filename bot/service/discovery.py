@@ -16,15 +16,19 @@ from bot.domain.bisect.verdict import RawResult, Verdict, classify
 from bot.domain.reasons import Reason
 from bot.observability.heartbeat import beat
 from bot.ports.store import BisectionStore, NewStep, StepRecord, StepReport
-from bot.service.group_rows import outcome_json, raw_results, state_json, step_report, step_results, step_verdict
+from bot.service.group_rows import (
+    outcome_json,
+    raw_results,
+    read_report,
+    state_json,
+    step_report,
+    step_results,
+    step_verdict,
+)
 from runners.spec import Backend, StepResult, StepSpec, new_ref
 
 ROUND = 0
 CANCELLED = "cancelled on request before an answer"
-
-
-def _usable(step: StepRecord) -> bool:
-    return step.state == "done" and step.infra_reason is None and step.exit_code != 125
 
 
 def discover(
@@ -42,7 +46,7 @@ def discover(
     while not cancelled():
         steps = [s for s in store.get(bisection_id).steps if s.kind == Kind.CALIBRATE.value and s.round == ROUND]
         at_bad = [s for s in steps if s.sha == problem.bad]
-        usable = [s for s in at_bad if _usable(s)]
+        usable = [s for s in at_bad if read_report(s)]
         if usable:
             return _tests(store, bisection_id, problem, usable[-1])
         if at_bad and at_bad[-1].exit_code == 125 and at_bad[-1].state == "done":

@@ -10,7 +10,7 @@ from bot.domain.bisect.confirmation import head_stand_ins
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
-from bot.domain.cost import cost_of_steps
+from bot.domain.cost import cost_of_steps, git_range
 from bot.domain.outcome import AB as OutcomeAB
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
@@ -19,7 +19,7 @@ from bot.ports.store import BisectionRecord
 from bot.service.case_facts import case_of
 from bot.service.config import BisectConfig
 from bot.service.driver import finished_runs
-from bot.service.group_rows import group_of, member_outcome
+from bot.service.group_rows import git_ranges, group_of, is_group, member_outcome
 from bot.service.pr_body import (
     AB,
     Culprit,
@@ -71,6 +71,7 @@ def draft(
     config = BisectConfig.from_json(row.settings)
     # a group's member is judged by its own rule (a metric, or its exit code) from its own GOOD, as the search judged it
     problems = group_of(problem, row, config.settings_for)[0].problems
+    searched = problem  # a group's: the union of its tests' ranges
     problem = problems[fixes[0]] if fixes else problem
     evidence = Evidence.of(problem, runs_of_test(row, fixes[0] if fixes else None))
     by_sha: dict[str, list] = defaultdict(list)
@@ -126,7 +127,9 @@ def draft(
             )
         )
     metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
-    cost = cost_of_steps(row.steps, config.gpus, len(problem.graph))
+    # git is given each red test's own range, as a person would start from it: one bisection per test of a group
+    cost = cost_of_steps(row.steps, config.gpus, git_ranges(row, searched))
+    together = len(problems) if is_group(row) else 1
     body = RevertEvidence(
         repo_slug=repo_slug,
         branch=branch,
@@ -143,7 +146,9 @@ def draft(
         cost=cost.held(),
         versus_git=cost.versus_git(),
         ci_runs=sum(s.kind == Kind.CI.value for s in row.steps),
-        commits=len(problem.graph),
+        commits=git_range(problem.graph, problem.good, problem.bad),  # the window: this test's own GOOD..BAD
+        searched=len(searched.graph) if together > 1 else 0,
+        together=together,
         before=metric(parent),
         after=metric(culprit),
         followups=list(followups),

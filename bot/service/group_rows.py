@@ -11,6 +11,7 @@ from dataclasses import replace
 from bot.domain.bisect.group import Group
 from bot.domain.bisect.model import Kind, Outcome, Phase, Problem, Run, Settings, State, Status
 from bot.domain.bisect.verdict import SKIP_EXIT, RawResult, Verdict, classify
+from bot.domain.cost import git_range
 from bot.domain.outcome import AB, BisectionOutcome, members
 from bot.ports.store import BisectionRecord, StepRecord, StepReport
 from runners.spec import StepResult
@@ -78,6 +79,44 @@ def group_of(
         for t, info in tests.items()
     }
     return Group(problems), {t: state_from_json(info.get("state")) for t, info in tests.items()}
+
+
+def read_report(step: StepRecord) -> bool:
+    """A step whose report of its tests was read: done, no infrastructure failure, not exit 125 (a skip). JUnit
+    discovery (bot.service.discovery) learns a group's tests from the last such step at BAD."""
+    return step.state == "done" and step.infra_reason is None and step.exit_code != SKIP_EXIT
+
+
+def red_at_bad(row: BisectionRecord) -> set[str] | None:
+    """The tests of a JUnit group that BAD's report failed, as discovery read them (round 0's calibration at BAD);
+    None when there was no discovery: every test of the bisection was red where it started (CI's red run)."""
+    if not is_group(row):
+        return None
+    at_bad = [s for s in row.steps if s.kind == Kind.CALIBRATE.value and s.round == 0 and s.sha == row.bad]
+    read = [s for s in at_bad if read_report(s)]
+    if not read:
+        return None
+    return {t for t, r in (read[-1].results or {}).items() if r.get("verdict") == Verdict.BAD.value}
+
+
+def git_ranges(row: BisectionRecord, problem: Problem) -> list[int]:
+    """The range `git bisect run` is given per red test, in commits (bot.domain.cost.git_range): the test's own
+    GOOD (its last pass; a group's member its own, not the union's) to BAD, narrowed by CI's readings of that test
+    -- what a person at a terminal would start from. A group's tests that passed at BAD are bisected by no one."""
+    if is_group(row) and not row.tests:
+        return []  # a JUnit report never read: no test known red
+    problems = group_of(problem, row)[0].problems
+    red = red_at_bad(row)
+    ci = [r for s in row.steps if s.kind == Kind.CI.value for r in runs_of(s)]
+    ranges = []
+    for test, mine in problems.items():
+        if red is not None and test not in red:
+            continue
+        read = [r for r in ci if r.test == test]
+        passed = [r.sha for r in read if r.raw.exit_code == 0]
+        failed = [r.sha for r in read if r.raw.exit_code not in (0, None)]
+        ranges.append(git_range(mine.graph, mine.good, mine.bad, passed, failed))
+    return ranges
 
 
 def runs_of(step: StepRecord) -> list[Run]:

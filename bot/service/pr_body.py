@@ -92,10 +92,12 @@ class RevertEvidence:
     bisection_id: int
     confidence: float
     runs: int
-    commits: int
+    commits: int  # the window: this test's own GOOD..BAD
     ci_runs: int = 0  # CI's readings of the test inside the range, used as free evidence
     cost: str = ""  # the runners' time the runs held: GPU-hours on GPU runners (bot.domain.cost.Cost.held)
     versus_git: str = ""  # what `git bisect run` would spend on the same range (bot.domain.cost.Cost.versus_git)
+    searched: int = 0  # a group's: the commits of the union of its tests' ranges, which its runs searched
+    together: int = 1  # the tests bisected together in those runs
     before: list[float] = field(default_factory=list)
     after: list[float] = field(default_factory=list)
     followups: list[int] = field(default_factory=list)

@@ -8,12 +8,13 @@ from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
-from bot.domain.cost import cost_of_steps
+from bot.domain.cost import cost_of_steps, ranges_words
 from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, members, outcome_of
 from bot.ports import Clones, Git
 from bot.ports.store import BisectionRecord
 from bot.service.config import BisectConfig
 from bot.service.driver import finished_runs
+from bot.service.group_rows import git_ranges
 
 EXIT_CODES = {
     Status.FOUND: 0,
@@ -39,7 +40,7 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
     for s in ran:
         rounds[s.kind].add(s.round)
         runs_by_kind[s.kind] += 1
-    cost = cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, len(problem.graph))
+    cost = cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, git_ranges(row, problem))
     grouped = row.tests is not None
     # a step's verdict as the calibrated boundary judges it now (same order: finished_runs keeps row order); a
     # group's steps keep the word stored for them, and each test's own result beside it
@@ -84,8 +85,11 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         # the runners' time: every finished run's duration, and what the cancelled runs held them for
         runner_seconds=round(cost.runner_s, 1),
         cancelled=dict(runs=cost.cancelled, runner_seconds=round(cost.cancelled_s, 1)),
-        # what `git bisect run` would have spent on the same range, at this bisection's median run (bot.domain.cost)
-        git_bisect_run=dict(runs=cost.git_runs, runner_seconds=round(cost.git_runner_s, 1)),
+        # what `git bisect run` would have spent on the same range, at this bisection's median run (bot.domain.cost):
+        # per red test, each from its own GOOD as CI's readings of it leave it (`ranges`: their sizes in commits)
+        git_bisect_run=dict(
+            runs=cost.git_runs, runner_seconds=round(cost.git_runner_s, 1), ranges=list(cost.git_ranges)
+        ),
         steps=steps,
         revert=_revert_info(row, repo, clones),
         ab=outcome.ab.as_json() if outcome.ab else None,
@@ -173,7 +177,10 @@ def summary(report: dict) -> str:
         spent += f"; {_count(cancelled['runs'], 'run')} cancelled after {minutes:.1f} runner-minutes"
     git = report.get("git_bisect_run") or {}
     if git.get("runs"):  # beside what `git bisect run` would spend on the range, verifying nothing
-        spent += f"; git bisect run: ~{_count(git['runs'], 'run')}, ~{git['runner_seconds'] / 60:.1f} runner-minutes"
+        ranges = git.get("ranges") or []
+        each = f" once per red test, {ranges_words(ranges)}" if len(ranges) > 1 else ""
+        spent += f"; git bisect run{each}: ~{_count(git['runs'], 'run')}, ~{git['runner_seconds'] / 60:.1f} "
+        spent += "runner-minutes"
     found = report["status"] == Status.FOUND.value
     return f"{_headline(report)}{' in ' if found else '; '}{spent}"
 

@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.domain.bisect.explain import AB_KIND_VALUES, Masses, explain
-from bot.domain.bisect.model import Settings
+from bot.domain.bisect.model import Problem, Settings
 from bot.domain.bisect.verdict import MetricRule
 from bot.domain.cost import cost_of_steps
 from bot.domain.outcome import BisectionOutcome, members, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports.store import BisectionRecord
 from bot.service.config import BisectConfig
+from bot.service.group_rows import git_ranges
 from bot.web.followup_views import passed_over
 from bot.web.models import (
     ABView,
@@ -249,7 +250,7 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         chart=chart,
         posterior=posterior,
         ab=ab,
-        cost=_cost(row, order) if told.recorded else "",
+        cost=_cost(row, recorded) if told.recorded else "",
         revert_pr_body=body,
         followup=outcome.followup,
         followup_passed_over=passed_over(outcome),
@@ -259,11 +260,14 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
     )
 
 
-def _cost(row: BisectionRecord, order: list[str]) -> str:
-    """Runs and GPU-hours (runner-hours for a CLI command) beside git bisect run's estimate on the recorded range
-    (`order`: GOOD, then its first-parent commits)."""
+def _cost(row: BisectionRecord, recorded: list[str]) -> str:
+    """Runs and GPU-hours (runner-hours for a CLI command) beside git bisect run's estimate on each red test's own
+    range (bot.service.group_rows.git_ranges) along the recorded range (`recorded`: GOOD..BAD's first-parent
+    commits, oldest first)."""
     gpus = BisectConfig.from_json(row.settings).gpus
-    return cost_of_steps(row.steps, gpus, len(order) - 1).describe() if row.steps else ""
+    chain = [row.good, *recorded]
+    problem = Problem({sha: (parent,) for parent, sha in zip(chain, chain[1:])}, row.good, row.bad)
+    return cost_of_steps(row.steps, gpus, git_ranges(row, problem)).describe() if row.steps else ""
 
 
 def tests_of(row: BisectionRecord) -> list[TestRowView]:

@@ -65,3 +65,5 @@ def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path)
     assert sum("CI: good" in c or "CI: bad" in c for c in cells) == len(ci)  # one verdict cell per CI reading
     assert f", read {len(ci)} of CI's scheduled runs inside the range for free," in pr.body
     assert f"tested {len(runner_steps)} runs" in pr.body
+    # git is given what CI's readings leave, as a person would: passed at 24, failed at 32 -> 8 commits, 3 halvings
+    assert "`git bisect run` on the same range: ~3 runs" in pr.body

@@ -89,6 +89,12 @@ def test_every_red_test_in_one_search_each_culprit_right_for_at_most_0_6_times_t
     assert by_test[FLAKY]["culprit"] is None and by_test[FLAKY]["outcome"] in ("not_reproducible", "no_culprit")
     assert by_test[GREEN]["culprit"] is None and by_test[GREEN]["outcome"] == "not_reproducible"
     assert together.json["runs"] == runs_logged(tmp_path, "together")  # "runs": every run of the command
+    # beside it, `git bisect run` once per test BAD's report failed (the flaky one too: it failed there; the green one
+    # no one bisects), each on the range given: 4 x ceil(log2 64)
+    assert together.json["git_bisect_run"]["ranges"] == [64] * 4 and together.json["git_bisect_run"]["runs"] == 24
+    assert "; git bisect run once per red test, each on its own range (4 tests, 64 commits): ~24 runs, ~" in (
+        together.stderr.replace("\n", " ")
+    )
     assert all(t["runs"] >= 1 for t in together.json["tests"])
     # each culprit once on stdout, with the tests it broke; a row per test on stderr
     lines = together.stdout.splitlines()

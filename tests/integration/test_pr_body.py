@@ -181,3 +181,25 @@ def test_titles_are_escaped_for_markdown_not_html():
                 assert not re.search(r"(?<!\w)@[\w-]", child.content), child.content  # every @login in a code span
     fences = [t.content for t in tokens if t.type == "fence"]
     assert fences == [" x.py | 2 +-\n ```weird``` | 1 +\n", "git bisect start\n# bad: [dddd] Split on | in `parse`\n"]
+
+
+def test_a_groups_revert_says_the_runs_searched_every_tests_range_and_gits_one_bisection_per_test():
+    """The window is this test's own GOOD..BAD; the runs searched the union of the group's ranges for all its tests,
+    and git is given each red test's own range (bot.domain.cost.Cost.versus_git)."""
+    from dataclasses import replace
+
+    from bot.domain.cost import cost_of
+    from bot.service.pr_body import render
+
+    cost = cost_of([600.0] * 20, [], gpus=4, ranges=[12, 40, 30])
+    evidence = replace(
+        _evidence("Fix x"), commits=12, searched=40, together=3, cost=cost.held(), versus_git=cost.versus_git()
+    )
+    body = render(evidence, "revert-bisect/101-ddddddd").body
+    assert "revert-bisect tested 9 runs over 40 commits for 3 tests bisected together (" in body
+    assert (
+        "For comparison, `git bisect run` once per red test, each on its own range (3 tests, 12 to 40 commits): "
+        "~15 runs, 10.0 GPU-hours, verifying nothing." in body
+    )
+    alone = render(_evidence("Fix x"), "revert-bisect/101-ddddddd").body
+    assert "revert-bisect tested 9 runs over 240 commits and confirmed" in alone  # a bisection of one test

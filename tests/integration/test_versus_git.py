@@ -1,0 +1,61 @@
+"""`git bisect run` beside a bisection is given what a person at a terminal would have (issue 33, item 4): each red
+test's own GOOD (its last pass) and BAD, narrowed by CI's readings of that test -- against a real store and git."""
+
+from __future__ import annotations
+
+from bot.adapters.git.repo import GitRepo
+from bot.adapters.store.db import connect
+from bot.adapters.store.store import Store
+from bot.domain.cost import cost_of_steps
+from bot.domain.requests import CiReading, Member
+from bot.service import setup
+from bot.service.config import BisectConfig
+from bot.service.group_rows import git_ranges
+
+URL = "https://github.com/o/r/actions/runs/900"
+
+
+def _created(repo, tmp_path, good_at: int = 0, ci=(), members=()):
+    store = Store(connect(f"sqlite:///{tmp_path / 'versus.db'}"))
+    good = repo.shas[good_at - 1] if good_at else repo.good
+    config = BisectConfig(command=tuple(repo.command()))
+    loaded = setup.create(store, GitRepo(repo.path), good, repo.bad, config, ci=ci, members=members)
+    return store.get(loaded.id), loaded.problem
+
+
+def test_the_nightly_paths_range_is_the_tests_own_last_pass_to_the_red_run(synth, tmp_path):
+    # scoped as the nightly path scopes it: GOOD the run the test last passed in (commit 10), BAD the red run (40);
+    # CI's readings of both come with it
+    repo = synth(40, 29)
+    readings = [CiReading(repo.shas[9], True, None, URL), CiReading(repo.shas[39], False, None, URL)]
+    row, problem = _created(repo, tmp_path, good_at=10, ci=readings)
+    assert git_ranges(row, problem) == [30]
+    assert cost_of_steps(row.steps, 4, git_ranges(row, problem)).git_runs == 5
+
+
+def test_cis_readings_inside_the_range_narrow_gits_range_as_they_would_a_persons(synth, tmp_path):
+    repo = synth(40, 29)
+    # the test passed in a run at commit 24 and failed in one at 32: `git bisect good`/`bad` those -> 8 commits
+    readings = [CiReading(repo.shas[23], True, None, URL), CiReading(repo.shas[31], False, None, URL)]
+    row, problem = _created(repo, tmp_path, ci=readings)
+    assert git_ranges(row, problem) == [8]
+
+
+def test_a_group_costs_git_one_bisection_per_red_test_each_from_its_own_last_pass(synth, tmp_path):
+    repo = synth(40, 29)
+    members = [
+        Member("test_a", repo.shas[17]),  # its own last pass at commit 18: 22 commits
+        Member(  # the union's GOOD, CI read it passing at 24 and failing at 32: 8 commits
+            "test_b",
+            repo.good,
+            ci=(CiReading(repo.shas[23], True, None, URL), CiReading(repo.shas[31], False, None, URL)),
+        ),
+    ]
+    row, problem = _created(repo, tmp_path, members=members)
+    assert len(problem.graph) == 40  # the union, which the group's runs search
+    assert git_ranges(row, problem) == [22, 8]
+    cost = cost_of_steps(row.steps, 4, git_ranges(row, problem))
+    assert cost.git_runs == 5 + 3
+    assert "`git bisect run` once per red test, each on its own range (2 tests, 8 to 22 commits): ~8 runs" in (
+        cost.versus_git()
+    )
