@@ -15,7 +15,6 @@ not reproducible, ...). Runs are the bisect runner's, calibration and confirmati
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import random
 import shlex
 import statistics
@@ -27,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tables  # noqa: E402  (bench/tables.py, beside this script)
+import trees  # noqa: E402
 
 from bot.domain.bisect.simulate import FlakyTest  # noqa: E402  (the histories: always this tree's)
 
@@ -37,10 +37,7 @@ ROWS = [(n, k, rate) for n in (64, 240) for k in (1, 4) for rate in (0.3, 0.5, 0
 
 def engine(tree: str | None):
     """The engine's simulator and settings: this tree's, or another checkout's (its `bot` package imported instead)."""
-    if tree:
-        for name in [m for m in sys.modules if m == "bot" or m.startswith("bot.")]:
-            del sys.modules[name]
-        sys.path.insert(0, str(Path(tree).resolve()))
+    trees.use_tree(tree)
     from bot.domain.bisect.model import Settings, Status
     from bot.domain.bisect.simulate import git_bisect, simulate
 
@@ -68,9 +65,7 @@ def histories_of(n: int, k: int, rate: float, seeds: range, tree: str | None) ->
 
 
 def row(n: int, k: int, rate: float, histories: int, tree: str | None, jobs: int) -> list[str]:
-    shares = [range(j, histories, jobs) for j in range(jobs)]
-    with multiprocessing.Pool(jobs) as pool:
-        parts = pool.starmap(histories_of, [(n, k, rate, share, tree) for share in shares])
+    parts = trees.over_processes(histories_of, lambda seeds: (n, k, rate, seeds, tree), histories, jobs)
     right, wrong, git_right = (sum(p[i] for p in parts) for i in range(3))
     runs = [r for p in parts for r in p[3]]
     git_runs = [r for p in parts for r in p[4]]

@@ -18,7 +18,6 @@ outcome. Runs are the bisect runner's, endpoints included.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import random
 import shlex
 import statistics
@@ -30,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tables  # noqa: E402  (bench/tables.py, beside this script)
+import trees  # noqa: E402
 
 from bot.domain.bisect.simulate import NoisyMetric  # noqa: E402  (the histories: always this tree's)
 
@@ -57,10 +57,7 @@ ROWS = [
 
 def engine(tree: str | None):
     """The engine's simulator and settings: this tree's, or another checkout's (its `bot` package imported instead)."""
-    if tree:
-        for name in [m for m in sys.modules if m == "bot" or m.startswith("bot.")]:
-            del sys.modules[name]
-        sys.path.insert(0, str(Path(tree).resolve()))
+    trees.use_tree(tree)
     from bot.domain.bisect.model import Settings, Status
     from bot.domain.bisect.simulate import simulate
     from bot.domain.bisect.verdict import MetricRule
@@ -88,8 +85,7 @@ def histories_of(spec: tuple, seeds: range, tree: str | None) -> tuple[int, int,
 
 
 def row(spec: tuple, histories: int, tree: str | None, jobs: int) -> list[str]:
-    with multiprocessing.Pool(jobs) as pool:
-        parts = pool.starmap(histories_of, [(spec, range(j, histories, jobs), tree) for j in range(jobs)])
+    parts = trees.over_processes(histories_of, lambda seeds: (spec, seeds, tree), histories, jobs)
     right, wrong = sum(p[0] for p in parts), sum(p[1] for p in parts)
     runs = [r for p in parts for r in p[2]]
     n, k, shape, drift, regression = spec
