@@ -64,15 +64,24 @@ class Spent:
     runs: int  # GPU runs on the bisect runner
     rounds: int
     found: bool
+    by_kind: tuple[tuple[str, int], ...] = ()  # runs per kind (calibrate, search, confirm, ab_head, ab_revert)
 
 
 def bisect_sim(
-    n: int, culprit: int, k: int, ci: dict[int, bool], rng: random.Random, flake: float, trust: bool = False
+    n: int,
+    culprit: int,
+    k: int,
+    ci: dict[int, bool],
+    rng: random.Random,
+    flake: float,
+    trust: bool = False,
+    declared: float | None = None,
 ) -> Spent:
     """revert-bisect's engine on c0..cn (c0 GOOD), CI's readings at `ci` given first; rounds of k runs. `trust`: the
-    red failure reproduced on CI, its endpoints taken as read (Settings.trust_endpoints)."""
+    red failure reproduced on CI, its endpoints taken as read (Settings.trust_endpoints). `declared`: the flake rate
+    revert-bisect is told (None: auto)."""
     graph, good, bad = linear_graph(n)
-    problem = Problem(graph, good, bad, Settings(flake_rate=flake or None, trust_endpoints=trust), head=bad)
+    problem = Problem(graph, good, bad, Settings(flake_rate=declared, trust_endpoints=trust), head=bad)
     test = FlakyTest(culprit, flake, rng)
     state = State()
     runs = [Run(f"c{i}", Kind.CI, RawResult(0 if ok else 1)) for i, ok in sorted(ci.items())]
@@ -85,7 +94,8 @@ def bisect_sim(
             continue
         if decision.outcome is not None:
             spent = [r for r in runs if r.kind is not Kind.CI]
-            return Spent(n, len(spent), rounds, decision.outcome.culprit == f"c{culprit}")
+            kinds = tuple((kind.value, sum(r.kind is kind for r in spent)) for kind in Kind if kind is not Kind.CI)
+            return Spent(n, len(spent), rounds, decision.outcome.culprit == f"c{culprit}", kinds)
         rounds += 1
         for p in decision.probes:
             sha = bad if p.kind is Kind.AB_HEAD else "c0" if p.kind is Kind.AB_REVERT else p.sha
@@ -122,49 +132,126 @@ def simulated(args) -> None:
     cost = Cost(args.start_s, args.test_s, args.gpus)
     header = ["N", "method", "k", "range (commits)", "GPU runs", "GPU-hours", "red run to revert PR", "right"]
     rows = []
+    versus = []  # each revert-bisect row beside git bisect run on its own range, incident by incident
+    declared = declared_rate(args)
     for every in args.every_list:
         cases = incidents(every, args.green_share, args.incidents, args.seed)
         flaky = random.Random(args.seed + 1)
         gb = [git_bisect(c.whole_range, FlakyTest(c.culprit_in_whole, args.flake, flaky)) for c in cases]
         rows.append(
-            _row(every, "git bisect run, from the last whole-run green", 1, cases, [c.whole_range for c in cases],
-                 [runs for _, runs in gb], [runs for _, runs in gb],
+            _row(every, "git bisect run, from the last whole-run green (the whole-run rows' range)", 1, cases,
+                 [c.whole_range for c in cases], [runs for _, runs in gb], [runs for _, runs in gb],
                  [culprit == c.culprit_in_whole for (culprit, _), c in zip(gb, cases)], cost)
         )  # fmt: skip
         # the same inputs as revert-bisect's per-test rows below: the test's own last pass as GOOD, the red run as BAD
         same = random.Random(args.seed + 1)
         gs = [git_bisect(every, FlakyTest(c.culprit_offset, args.flake, same)) for c in cases]
         rows.append(
-            _row(every, "git bisect run, per-test history (the same range)", 1, cases, [every] * len(cases),
-                 [runs for _, runs in gs], [runs for _, runs in gs],
+            _row(every, "git bisect run, from the test's own last pass (the per-test rows' range)", 1, cases,
+                 [every] * len(cases), [runs for _, runs in gs], [runs for _, runs in gs],
                  [culprit == c.culprit_offset for (culprit, _), c in zip(gs, cases)], cost)
         )  # fmt: skip
+        whole_git, own_git = [runs for _, runs in gb], [runs for _, runs in gs]
         for k in args.k_list:
             rng = random.Random(args.seed)
-            today = [bisect_sim(c.whole_range, c.culprit_in_whole, k, {}, rng, args.flake) for c in cases]
-            rows.append(_spent_row(every, "revert-bisect, whole-run green, no CI evidence", k, today, cost))
+            today = [bisect_sim(c.whole_range, c.culprit_in_whole, k, {}, rng, args.flake, declared=declared)
+                     for c in cases]  # fmt: skip
+            rows.append(_spent_row(every, WHOLE, k, today, cost))
+            versus.append(_versus_row(every, WHOLE, k, today, whole_git))
         for k in args.k_list:
             rng = random.Random(args.seed)
             # per-test history: GOOD is the run just before the culprit (the test passed there); CI's readings of
             # both endpoints (that run's pass, the red run's failure) come with the range
-            ci = [bisect_sim(every, c.culprit_offset, k, {0: True, every: False}, rng, args.flake) for c in cases]
-            rows.append(_spent_row(every, "revert-bisect, per-test history + CI evidence", k, ci, cost))
+            ci = [bisect_sim(every, c.culprit_offset, k, {0: True, every: False}, rng, args.flake, declared=declared)
+                  for c in cases]  # fmt: skip
+            rows.append(_spent_row(every, PER_TEST, k, ci, cost))
+            versus.append(_versus_row(every, PER_TEST, k, ci, own_git))
         for k in args.k_list:
             rng = random.Random(args.seed)
             # the red failure reproduced on CI (a re-run attempt, the suite runner's retry): no endpoint run first
             read = [
-                bisect_sim(every, c.culprit_offset, k, {0: True, every: False}, rng, args.flake, trust=True)
+                bisect_sim(every, c.culprit_offset, k, {0: True, every: False}, rng, args.flake, True, declared)
                 for c in cases
             ]
-            rows.append(_spent_row(every, "... and the failure reproduced: endpoints taken as read", k, read, cost))
+            rows.append(_spent_row(every, REPRODUCED, k, read, cost))
+            versus.append(_versus_row(every, REPRODUCED, k, read, own_git))
+    told = "auto" if declared is None else f"{declared:g}"
     notes = [
         f"Median over {args.incidents} incidents per N; a whole run is green with probability {args.green_share:g} "
         f"(the last green lies {1 / args.green_share:.1f} scheduled runs back on average). A GPU run costs "
         f"{args.start_s:g} s + {args.test_s:g} s on {args.gpus} GPUs; revert-bisect's runs include its "
         "calibration, confirmation and the A/B of the revert, git bisect run's only its steps. Test flake rate "
-        f"{args.flake:g}" + (" (declared to revert-bisect)." if args.flake else " (auto).")
+        f"{args.flake:g}; revert-bisect's --flake-rate {told}."
     ]
     tables.table("What CI's own results save (simulated incidents)", COMMAND, header, rows, notes)
+    versus_header = [
+        "N",
+        "method",
+        "k",
+        "range",
+        "git bisect run: runs = rounds",
+        "revert-bisect: runs",
+        "calibration / search / confirmation / A/B HEAD / A/B revert (mean)",
+        "runs - git's",
+        "runs / git's",
+        "rounds",
+        "rounds / git's",
+        "target",
+        "incidents meeting it",
+    ]
+    versus_notes = [
+        "Each revert-bisect row beside `git bisect run` given the same GOOD and BAD (which git takes as read, as a "
+        "person at a terminal would): the whole-run-green rows beside git from the last whole-run green, the "
+        "per-test rows beside git from the test's own last pass. Medians over the same incidents; the differences "
+        "and ratios are per incident, then their median. revert-bisect's runs: every run on the bisect runner, its "
+        "confirmation and both sides of the revert's A/B included; git's: its search alone. Targets (issue 33): at "
+        "k = 1 at most git's runs + 3; at k > 1 at most 1.5x git's runs in at most half its rounds."
+    ]
+    tables.table("Against `git bisect run` on the same range (simulated incidents)", COMMAND, versus_header, versus,
+                 versus_notes)  # fmt: skip
+
+
+WHOLE = "revert-bisect, whole-run green, no CI evidence"
+PER_TEST = "revert-bisect, per-test history + CI evidence"
+REPRODUCED = "... and the failure reproduced: endpoints taken as read"
+
+
+def declared_rate(args) -> float | None:
+    """The flake rate revert-bisect is told: --declare, else the test's own when it is flaky, else auto (None)."""
+    if args.declare is None:
+        return args.flake or None
+    return None if args.declare == "auto" else float(args.declare)
+
+
+def _versus_row(every, method, k, spent: list[Spent], git: list[int]) -> list[str]:
+    """One revert-bisect row against git's runs on the same incidents: per-incident excess, ratios, the target."""
+    med = statistics.median
+    runs, rounds = [s.runs for s in spent], [s.rounds for s in spent]
+    excess = [r - g for r, g in zip(runs, git)]
+    ratio = [r / max(g, 1) for r, g in zip(runs, git)]
+    round_ratio = [r / max(g, 1) for r, g in zip(rounds, git)]
+    if k == 1:
+        target, met = "<= git + 3", [e <= 3 for e in excess]
+    else:
+        target = "<= 1.5x git, <= 0.5x rounds"
+        met = [x <= 1.5 and y <= 0.5 for x, y in zip(ratio, round_ratio)]
+    kinds = [kind for kind, _ in spent[0].by_kind]
+    mean = {kind: statistics.fmean(dict(s.by_kind)[kind] for s in spent) for kind in kinds}
+    return [
+        str(every),
+        method,
+        str(k),
+        f"{med(s.commits for s in spent):g}",
+        f"{med(git):g}",
+        f"{med(runs):g}",
+        " / ".join(f"{mean[kind]:.1f}" for kind in kinds),
+        f"{med(excess):+g}",
+        f"{med(ratio):.2f}x",
+        f"{med(rounds):g}",
+        f"{med(round_ratio):.2f}x",
+        target,
+        f"{sum(met)}/{len(met)}",
+    ]
 
 
 def _spent_row(every, method, k, spent: list[Spent], cost: Cost) -> list[str]:
@@ -274,6 +361,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--incidents", type=int, default=200)
     ap.add_argument("--green-share", type=float, default=0.15, help="chance a scheduled run is green as a whole")
     ap.add_argument("--flake", type=float, default=0.0, help="the test's flake rate (0: deterministic, auto)")
+    ap.add_argument(
+        "--declare",
+        metavar="auto|RATE",
+        help="the flake rate revert-bisect is told (default: --flake's when it is not 0, else auto); "
+        "0: the test declared deterministic (the policy's bisect.flake_rate: 0, the CLI's --flake-rate 0)",
+    )
     ap.add_argument("--start-s", type=float, default=300.0)
     ap.add_argument("--test-s", type=float, default=250.0)
     ap.add_argument("--gpus", type=int, default=4)
