@@ -294,16 +294,25 @@ def real(args, command: list[str]) -> None:
 
     ci = {sha: probe_at(sha) for sha in shas[args.every - 1 :: args.every]}
     rows = []
-    counter.write_text("0")
-    with tempfile.TemporaryDirectory() as wt:
-        _git(repo, "worktree", "add", "--detach", wt, args.bad)
-        try:
-            subprocess.run(["git", "bisect", "start", args.bad, args.good], cwd=wt, capture_output=True, check=True)
-            subprocess.run(["git", "bisect", "run", *counted], cwd=wt, capture_output=True)
-            subprocess.run(["git", "bisect", "reset"], cwd=wt, capture_output=True)
-        finally:
-            _git(repo, "worktree", "remove", "--force", wt)
-    rows.append(["git bisect run", "1", len(shas), counter.read_text()])
+
+    def git_bisect_run(readings: dict[str, bool]) -> str:
+        """`git bisect run` from GOOD and BAD, CI's readings marked first as a person would mark them (`git bisect
+        good` / `bad`): the same evidence revert-bisect's row beside it is given."""
+        counter.write_text("0")
+        with tempfile.TemporaryDirectory() as wt:
+            _git(repo, "worktree", "add", "--detach", wt, args.bad)
+            try:
+                subprocess.run(["git", "bisect", "start", args.bad, args.good], cwd=wt, capture_output=True, check=True)
+                for sha, passed in readings.items():
+                    subprocess.run(["git", "bisect", "good" if passed else "bad", sha], cwd=wt, capture_output=True)
+                subprocess.run(["git", "bisect", "run", *counted], cwd=wt, capture_output=True)
+                subprocess.run(["git", "bisect", "reset"], cwd=wt, capture_output=True)
+            finally:
+                _git(repo, "worktree", "remove", "--force", wt)
+        return counter.read_text()
+
+    rows.append(["git bisect run", "1", len(shas), git_bisect_run({})])
+    rows.append(["git bisect run + CI's readings (`git bisect good`/`bad`)", "1", len(shas), git_bisect_run(ci)])
     for k in args.k_list:
         for label, readings in (("revert-bisect, no CI evidence", {}), ("revert-bisect + CI evidence", ci)):
             counter.write_text("0")
