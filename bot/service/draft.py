@@ -128,8 +128,9 @@ def draft(
         )
     metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
     # git is given each red test's own range, as a person would start from it: one bisection per test of a group
-    cost = cost_of_steps(row.steps, config.gpus, git_ranges(row, searched))
-    together = len(problems) if is_group(row) else 1
+    ranges = git_ranges(row, searched)
+    cost = cost_of_steps(row.steps, config.gpus, ranges)
+    together = len(ranges) if is_group(row) else 1  # the tests bisected: a JUnit report's green ones were not
     body = RevertEvidence(
         repo_slug=repo_slug,
         branch=branch,

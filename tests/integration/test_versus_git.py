@@ -59,3 +59,43 @@ def test_a_group_costs_git_one_bisection_per_red_test_each_from_its_own_last_pas
     assert "`git bisect run` once per red test, each on its own range (2 tests, 8 to 22 commits): ~8 runs" in (
         cost.versus_git()
     )
+
+
+def test_a_groups_revert_pr_gives_git_one_bisection_per_red_test_and_its_window_is_the_tests_own(synth, cli, tmp_path):
+    """A JUnit group through the real CLI (tests/integration/test_junit_group.py's history: commit 20 breaks two
+    tests, 45 a third, a fourth failed once at BAD, a fifth is green), then the revert PR of commit 20's culprit."""
+    from bot.adapters.git.revert import create_revert
+    from bot.service.draft import draft
+    from bot.service.pr_body import FailingTest
+    from tests.integration.test_junit_group import KL4, KL8, SCRIPT, env_for
+    from tests.support.cli import bisect_args
+
+    repo = synth(64, 20)
+    script = tmp_path / "junit_test.py"
+    script.write_text(SCRIPT)
+    script.chmod(0o755)
+    db = f"sqlite:///{tmp_path / 'group.db'}"
+    r = cli(
+        *bisect_args(repo, "--db", db, "--junit", "report.xml", command=[str(script)]), env=env_for(tmp_path, repo, "g")
+    )
+    assert r.code == 0, r.stderr
+    store = Store(connect(db))
+    loaded = setup.load(store, r.json["id"], GitRepo)
+    git_repo = GitRepo(repo.path)
+    pr = draft(
+        store.get(loaded.id),
+        loaded.problem,
+        git_repo,
+        create_revert(git_repo, repo.culprit, repo.bad),
+        repo_slug="o/r",
+        branch="main",
+        test=FailingTest(KL8, None, None),
+        fixes=[KL8, KL4],
+    )
+    # four tests red at BAD's report were bisected together (the green one by no one): git once per test, 6 each
+    assert f"tested {r.json['runs']} runs over 64 commits for 4 tests bisected together (" in pr.body
+    assert (
+        "For comparison, `git bisect run` once per red test, each on its own range (4 tests, 64 commits): ~24 runs"
+        in (pr.body)
+    )
+    assert f"`{repo.good[:12]}` (the last good) .. `{repo.bad[:12]}` (the first seen failing): 64 commits." in pr.body
