@@ -72,10 +72,13 @@ class Readings:
     @cached_property
     def _moments_at(self) -> Mapping[int, Moments]:
         t0, y0, _ = self._centre
-        out: dict[int, Moments] = {}
+        sums: dict[int, list[float]] = {}
         for r in self.points:
-            out[r.pos] = out.get(r.pos, Moments()) + Moments.of([(r.time - t0, self._oriented(r.value) - y0)])
-        return out
+            t, y = r.time - t0, self._oriented(r.value) - y0
+            acc = sums.setdefault(r.pos, [0.0] * 6)
+            for i, v in enumerate((1.0, t, y, t * t, t * y, y * y)):
+                acc[i] += v
+        return {p: Moments(int(a[0]), *a[1:]) for p, a in sums.items()}
 
     def _moments(self, pos: int) -> Moments:
         return self._moments_at.get(pos, Moments())

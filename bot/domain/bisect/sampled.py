@@ -190,13 +190,17 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
     # The readings' level may drift in time (a runner warming, a neighbour moving in). Runs are planned by the
     # model of a level that holds still, which tells the commits apart sooner, until the drift shows; a culprit
     # must convince the model that fits the drift (holding still is its special case) and the planning one.
-    still, drifting = readings.posterior(n), readings.posterior(n, drift=True)
-    post = drifting if misfit.drifting(readings, still.median()) else still
+    still = readings.posterior(n)
+    drifts = misfit.drifting(readings, still.median())
+    post = readings.posterior(n, drift=True) if drifts else still
     untestable = untestable_positions(problem, scope, ev)
     block = top_block(post, untestable)
     guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
-    change = readings.evidence_of_change(drifting)
-    named = min(block.mass, drifting.cdf(block.last) - drifting.cdf(block.parent))
+    confident = block.last <= n and block.mass >= s.confidence
+    if confident:  # the drifting model, asked only when the planning one is convinced (it costs a posterior)
+        drifting = post if drifts else readings.posterior(n, drift=True)
+        named = drifting.cdf(block.last) - drifting.cdf(block.parent)
+        confident = named >= s.confidence and readings.evidence_of_change(drifting) >= 1 / (1 - s.confidence)
 
     def finish(outcome: Outcome) -> Decision:
         return replace(final_decision(state, outcome, ev), guess=guess)
@@ -204,7 +208,6 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
     if block.last > n and block.mass >= s.confidence:
         found = f"no commit reads worse than GOOD (P={block.mass:.3f} that none does): nothing to revert"
         return finish(Outcome(Status.NO_CULPRIT, found, confidence=block.mass))
-    confident = block.last <= n and named >= s.confidence and change >= 1 / (1 - s.confidence)
     lacking = [p for p in (block.last, block.parent) if confident and readings.count(p) < s.samples]
     if confident and not lacking:
         culprit = scope.sha(block.last)
