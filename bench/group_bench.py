@@ -50,6 +50,13 @@ def incident(rng: random.Random, n: int) -> Incident:
     return Incident(red_tests(rng, n))
 
 
+def three_culprits(rng: random.Random, n: int) -> Incident:
+    """Issue 33's suite: six tests, two broken together at one commit, one each at two others, one flaky, one green
+    (not red at BAD, so not bisected)."""
+    a, b, c = rng.sample(range(1, n + 1), 3)
+    return Incident({"t0": a, "t1": a, "t2": b, "t3": c, "flaky0": None})
+
+
 def tests_of(inc: Incident, n: int, flake: float, flaky_rate: float, seed: int) -> dict[str, RedFirst]:
     return {
         t: RedFirst(
@@ -74,11 +81,18 @@ def main() -> None:
     parser.add_argument("--flake-rate", type=float, default=0.05)
     parser.add_argument("--flaky-rate", type=float, default=0.3)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--three-culprits",
+        action="store_true",
+        help="every incident issue 33's suite: two tests broken at one commit, one each at two others, one flaky",
+    )
+    parser.add_argument("--k", type=int, action="append", help="runners (repeatable; default 1 and 4)")
     args = parser.parse_args()
     count = 60 if args.quick else args.incidents
     n = args.commits
     rows, by_shape = [], []
-    for k in (1, 4):
+    draw = three_culprits if args.three_culprits else incident
+    for k in args.k or (1, 4):
         runs = {"together": [], "alone": []}
         rounds = {"together": [], "alone": []}
         ratios: list[float] = []
@@ -86,7 +100,7 @@ def main() -> None:
         judged = {False: 0, True: 0}
         shapes: dict[int, list[float]] = {}
         for seed in range(count):
-            inc = incident(random.Random(seed), n)
+            inc = draw(random.Random(seed), n)
             together = simulate_group(n, tests_of(inc, n, args.flake_rate, args.flaky_rate, seed), k)
             alone = {
                 t: simulate(n, test, k) for t, test in tests_of(inc, n, args.flake_rate, args.flaky_rate, seed).items()
@@ -125,7 +139,8 @@ def main() -> None:
         for distinct, values in sorted(shapes.items()):
             by_shape.append([str(k), str(distinct), str(len(values)), f"{statistics.median(values):.2f}x"])
     tables.table(
-        f"Several red tests: one search against one bisection per test (n = {n}, {count} incidents per k)",
+        f"Several red tests{': three culprits' if args.three_culprits else ''}: one search against one bisection "
+        f"per test (n = {n}, {count} incidents per k)",
         COMMAND,
         [
             "k",
