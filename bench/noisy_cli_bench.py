@@ -2,6 +2,7 @@
 
     python bench/noisy_cli_bench.py                 # seeds 0-9 (~10 minutes on 2 cores)
     python bench/noisy_cli_bench.py --seeds 0-2
+    python bench/noisy_cli_bench.py --no-regression # BAD as fast as GOOD: no culprit is the right answer
 
 A real git history of --commits commits per seed; the regression is planted at a commit drawn from the seed. Each
 commit's `bench.py` prints `output_throughput=<v>`: 100 with 2% run-to-run noise (Gaussian, sd 2), 96 from the
@@ -41,9 +42,10 @@ print(f"output_throughput={speed + random.gauss(0, 2):.3f}")
 """
 
 
-def _history(path: Path, n: int, culprit: int) -> list[str]:
+def _history(path: Path, n: int, culprit: int | None) -> list[str]:
     def files(i: int) -> dict[str, str]:
-        return {"bench.py": BENCH, "speed.txt": "96\n" if i >= culprit else "100\n", "change.txt": f"change {i}\n"}
+        slow = culprit is not None and i >= culprit
+        return {"bench.py": BENCH, "speed.txt": "96\n" if slow else "100\n", "change.txt": f"change {i}\n"}
 
     return linear_history(path, n, files, author="bench")
 
@@ -58,10 +60,13 @@ def main() -> None:
     parser.add_argument("--seeds", default="0-9", help="a range, e.g. 0-9")
     parser.add_argument("--commits", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--no-regression", action="store_true", help="BAD as fast as GOOD: right is ending without a culprit"
+    )
     args = parser.parse_args()
     rows, runs, right = [], [], 0
     for seed in _seeds(args.seeds):
-        culprit = random.Random(seed).randint(1, args.commits)
+        culprit = None if args.no_regression else random.Random(seed).randint(1, args.commits)
         with tempfile.TemporaryDirectory() as tmp:
             shas = _history(Path(tmp) / "repo", args.commits, culprit)
             out = Path(tmp) / "out.json"
@@ -73,13 +78,13 @@ def main() -> None:
             subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=1800)
             report = json.loads(out.read_text())
         named = report.get("culprit")
-        ok = named == shas[culprit]
+        ok = named is None if culprit is None else named == shas[culprit]
         right += ok
         runs.append(report["runs"])
         rows.append(
             [
                 str(seed),
-                str(culprit),
+                "none" if culprit is None else str(culprit),
                 report["status"],
                 "yes" if ok else "NO",
                 str(report["runs"]),
@@ -88,7 +93,8 @@ def main() -> None:
         )
     rows.append(["all", "", "", f"{right}/{len(runs)}", f"mean {statistics.fmean(runs):.1f}", ""])
     tables.table(
-        f"`revert-bisect bisect` on a noisy benchmark: 2% noise, a 4% drop, n = {args.commits}, k = {args.workers}",
+        f"`revert-bisect bisect` on a noisy benchmark: 2% noise, {'no drop' if args.no_regression else 'a 4% drop'}, "
+        f"n = {args.commits}, k = {args.workers}",
         COMMAND,
         ["seed", "culprit at", "status", "right", "runs", "effect stated"],
         rows,
