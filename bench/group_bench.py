@@ -154,8 +154,13 @@ def main() -> None:
         ],
         rows,
         [
-            f"Incidents: 2-6 red tests, 1-3 distinct culprits, 0-2 flaky tests (failing anywhere at "
-            f"{args.flaky_rate:.0%}); every test fails a good commit at {args.flake_rate:.0%}. `runs vs alone`: the "
+            (
+                "Incidents: five red tests, two broken at one commit, one each at two others, one flaky"
+                if args.three_culprits
+                else "Incidents: 2-6 red tests, 1-3 distinct culprits, 0-2 flaky tests"
+            )
+            + f" (failing anywhere at {args.flaky_rate:.0%}); every test fails a good commit at "
+            f"{args.flake_rate:.0%}. `runs vs alone`: the "
             "total GPU runs of all incidents together over alone, and the median of the per-incident ratios. Alone, "
             "the bisections run one after another on the same k runners, so their rounds add up."
         ],
