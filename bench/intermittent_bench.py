@@ -87,10 +87,8 @@ def row(n: int, k: int, rate: float, histories: int, tree: str | None, jobs: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--histories", type=int, default=2000)
-    parser.add_argument("--tree", help="another checkout whose engine to measure on the same histories")
+    trees.add_arguments(parser)
     parser.add_argument("--rows", help="only rows n,k,rate;n,k,rate (e.g. 64,1,0.7)")
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes (the histories are split among them)")
     args = parser.parse_args()
     rows = ROWS
     if args.rows:

@@ -107,9 +107,7 @@ def row(spec: tuple, histories: int, tree: str | None, jobs: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--histories", type=int, default=2000)
-    parser.add_argument("--tree", help="another checkout whose engine to measure on the same histories")
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes (the histories are split among them)")
+    trees.add_arguments(parser)
     parser.add_argument("--rows", help="only rows n,k,shape,drift,regression;... (e.g. 32,1,gauss,-0.05,2)")
     args = parser.parse_args()
     rows = ROWS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import sys
 from collections.abc import Callable
@@ -21,3 +22,10 @@ def over_processes(share: Callable[..., Any], args: Callable[[range], tuple], hi
     """`share(*args(seeds))` for the histories split into `jobs` interleaved ranges of seeds, one process each."""
     with multiprocessing.Pool(jobs) as pool:
         return pool.starmap(share, [args(range(j, histories, jobs)) for j in range(jobs)])
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--histories, --tree and --jobs, as every bench of histories takes them."""
+    parser.add_argument("--histories", type=int, default=2000)
+    parser.add_argument("--tree", help="another checkout whose engine to measure on the same histories")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (the histories are split among them)")
