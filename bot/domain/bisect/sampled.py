@@ -5,9 +5,9 @@ A metric is sampled when its rule has no threshold (a benchmark: worse than GOOD
 of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 against 0.002). Then:
 
 - CALIBRATING: GOOD and BAD are read `ENDPOINT_FIRST` times each, then once more each per round, until the
-  one-sided Bayes factor that BAD reads worse than GOOD passes `ENDPOINT_GATE` (search) or 1 / `ENDPOINT_GATE`
-  ("not reproducible", no culprit), at most `max_endpoint_samples` each; past the cap any lean towards worse is
-  searched (the gate below still guards the culprit).
+  one-sided Bayes factor that BAD reads worse than GOOD passes `ENDPOINT_GATE` (search) or falls below
+  `ENDPOINT_DOUBT` ("not reproducible", no culprit): at most `ENDPOINT_ATTEMPTS` each, and on to
+  `max_endpoint_samples` while BAD leans worse; short of the gate at the end, "not reproducible".
 - SEARCHING: the change-point posterior of bot.domain.bisect.readings over every reading, planned by the model of a
   level that holds still until the readings drift (bot.domain.bisect.misfit); runners go to its quantiles, a
   commit as often as it stays uncertain. A culprit is named when its mass reaches the confidence under that model
@@ -15,8 +15,9 @@ of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 aga
   1 / (1 - confidence) (which, when no commit changed the metric and the readings are Gaussian around a level
   that holds still or drifts linearly, bounds the chance of naming one by Ville's inequality), and `samples`
   readings stand at it and at its parent (its confirmation, and the spread the report states).
-- CONFIRMING: with a branch head, HEAD and HEAD + revert are sampled until each reads like one side of the
-  culprit's split at the stated error rate (a sequential probability ratio test), or `max_endpoint_samples`.
+- CONFIRMING: with a branch head, HEAD and HEAD + revert are read in turn until their pairs' differences tell
+  whether HEAD reads worse by the culprit's shift or not at all, at the stated error rate (a sequential
+  probability ratio test), or `max_endpoint_samples` each.
 """
 
 from __future__ import annotations
