@@ -151,50 +151,12 @@ def pg_url(request):
 KINDS = ("unit", "integration", "e2e")
 
 
-# The longest stories, longest first (`--durations` of a clean-clone CI run). Under xdist's worksteal each worker
-# starts on a contiguous share of the collection and runs it in order: these go first in the shares, in turn, so that
-# none starts in the last minutes while the other workers have run dry. A scheduling hint: a renamed test just runs
-# where it was collected.
-LONGEST = (
-    "test_demo_through_github",
-    "test_an_interrupted_demo_leaves_no_process_behind",
-    "test_github_going_away_mid_story_parks_what_meets_it_and_the_story_completes_when_it_is_back",
-    "test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr",
-    "test_twenty_sigkills_change_nothing",
-    "test_the_story_survives_a_fifth_of_github_responses_failing",
-    "test_a_revert_held_back_by_a_kill_switch_turned_on_mid_bisection_names_the_culprit",
-    "test_no_secret_appears_in_any_output_of_a_whole_run",
-    "test_kl_reads_like_the_real_incident_over_the_scenarios_seeds",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    """Each test is marked by the directory it lives in: `pytest -m "not e2e"` leaves out the whole stories. Under
-    xdist the longest stories lead each worker's share (LONGEST)."""
+def pytest_collection_modifyitems(items):
+    """Each test is marked by the directory it lives in: `pytest -m "not e2e"` leaves out the whole stories."""
     for item in items:
         kind = next((k for k in KINDS if k in item.path.parts), None)
         if kind:
             item.add_marker(getattr(pytest.mark, kind))
-    workers = getattr(config, "workerinput", {}).get("workercount", 1)
-    if workers > 1:
-        items[:] = _longest_leading_each_share(items, workers)
-
-
-def _longest_leading_each_share(items: list, workers: int) -> list:
-    """The order whose shares, as worksteal deals them (worker i gets len(pending) // (workers - i) in turn), each
-    open with every workers-th of the longest tests."""
-    longest = sorted((it for it in items if it.name in LONGEST), key=lambda it: LONGEST.index(it.name))
-    rest = [it for it in items if it.name not in LONGEST]
-    out: list = []
-    left = len(items)
-    for w in range(workers):
-        size = left // (workers - w)
-        lead = longest[w::workers]
-        take = max(0, size - len(lead))
-        out += lead + rest[:take]
-        rest = rest[take:]
-        left -= len(lead) + take
-    return out + rest
 
 
 @pytest.fixture
