@@ -12,7 +12,7 @@ DRIFT_T = 3.0  # a drift's t statistic from which it is real (the search plans b
 OUTLIER = 5.0  # a reading this many robust spreads (1.4826 MAD) from its side's level is an outlier
 HEAVY = 3.0  # excess kurtosis of the rest above which the spread is heavy-tailed ...
 TWO_MODES = -1.0  # ... and below which the readings gather in two clusters (a Gaussian's is 0)
-ENOUGH = 20  # readings before their shape is judged
+ENOUGH = 50  # readings before their shape is judged (Gaussian ones read "two clusters" 14% of the time at 20, 3% at 40)
 
 
 def drifting(readings: Readings, c: int) -> bool:
