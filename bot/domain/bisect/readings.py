@@ -19,7 +19,7 @@ from functools import cached_property
 
 from bot.domain.bisect.candidates import Scope
 from bot.domain.bisect.posterior import NO_CULPRIT_PRIOR, Posterior
-from bot.domain.bisect.stats import Contrast, Moments, Split, Stats, drift_contrast, drift_of
+from bot.domain.bisect.stats import Contrast, Moments, drift_contrast, drift_of
 
 
 @dataclass(frozen=True)
@@ -86,12 +86,6 @@ class Readings:
     def count(self, pos: int) -> int:
         return len(self.by_pos.get(pos, ()))
 
-    def split(self, c: int) -> Split:
-        """Readings before position c against those at c and after, oriented (higher is worse)."""
-        a = [self._oriented(r.value) for r in self.points if r.pos < c]
-        b = [self._oriented(r.value) for r in self.points if r.pos >= c]
-        return Split(Stats.of(a), Stats.of(b))
-
     def _sides(self, c: int) -> tuple[Moments, Moments]:
         before, after = Moments(), Moments()
         for p in self.by_pos:
@@ -100,6 +94,11 @@ class Readings:
             else:
                 after = after + self._moments(p)
         return before, after
+
+    def mean_before(self, c: int) -> float:
+        """The mean of the readings before position c, as reported."""
+        below = self._sides(c)[0]
+        return self._oriented(self._centre[1] + below.y / below.count) if below.count else 0.0
 
     def contrast(self, c: int, drift: bool = True) -> Contrast:
         """The shift from position c on; with `drift`, a linear drift in time fitted beside it (drift_contrast)."""
@@ -178,7 +177,7 @@ class Effect:
         contrast = readings.contrast(c)
         shift, half = contrast.interval(level)
         sign = 1.0 if readings.higher_is_worse else -1.0
-        before = sign * readings.split(c).a.mean
+        before = readings.mean_before(c)
         at = readings.by_pos
         slope = sign * readings.drift(c).shift if drift else 0.0
         since = statistics.fmean(r.time for r in readings.points if r.pos < c) if drift else 0.0

@@ -162,10 +162,6 @@ class Split:
     def df(self) -> int:
         return self.a.count + self.b.count - 2
 
-    @property
-    def pooled_sd(self) -> float:
-        return self.contrast().sd
-
     def contrast(self) -> Contrast:
         """b's mean over a's, the two groups' spread pooled."""
         if not self.a.count or not self.b.count:
@@ -174,17 +170,9 @@ class Split:
         magnitude = max(abs(self.a.mean), abs(self.b.mean))
         return Contrast(self.b.mean - self.a.mean, n, self.a.m2 + self.b.m2, self.df, magnitude)
 
-    def t(self) -> float:
-        """Two-sample t statistic of b's mean over a's (pooled variance)."""
-        return self.contrast().t()
-
     def log_bayes_factor(self, scale: float = EFFECT_PRIOR) -> float:
         """log of the Bayes factor for "b reads worse than a" against "both read alike" (Contrast)."""
         return self.contrast().log_bayes_factor(scale)
-
-    def interval(self, level: float) -> tuple[float, float]:
-        """The shift b - a and the half-width of its two-sided `level` confidence interval (Student's t)."""
-        return self.contrast().interval(level)
 
 
 @dataclass(frozen=True)
