@@ -1,0 +1,1 @@
+"""Benchmarks over CI runs: what each run read of a test's metrics, and where a series shifted."""
