@@ -18,6 +18,7 @@ from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
 from bot.cli.demo_watch import failing_steps
 from bot.cli.session import run_bisection
+from bot.domain.bisect.ledger import entries
 from bot.domain.bisect.model import Status
 from bot.domain.bisect.verdict import MetricRule, RawResult, classify
 from bot.service import setup
@@ -136,8 +137,9 @@ def run(
     prs = {pr["sha"]: PrRecord(pr["number"], pr["title"], pr.get("author")) for pr in scenario.prs}
     followups = [scenario.followup["number"]] if scenario.followup else []
     revert = create_revert(repo, culprit, scenario.bad)  # made during the bisection; found again here
+    row = store.get(loaded.id)
     pr = draft(
-        store.get(loaded.id),
+        row,
         loaded.problem,
         repo,
         revert,
@@ -146,6 +148,7 @@ def run(
         test=FailingTest(f"{scenario.test_file}::{cases[0]}", scenario.metric, scenario.threshold),
         prs=prs,
         followups=followups,
+        fixes=[e.test for e in entries(row.tests) if e.culprit == culprit],
     )
     (workdir / "revert-pr.md").write_text(f"# {pr.title}\n\n{pr.body}")
     err.print(

@@ -15,7 +15,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.cli.wording import said
-from bot.domain.outcome import members, parse_outcome
+from bot.domain.bisect.ledger import entries
+from bot.domain.outcome import parse_outcome
 
 PUBLISH_GRACE_S = 90.0  # from "found, revert proven" to the PR on GitHub: branch push, PR, labels, comments
 
@@ -112,28 +113,7 @@ class StoryWatch:
             return self._nothing_started()
         if not row.status:
             return None
-        if row.tests_json is not None:
-            return self._group_ended(row, opened)
-        outcome = parse_outcome(row.outcome_json)
-        if row.status != "found":
-            message = said(outcome.message, outcome.reason, outcome.facts)
-            return Ended(
-                f"bisection #{row.id} ended {row.status}" + (f": {message}" if message else ""),
-                _failing_steps(self.engine, row.id),
-            )
-        if not (outcome.ab and outcome.ab.passed):
-            return Ended(
-                f"bisection #{row.id} found {row.guess or 'a culprit'} but the revert was not proven: "
-                f"{row.revert_error or 'HEAD + revert did not pass every A/B run'}"
-            )
-        if outcome.revert_refused:
-            return Ended(f"bisection #{row.id} found the culprit; the revert PR was refused: {outcome.revert_refused}")
-        self._proven_at = self._proven_at or self.clock()
-        if self.clock() - self._proven_at > self.publish_grace_s:
-            return Ended(
-                f"bisection #{row.id} proved the revert, but no revert PR appeared within {self.publish_grace_s:.0f}s"
-            )
-        return None
+        return self._published(row, opened)
 
     def _nothing_started(self) -> Ended | None:
         """The bot handled every delivery and started no bisection (a red run it judged nothing to bisect: its log
@@ -148,31 +128,35 @@ class StoryWatch:
             return None
         return Ended(f"the bot handled the nightly's {done} webhook job(s) and started no bisection (its log says why)")
 
-    def _group_ended(self, row: _Latest, opened: int) -> Ended | None:
-        """A group of tests (one revert PR per culprit): ended once every culprit proven has its PR or the publish
-        grace is over, or when no culprit was proven at all."""
-        tests = members(row.tests_json)
-        found = [m.outcome for m in tests if m.culprit]
-        proven = {o.culprit for o in found if o.ab and o.ab.passed}
+    def _published(self, row: _Latest, opened: int) -> Ended | None:
+        """Ended once every culprit proven has its revert PR (one per culprit) or the publish grace is over, or
+        when no culprit was proven at all."""
+        found = [e.told for e in entries(row.tests_json) if e.culprit]
         refused = [o.revert_refused for o in found if o.revert_refused]
         if refused:
-            return Ended(f"bisection #{row.id}: a revert PR was refused: {refused[0]}")
-        if not proven:
+            return Ended(f"bisection #{row.id} found the culprit; the revert PR was refused: {refused[0]}")
+        if not found:
             told = parse_outcome(row.outcome_json)
             message = said(told.message, told.reason, told.facts)
             return Ended(
-                f"bisection #{row.id} of {len(tests)} tests ended {row.status} without a proven revert: {message}",
+                f"bisection #{row.id} ended {row.status}" + (f": {message}" if message else ""),
                 _failing_steps(self.engine, row.id),
             )
-        self._proven_at = self._proven_at or self.clock()
-        if opened < len(proven) and self.clock() - self._proven_at > self.publish_grace_s:
+        proven = {o.culprit for o in found if o.ab and o.ab.passed}
+        if not proven:
             return Ended(
-                f"bisection #{row.id} proved {len(proven)} reverts, but only {opened} revert PR(s) appeared within "
+                f"bisection #{row.id} found {row.guess or 'a culprit'} but the revert was not proven: "
+                f"{row.revert_error or 'HEAD + revert did not pass every A/B run'}"
+            )
+        self._proven_at = self._proven_at or self.clock()
+        if self.clock() - self._proven_at <= self.publish_grace_s:
+            return None
+        if opened < len(proven):
+            return Ended(
+                f"bisection #{row.id} proved {len(proven)} revert(s), but only {opened} revert PR(s) appeared within "
                 f"{self.publish_grace_s:.0f}s"
             )
-        if opened >= len(proven) and self.clock() - self._proven_at > self.publish_grace_s:
-            return Ended(f"bisection #{row.id} proved {len(proven)} revert(s): every one has its PR")
-        return None
+        return Ended(f"bisection #{row.id} proved {len(proven)} revert(s): every one has its PR")
 
     def _latest(self):
         rows = _rows(

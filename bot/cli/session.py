@@ -79,7 +79,7 @@ def _explained(store: Store, loaded: Loaded, pool: LocalPool) -> tuple[str, Bise
     config = loaded.config
     status, told = explain(row.status, outcome, runs, loaded.problem.good, _metric_mode(config), config.timeout_s)
     if status != row.status or told != outcome:
-        store.save_progress(loaded.id, status=status, outcome=told.as_json())
+        store.save_outcome(loaded.id, status or row.status or "", told)
     return status or row.status or "", told
 
 

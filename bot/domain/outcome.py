@@ -9,7 +9,6 @@ loses nothing) or hold a value of the wrong type (dropped to its default rather 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,25 +101,6 @@ class BisectionOutcome(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True)  # the keys the writer gave, nulls included
 
 
-@dataclass(frozen=True)
-class Member:
-    """One test of a group bisected together, as stored in bisections.tests: how it stands or ended, its outcome."""
-
-    test: str
-    status: str  # its phase while it runs, its status once it ended
-    outcome: BisectionOutcome
-
-    @property
-    def culprit(self) -> str | None:
-        """Its culprit, once its own bisection found one."""
-        return culprit_of(self.status, self.outcome)
-
-    @property
-    def best_guess(self) -> str | None:
-        """The commit its answer short of found points at (never reverted)."""
-        return best_guess_of(self.status, self.outcome)
-
-
 FOUND = "found"
 
 
@@ -133,18 +113,6 @@ def best_guess_of(status: str | None, outcome: BisectionOutcome) -> str | None:
     """The commit an answer short of found points at, None once found: its best guess (or, in a row written before
     migration 0015 that it did not rewrite, its culprit: what such a row named there was never confirmed)."""
     return None if status == FOUND else outcome.best_guess or outcome.culprit or None
-
-
-def members(tests: Mapping[str, Any] | None) -> list[Member]:
-    """A group's tests (bisections.tests), in order; [] for a bisection of one test."""
-    return [
-        Member(
-            test,
-            str(entry.get("status") or (entry.get("state") or {}).get("phase") or "calibrating"),
-            parse_outcome(entry.get("outcome")),
-        )
-        for test, entry in (tests or {}).items()
-    ]
 
 
 def parse_outcome(data: Any) -> BisectionOutcome:

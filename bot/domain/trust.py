@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.domain.bisect.model import Status
+from bot.domain.bisect.ledger import entries
 from bot.domain.guards import GUARDS
-from bot.domain.outcome import BisectionOutcome, members, outcome_of, parse_outcome
+from bot.domain.outcome import BisectionOutcome, parse_outcome
 
 CONFIRMED = "found"
 CANCELLED = "cancelled"
@@ -54,7 +54,7 @@ class Bisection(Protocol):
     head: str | None
     good: str
     bad: str
-    tests: dict | None  # several tests bisected together: each one's status and outcome (bot.domain.outcome.members)
+    tests: dict | None  # its tests: each one's status and outcome (bot.domain.bisect.ledger.entries)
 
 
 class Revert(Protocol):
@@ -168,15 +168,10 @@ def repository_of(row: Bisection) -> str:
     return _str((row.origin or {}).get("repo")) or row.repo
 
 
-_ENDED = {s.value for s in Status}
-
-
 def answers(row: Bisection) -> list[tuple[str, BisectionOutcome]]:
-    """A finished bisection's answers, (status, outcome): its own, or one per test of a group (a test still
-    running when the group was cancelled answers `cancelled`)."""
-    if row.tests is None:
-        return [(row.status or "", outcome_of(row) or BisectionOutcome())]
-    return [(m.status if m.status in _ENDED else row.status or "", m.outcome) for m in members(row.tests)]
+    """A finished bisection's answers, (status, outcome): one per test (a test still running when the bisection was
+    cancelled answers `cancelled`)."""
+    return [(e.word if e.status else row.status or "", e.told) for e in entries(row.tests)]
 
 
 def revert_opened(outcome: BisectionOutcome) -> bool:

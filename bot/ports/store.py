@@ -9,11 +9,12 @@ bot.app pass them in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from bot.domain.bisect.ledger import Entry, Result
 from bot.domain.bisect.model import Phase
 from bot.domain.outcome import BisectionOutcome
 from bot.domain.signals import Flake
@@ -39,7 +40,8 @@ class NewBisection:
     origin: dict | None = None
     origin_key: str | None = None
     commits: list[list[str]] | None = None
-    tests: dict | None = None  # several tests bisected together: test id -> {"good": its own GOOD}
+    # the bisection's tests (bot.domain.bisect.ledger): one or several; none yet for a JUnit report not read
+    tests: Sequence[Entry] = ()
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class NewStep:
     round: int
     runner_ref: str | None = None
     backend: str | None = None  # 'local' or 'github_actions': the backend dispatching it
-    results: dict | None = None  # a step of several tests: test id -> {"kind": its kind of run}
+    results: Mapping[str, Result] = field(default_factory=dict)  # each test it carries: its kind of run
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class StepReport:
     log_tail: str
     env_key: str | None = None
     env_reused: bool | None = None
-    results: dict | None = None  # a step of several tests: test id -> its kind and own result (bot.service.steps)
+    results: Mapping[str, Result] = field(default_factory=dict)  # each test it carried: its own result, as read
 
 
 class StepRecord(Protocol):
@@ -88,7 +90,7 @@ class StepRecord(Protocol):
     env_key: str | None
     env_reused: bool | None
     runner_ref: str | None
-    results: dict | None
+    results: dict | None  # bot.domain.bisect.ledger reads it (results_of, runs_of)
 
 
 class BisectionRecord(Protocol):
@@ -104,11 +106,7 @@ class BisectionRecord(Protocol):
     bad: str
     command: list
     settings: dict
-    phase: str
-    merges: list
-    confirming: str | None
-    confirm_round: int
-    confirmations: int
+    phase: str  # the columns from here to `outcome` are what its tests derive (bot.domain.bisect.ledger.summary)
     head: str | None
     revert: str | None
     revert_error: str | None
@@ -122,7 +120,7 @@ class BisectionRecord(Protocol):
     boundary: float | None
     status: str | None
     outcome: dict | None
-    tests: dict | None
+    tests: dict | None  # bot.domain.bisect.ledger reads it (entries)
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -156,8 +154,13 @@ class BisectionStore(Protocol):
     def found_in(self, repo: str, limit: int = 500) -> Sequence[BisectionRecord]:
         """The newest bisections asked for in `repo` that found a culprit (their outcomes name the reverts)."""
 
-    def save_progress(self, bisection_id: int, **fields: Any) -> None:
-        """Write state-machine fields (phase, merges, confirming, ...), the latest view, the status and outcome."""
+    def save_tests(self, bisection_id: int, tests: Sequence[Entry]) -> None:
+        """Write its tests and what the bisection derives from them (bot.domain.bisect.ledger.summary): its phase,
+        the latest view and, once every test ended, its status, outcome and end time."""
+
+    def save_outcome(self, bisection_id: int, status: str, outcome: BisectionOutcome) -> None:
+        """Write what an ended bisection says, as told again (its cause named: bot.domain.outcome.explain) or as
+        concluded with no test to run (a JUnit report with none to bisect): done, with this status and outcome."""
 
     def add_steps(self, bisection_id: int, steps: Iterable[NewStep]) -> list[int]:
         """Record steps as running, in one transaction, before they are dispatched."""

@@ -11,19 +11,16 @@ from bot.domain.bisect.group import Group, GroupDecision
 from bot.domain.bisect.model import Kind, Run
 from bot.domain.bisect.verdict import RawResult
 from bot.ports.store import BisectionRecord
-from bot.service.group_rows import SOLO
 from runners import failure
 from runners.spec import StepResult
 
 
-def ci_failures(row: BisectionRecord, group: Group, grouped: bool) -> dict[str, Failure | None]:
+def ci_failures(row: BisectionRecord, group: Group) -> dict[str, Failure | None]:
     """Each test's kind of failure in CI's red run at BAD (its stored reading: the metric and the check's line)."""
     out: dict[str, Failure | None] = {}
     for test, problem in group.problems.items():
         at_bad = [
-            s
-            for s in row.steps
-            if s.kind == Kind.CI.value and s.sha == problem.bad and (not grouped or test in (s.results or {}))
+            s for s in row.steps if s.kind == Kind.CI.value and s.sha == problem.bad and test in (s.results or {})
         ]
         kinds = [ci_failure(s.metric, s.log_tail or "", problem.settings.metric) for s in at_bad]
         out[test] = next((k for k in reversed(kinds) if k is not None), None)
@@ -31,14 +28,15 @@ def ci_failures(row: BisectionRecord, group: Group, grouped: bool) -> dict[str, 
 
 
 def read_as_ci(
-    result: StepResult, raws: Mapping[str, RawResult], kinds: Mapping[str, Failure | None]
+    result: StepResult, raws: Mapping[str, RawResult], kinds: Mapping[str, Failure | None], whole: bool
 ) -> dict[str, RawResult]:
     """Each test's result from the bisect runner as evidence of CI's failure: a test that errored there (every failed
-    case of it an error) where CI's red run failed an assertion or a metric is an infra result naming the runner."""
+    case of it an error; `whole`: every case of the step is the test's) where CI's red run failed an assertion or a
+    metric is an infra result naming the runner."""
     by_case = {c.case: c for c in result.cases}
     out = {}
     for test, raw in raws.items():
-        cases = list(result.cases) if test == SOLO else [c for c in (by_case.get(test),) if c is not None]
+        cases = list(result.cases) if whole else [c for c in (by_case.get(test),) if c is not None]
         bad = [c for c in cases if c.outcome == "bad"]
         said = next((c.why for c in bad if c.failure == failure.ERROR), None)
         out[test] = as_ci_reads(raw, failure.of_cases(c.failure for c in bad), said, result.runner, kinds.get(test))

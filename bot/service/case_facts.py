@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.domain.bisect.evidence import Evidence
+from bot.domain.bisect.ledger import runs_of
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.case import Overlap, Reading, Spread, assertion_line, overlap, red_since, spread
 from bot.domain.hunks import headed_definitions
 from bot.ports import Git
 from bot.ports.store import BisectionRecord
-from bot.service.group_rows import runs_of
 
 
 @dataclass(frozen=True)

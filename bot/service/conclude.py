@@ -1,21 +1,21 @@
 """Concluding a bisection that found its culprit: the culprit reverted on the branch already (its revert confirmed),
 else the guards' decision on reverting it (bot.domain.guards), published (bot.service.publish) and recorded in the
-bisection's outcome."""
+tests it broke."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.domain.bisect.model import Status
+from bot.domain.bisect.ledger import entries, entry
 from bot.domain.guards import Culprit, Repository, revert_refusal
-from bot.domain.outcome import AB, BisectionOutcome, members
+from bot.domain.outcome import AB, BisectionOutcome
 from bot.domain.policy import RevertAction
 from bot.domain.subjects import pr_number
 from bot.ports import Forge, RevertFound
 from bot.ports.store import BisectionRecord, BisectionStore, HoldLog
-from bot.service.group_rows import member_outcome
 from bot.service.holds import held_revert, hold, kill_switch
 from bot.service.intake import Admitted
 from bot.service.publish import Publisher, Target
@@ -32,41 +32,27 @@ class Conclusions:
 
     def conclude(self, forge: Forge, admitted: Admitted) -> tuple[BisectionRecord, str | None]:
         """The ended bisection as stored after its conclusion, and what became of its revert, for the status comment:
-        `#N` (the revert PR), or why none was opened; None when there was nothing to publish."""
-        work, bisection_id = admitted.work, admitted.loaded.id
-        row = self.store.get(bisection_id)
-        if row.tests is not None:
-            return self._conclude_group(forge, admitted, row)
-        outcome = self.store.outcome(bisection_id) or BisectionOutcome()
-        culprit = outcome.culprit if row.status == Status.FOUND.value and not work.dry_run else None
-        if culprit is None:
-            return row, None
-        found = self._reverted_on_branch(admitted, culprit)[culprit]
-        if not (found or (outcome.ab and outcome.ab.passed)):
-            return row, None
-        link = self._publish(forge, admitted, row, outcome, culprit, found)
-        return self.store.get(bisection_id), link  # with what publishing recorded (notes: a reviewer GitHub refused)
+        `#N` (the revert PR), or why none was opened; None when there was nothing to publish.
 
-    def _conclude_group(
-        self, forge: Forge, admitted: Admitted, row: BisectionRecord
-    ) -> tuple[BisectionRecord, str | None]:
-        """Several tests bisected together: one revert per culprit, listing every test it broke with the A/B of
-        each, the culprit commented on once. A test without a confirmed culprit (ambiguous, inconclusive) is reported
-        in the status comment, never reverted; a culprit whose A/B did not prove every test it broke, neither."""
+        One revert per culprit, listing every test it broke with the A/B of each, the culprit commented on once. A
+        test without a confirmed culprit (ambiguous, inconclusive) is reported in the status comment, never reverted;
+        a culprit whose A/B did not prove every test it broke, neither."""
+        row = self.store.get(admitted.loaded.id)
         if admitted.work.dry_run:
             return row, None
         said = []
         broke = culprits(row)
         reverted = self._reverted_on_branch(admitted, *broke) if broke else {}
         for culprit, tests in broke.items():
-            outcomes = {t: member_outcome(row, t) for t in tests}
+            outcomes = {t: entry(row.tests, t).told for t in tests}
             found = reverted[culprit]
             if not (found or all(o.ab and o.ab.passed for o in outcomes.values())):
                 said.append(f"{culprit[:12]}: not opened: the A/B did not prove the revert fixes every test it broke")
                 continue
             link = self._publish(forge, admitted, row, outcomes[tests[0]], culprit, found, tests)
-            said.append(f"{culprit[:12]}: {link}" if link and not link.startswith("#") else link or "")
-        return self.store.get(row.id), "; ".join(filter(None, said)) or None
+            many = len(broke) > 1  # several culprits: each answer says whose it is
+            said.append(f"{culprit[:12]}: {link}" if many and link and not link.startswith("#") else link or "")
+        return self.store.get(row.id), "; ".join(filter(None, said)) or None  # as publishing recorded it
 
     def _reverted_on_branch(self, admitted: Admitted, *culprits: str) -> dict[str, RevertFound | None]:
         """Each culprit's revert on the branch, merged before the bisection or while it ran (so fetched again, once)."""
@@ -82,7 +68,7 @@ class Conclusions:
         outcome: BisectionOutcome,
         culprit: str,
         found: RevertFound | None,
-        tests: tuple[str, ...] = (),
+        tests: tuple[str, ...],
     ) -> str | None:
         """The guards' decision on the culprit, recorded; the publisher writes what it decided."""
         work, policy, repo = admitted.work, admitted.policy, admitted.repo
@@ -99,10 +85,10 @@ class Conclusions:
                 self.workspace.clone_url(work.repo),
                 self.workspace.token(work.repo),
                 row.id,
-                tests[0] if tests else work.test,
+                tests[0],
                 self.workspace.clones,
                 tests,
-                culprit[:12] if tests else "",
+                culprit[:12],
             )
         )
         ab, confidence = outcome.ab or AB(), outcome.confidence or 0
@@ -110,15 +96,12 @@ class Conclusions:
 
         def record(**facts_: Any) -> None:  # for the dashboard and the trust report
             facts_ = dict(culprit_pr=facts.pr, culprit_subject=subject, **facts_)
-            if not tests:
-                self.store.save_progress(row.id, outcome=outcome.with_facts(**facts_).as_json())
-                return
-            # a group's culprit: on each test it broke, the group's entries as they are now (an earlier culprit's too)
-            entries = {t: dict(e) for t, e in (self.store.get(row.id).tests or {}).items()}
-            for t in tests:
-                told = BisectionOutcome.model_validate(entries[t].get("outcome") or {})
-                entries[t]["outcome"] = told.with_facts(**facts_).as_json()
-            self.store.save_progress(row.id, tests=entries)
+            # on each test it broke, the tests as they are now (an earlier culprit's facts too)
+            now = [
+                replace(e, outcome=e.told.with_facts(**facts_)) if e.test in tests else e
+                for e in entries(self.store.get(row.id).tests)
+            ]
+            self.store.save_tests(row.id, now)
 
         if found:  # nothing to open, so nothing to refuse: that revert's PR gets the evidence instead
             proof = evidence if ab.passed else f"P={confidence:.3f}"  # no A/B: HEAD had it
@@ -175,7 +158,7 @@ class Conclusions:
 def culprits(row: BisectionRecord) -> dict[str, tuple[str, ...]]:
     """A group's culprits, each with the tests it broke (the tests whose own bisection found it), in test order."""
     broke: dict[str, list[str]] = {}
-    for m in members(row.tests):
-        if m.culprit:
-            broke.setdefault(m.culprit, []).append(m.test)
+    for e in entries(row.tests):
+        if e.culprit:
+            broke.setdefault(e.culprit, []).append(e.test)
     return {c: tuple(ts) for c, ts in broke.items()}

@@ -62,6 +62,12 @@ class BisectConfig:
         return None if self.env is None else EnvSpec.from_json(self.env)
 
     @property
+    def whole_step(self) -> bool:
+        """Its test is the whole step (its exit code and metric), not a case of the step's report (a JUnit report's
+        tests, several of a policy's, each run under its id)."""
+        return self.junit is None and self.members is None
+
+    @property
     def uses_metric(self) -> bool:
         return self.metric_file or self.metric_regex is not None
 

@@ -10,21 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
+from bot.domain.bisect.ledger import Entry, Result, outcome_model, results_of
 from bot.domain.bisect.model import Kind, Outcome, Phase, Problem, State, Status
 from bot.domain.bisect.verdict import RawResult, Verdict, classify
 from bot.domain.reasons import Reason
 from bot.observability.heartbeat import beat
 from bot.ports.store import BisectionStore, NewStep, StepRecord, StepReport
-from bot.service.group_rows import (
-    outcome_json,
-    raw_results,
-    read_report,
-    state_json,
-    step_report,
-    step_results,
-    step_verdict,
-)
+from bot.service.group_rows import raw_results, read_report, step_report
 from runners.spec import Backend, StepResult, StepSpec, new_ref
 
 ROUND = 0
@@ -40,8 +34,8 @@ def discover(
     backend: Backend,
     spec: Callable[[int, str, str], StepSpec],  # (step id, sha, runner ref) -> the step to run
     cancelled: Callable[[], bool] = lambda: False,
-) -> dict[str, dict] | str:
-    """The group's tests (bisections.tests), stored; or why there are none to bisect (the bisection then ends)."""
+) -> list[Entry] | str:
+    """The report's tests (bisections.tests), stored; or why there are none to bisect (the bisection then ends)."""
     wanted = re.compile(pattern) if pattern else None
     while not cancelled():
         steps = [s for s in store.get(bisection_id).steps if s.kind == Kind.CALIBRATE.value and s.round == ROUND]
@@ -72,7 +66,7 @@ def _run(
     refs = [new_ref() for _ in shas]
     name = getattr(backend, "name", None)
     ids = store.add_steps(
-        bisection_id, [NewStep(sha, Kind.CALIBRATE.value, ROUND, ref, name, {}) for sha, ref in zip(shas, refs)]
+        bisection_id, [NewStep(sha, Kind.CALIBRATE.value, ROUND, ref, name) for sha, ref in zip(shas, refs)]
     )
     for step_id, sha, ref in zip(ids, shas, refs):
         backend.submit(spec(step_id, sha, ref))
@@ -91,40 +85,37 @@ def _run(
 
 def _report(result: StepResult, wanted: re.Pattern[str] | None) -> StepReport:
     tests = [c.case for c in result.cases if wanted is None or wanted.search(c.case)]
-    raws = raw_results(result, tests)
-    verdicts = {t: classify(raw, None, None) for t, raw in raws.items()}
-    results = step_results({t: Kind.CALIBRATE for t in tests}, raws, verdicts)
-    verdict = classify(RawResult(result.exit_code, None, result.infra_reason), None, None)
-    if result.infra_reason is None and verdicts:
-        verdict = step_verdict(list(verdicts.values()))
-    return step_report(result, verdict, results)
+    raws = raw_results(result, tests, whole=False)
+    results = {t: Result.of(Kind.CALIBRATE, raw, classify(raw, None, None)) for t, raw in raws.items()}
+    report = step_report(result, results)
+    if result.infra_reason is not None or not results:  # the report was not read: the exit code speaks
+        report = replace(
+            report, verdict=classify(RawResult(result.exit_code, None, result.infra_reason), None, None).value
+        )
+    return report
 
 
-def _tests(store: BisectionStore, bisection_id: int, problem: Problem, at_bad: StepRecord) -> dict[str, dict] | str:
-    results = at_bad.results or {}
+def _tests(store: BisectionStore, bisection_id: int, problem: Problem, at_bad: StepRecord) -> list[Entry] | str:
+    results = results_of(at_bad)
     if not results:
         return f"BAD {problem.bad[:12]}'s JUnit report has no test to bisect (none matches --tests, or it is empty)"
-    tests: dict[str, dict] = {}
-    for test, r in results.items():
-        entry: dict = {"good": problem.good}
-        if r.get("verdict") != Verdict.BAD.value:
-            passed = r.get("verdict") == Verdict.GOOD.value
-            entry.update(
-                state=state_json(State(Phase.DONE)),
-                status=(Status.NOT_REPRODUCIBLE if passed else Status.UNTESTABLE).value,
-                outcome=_ended_outcome(problem, passed),
-            )
-        tests[test] = entry
-    store.save_progress(bisection_id, tests=tests)
+    tests = [
+        Entry(test, problem.good)
+        if r.verdict is Verdict.BAD
+        else _ended(Entry(test, problem.good), problem, r.verdict is Verdict.GOOD)
+        for test, r in results.items()
+    ]
+    store.save_tests(bisection_id, tests)
     return tests
 
 
-def _ended_outcome(problem: Problem, passed: bool) -> dict:
+def _ended(test: Entry, problem: Problem, passed: bool) -> Entry:
+    """A test of the report that did not fail at BAD: not bisected."""
     if passed:
         message = f"passes at BAD {problem.bad[:12]}: not bisected"
-        return outcome_json(
-            Outcome(Status.NOT_REPRODUCIBLE, message, reason=Reason.BAD_PASSES, facts={"sha": problem.bad})
-        )
-    message = f"skipped at BAD {problem.bad[:12]}: not bisected"
-    facts = {"endpoint": "BAD", "side": "bad", "sha": problem.bad}
-    return outcome_json(Outcome(Status.UNTESTABLE, message, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts))
+        out = Outcome(Status.NOT_REPRODUCIBLE, message, reason=Reason.BAD_PASSES, facts={"sha": problem.bad})
+    else:
+        message = f"skipped at BAD {problem.bad[:12]}: not bisected"
+        facts = {"endpoint": "BAD", "side": "bad", "sha": problem.bad}
+        out = Outcome(Status.UNTESTABLE, message, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts)
+    return replace(test, state=State(Phase.DONE), status=out.status, outcome=outcome_model(out))

@@ -8,18 +8,18 @@ from dataclasses import dataclass
 
 from bot.domain.bisect.confirmation import head_stand_ins
 from bot.domain.bisect.evidence import Evidence
+from bot.domain.bisect.ledger import entry
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.cost import cost_of_steps, git_range
 from bot.domain.outcome import AB as OutcomeAB
-from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports import Git, Revert
 from bot.ports.store import BisectionRecord
 from bot.service.case_facts import case_of
 from bot.service.config import BisectConfig
 from bot.service.driver import finished_runs
-from bot.service.group_rows import git_ranges, group_of, is_group, member_outcome
+from bot.service.group_rows import git_ranges, group_of
 from bot.service.pr_body import (
     AB,
     Culprit,
@@ -61,19 +61,19 @@ def draft(
     test: FailingTest,
     prs: Mapping[str, PrRecord] = {},
     followups: list[int] = (),
-    fixes: Sequence[str] = (),
+    fixes: Sequence[str],
     followup_why: str = "",
 ) -> PullRequestDraft:
-    """The revert PR for a found, proven culprit. `fixes`: the tests of a group (bot.domain.bisect.group) that this
-    culprit broke, each listed with its own A/B; the first one's runs make the bisect table (`test` is it)."""
-    outcome = member_outcome(row, fixes[0]) if fixes else outcome_of(row) or BisectionOutcome()
+    """The revert PR for a found, proven culprit. `fixes`: the tests of the bisection this culprit broke, each
+    listed with its own A/B; the first one's runs make the bisect table (`test` is it)."""
+    outcome = entry(row.tests, fixes[0]).told
     culprit = outcome.culprit
     config = BisectConfig.from_json(row.settings)
     # a group's member is judged by its own rule (a metric, or its exit code) from its own GOOD, as the search judged it
     problems = group_of(problem, row, config.settings_for)[0].problems
-    searched = problem  # a group's: the union of its tests' ranges
-    problem = problems[fixes[0]] if fixes else problem
-    evidence = Evidence.of(problem, runs_of_test(row, fixes[0] if fixes else None))
+    searched = problem  # the union of its tests' ranges
+    problem = problems[fixes[0]]
+    evidence = Evidence.of(problem, runs_of_test(row, fixes[0]))
     by_sha: dict[str, list] = defaultdict(list)
     by_ci: dict[str, list] = defaultdict(list)  # CI's readings: free evidence, shown apart from the runner's
     for run, verdict in evidence.verdicts:
@@ -114,7 +114,7 @@ def draft(
     ab = _ab(problem, evidence, revert, outcome.ab)
     fixed = []
     for member in fixes:
-        told = member_outcome(row, member)
+        told = entry(row.tests, member).told
         theirs = _ab(problems[member], Evidence.of(problems[member], runs_of_test(row, member)), revert, told.ab)
         fixed.append(
             FixedTest(
@@ -130,7 +130,7 @@ def draft(
     # git is given each red test's own range, as a person would start from it: one bisection per test of a group
     ranges = git_ranges(row, searched)
     cost = cost_of_steps(row.steps, config.gpus, ranges)
-    together = len(ranges) if is_group(row) else 1  # the tests bisected: a JUnit report's green ones were not
+    together = len(ranges)  # the tests bisected: a JUnit report's green ones were not
     body = RevertEvidence(
         repo_slug=repo_slug,
         branch=branch,
@@ -140,7 +140,7 @@ def draft(
         ab=ab,
         files=revert.files,
         diffstat=revert.diffstat,
-        replay_log=replay_log(row, problem, repo, fixes[0] if fixes else None).rstrip(),
+        replay_log=replay_log(row, problem, repo, fixes[0]).rstrip(),
         bisection_id=row.id,
         confidence=outcome.confidence or 0.0,
         runs=sum(s.state in ("done", "lost") and s.kind != Kind.CI.value for s in row.steps),
@@ -153,7 +153,7 @@ def draft(
         before=metric(parent),
         after=metric(culprit),
         followups=list(followups),
-        case=case_of(row, problem, repo, culprit, fixes[0] if fixes else None),
+        case=case_of(row, problem, repo, culprit, fixes[0]),
         good=problem.good,
         bad=problem.bad,
         followup_why=followup_why,
@@ -163,10 +163,9 @@ def draft(
     return render(body, revert.branch)
 
 
-def runs_of_test(row: BisectionRecord, test: str | None):
-    """The runs of one member of a group (None: a bisection of one test, every run)."""
-    runs = finished_runs(row)
-    return runs if test is None else [r for r in runs if r.test == test]
+def runs_of_test(row: BisectionRecord, test: str):
+    """The runs of one test of the bisection."""
+    return [r for r in finished_runs(row) if r.test == test]
 
 
 def _ab(problem: Problem, evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:

@@ -7,8 +7,8 @@ Order of writes, so that a process killed at any line resumes cleanly:
 On resume, steps still `running` belong to a process that is gone: they become `lost` (infra,
 never evidence) and the engine simply plans around them; finished steps are never re-run.
 
-A bisection of several tests (bot.domain.bisect.group) is driven the same way: a step carries the tests the
-group decided, runs them together and is read per test; a bisection of one is a group of one.
+A bisection is its tests (bot.domain.bisect.ledger), one or several, searched together (bot.domain.bisect.group):
+a step carries the tests the group decided, runs them together and is read per test.
 """
 
 from __future__ import annotations
@@ -17,32 +17,19 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
 
 from bot.domain.bisect.group import GroupDecision, Step, decide_group
+from bot.domain.bisect.ledger import Entry, Result, entries, outcome_model, phase_of, results_of, runs_of, summary
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, Status
-from bot.domain.bisect.verdict import RawResult, Verdict
-from bot.domain.outcome import members
+from bot.domain.bisect.verdict import Verdict
+from bot.domain.outcome import BisectionOutcome
 from bot.domain.reasons import Reason
 from bot.observability.heartbeat import beat
 from bot.ports.store import BisectionRecord, BisectionStore, NewStep
 from bot.service.as_ci import ci_failures, naming_the_runner, read_as_ci
 from bot.service.config import BisectConfig
 from bot.service.discovery import CANCELLED, discover
-from bot.service.group_rows import (
-    SOLO,
-    classify_all,
-    group_of,
-    group_outcome,
-    is_group,
-    outcome_json,
-    raw_results,
-    runs_of,
-    state_json,
-    step_report,
-    step_results,
-    step_verdict,
-)
+from bot.service.group_rows import classify_all, group_of, raw_results, step_report
 from bot.service.snapshot import Snapshot, TestView
 from runners.spec import Backend, RevertOf, StepResult, StepSpec, new_ref
 
@@ -55,7 +42,6 @@ GATHER_FLOOR_S = 0.2
 
 Observer = Callable[[Snapshot], None]
 Reverter = Callable[[str, str], "tuple[str | None, str | None]"]  # (culprit, onto) -> (revert sha, or why not)
-_PHASES = list(Phase)
 
 
 def finished_runs(row: BisectionRecord) -> list[Run]:
@@ -104,20 +90,14 @@ class Driver:
             lambda step_id, sha, ref: self._spec(step_id, (Probe(sha, Kind.CALIBRATE),), {}, ref),
             self.cancelled or (lambda: False),
         )
-        if isinstance(found, dict):
+        if not isinstance(found, str):
             return None
         if found == CANCELLED:
             outcome = Outcome(Status.CANCELLED, found)
         else:
             facts = dict(endpoint="BAD", side="bad", sha=self.problem.bad)
             outcome = Outcome(Status.UNTESTABLE, found, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts)
-        self.store.save_progress(
-            self.id,
-            phase=Phase.DONE.value,
-            status=outcome.status.value,
-            finished_at=datetime.now(UTC),
-            outcome=outcome_json(outcome),
-        )
+        self.store.save_outcome(self.id, outcome.status.value, outcome_model(outcome))
         return outcome
 
     def _run(self) -> Outcome:
@@ -126,24 +106,22 @@ class Driver:
             return ended
         row = self.store.get(self.id)
         self.group, states = group_of(self.problem, row, self.config.settings_for)
-        self.grouped = is_group(row)
-        ci_kinds = ci_failures(row, self.group, self.grouped)  # how CI's red run failed each test
-        self.tests: dict[str, dict] = {t: dict(info) for t, info in (row.tests or {}).items()}
+        ci_kinds = ci_failures(row, self.group)  # how CI's red run failed each test
+        self.tests: dict[str, Entry] = {e.test: e for e in entries(row.tests)}
         flying = self._adopt(row, states)
         left = [s.id for s in row.steps if s.state == "running" and s.id not in flying]
         self.store.mark_lost(self.id, "lost: the process driving this step stopped before it finished", step_ids=left)
         row = self.store.get(self.id)
         runs = finished_runs(row)
         durations = [s.duration_s for s in row.steps if s.duration_s]
-        snap = Snapshot(self.id, _phase(states), len(self.problem.graph))
+        snap = Snapshot(self.id, phase_of(states.values()), len(self.problem.graph))
         for step in row.steps:
             if step.state in ("done", "lost"):
                 snap.runs.append((step.sha, step.kind, Verdict(step.verdict or "infra"), step.metric))
                 if step.infra_reason:
                     snap.infra.append((step.sha, step.infra_reason))
-        if self.grouped:
-            snap.tests = {t: self._view(t, info, runs) for t, info in self.tests.items()}
-        boundaries: dict[str, float | None] = {t: info.get("boundary") for t, info in self.tests.items()}
+        snap.tests = {t: _view(e, runs) for t, e in self.tests.items()}
+        boundaries: dict[str, float | None] = {t: e.boundary for t, e in self.tests.items()}
         # A guard on the engine itself: runs it asked for and then cancelled as settled are runner time spent for
         # nothing; more of them than the run budget means a bug in the engine, so stop rather than burn GPUs.
         settled_cancels = 0
@@ -161,7 +139,7 @@ class Driver:
                 busy = [p for step in flying.values() for p in step]
                 decision = naming_the_runner(decide_group(self.group, states, runs, busy, self.backend.free), runs)
             boundaries.update({t: d.boundary for t, d in decision.decisions.items()})
-            outcome = self._save(states, decision)
+            outcome = self._save(decision)
             states = dict(decision.states)
             self._show(snap, decision, flying, runs)
             if outcome is not None:
@@ -187,18 +165,14 @@ class Driver:
                 if step is None:  # cancelled as obsolete while its result was on its way: the store says cancelled
                     continue
                 kinds = {p.test: p.kind for p in step}
-                raws = (
-                    raw_results(result, list(kinds))
-                    if self.grouped
-                    else {SOLO: RawResult(result.exit_code, result.metric, result.infra_reason)}
-                )
-                raws = read_as_ci(result, raws, ci_kinds)
+                whole = self.config.whole_step
+                raws = read_as_ci(result, raw_results(result, list(kinds), whole), ci_kinds, whole)
                 verdicts = classify_all(raws, self.group, boundaries)
-                verdict = step_verdict(list(verdicts.values()))
-                results = step_results(kinds, raws, verdicts) if self.grouped else None
-                self.store.finish_step(result.step_id, step_report(result, verdict, results, raws.get(SOLO)))
+                results = {t: Result.of(kinds[t], raws[t], verdicts[t]) for t in kinds}
+                report = step_report(result, results)
+                self.store.finish_step(result.step_id, report)
                 runs += [Run(result.sha, kinds[t], raws[t], step[0].round, t) for t in kinds]
-                snap.runs.append((result.sha, step[0].kind.value, verdict, result.metric))
+                snap.runs.append((result.sha, step[0].kind.value, Verdict(report.verdict), result.metric))
                 for said in dict.fromkeys(r.infra_reason for r in raws.values() if r.infra_reason):
                     snap.infra.append((result.sha, said))
                 if result.infra_reason is None:
@@ -216,61 +190,20 @@ class Driver:
             for test, state in states.items():
                 if state.phase is Phase.CONFIRMING and state.confirming == culprit:
                     states[test] = replace(state, revert=sha, revert_error=error)
-                    self.tests.setdefault(test, {})["state"] = state_json(states[test])
-            if not self.grouped:
-                self.store.save_progress(self.id, revert=sha, revert_error=error)
-        if self.grouped:
-            self.store.save_progress(self.id, tests=_copy(self.tests))
+                    self.tests[test] = replace(self.tests[test], state=states[test])
+        self.store.save_tests(self.id, list(self.tests.values()))
         return states
 
-    def _save(self, old: dict[str, State], decision: GroupDecision) -> Outcome | None:
+    def _save(self, decision: GroupDecision) -> Outcome | None:
         """The decision written before anything acts on it; the bisection's outcome once every test has one."""
-        if not self.grouped:
-            solo = decision.decisions.get(SOLO)
-            if solo is not None:
-                self._save_solo(old[SOLO], solo)
-            return solo.outcome if solo is not None else None
         for test, d in decision.decisions.items():
-            entry = self.tests.setdefault(test, {})
-            entry.update(
-                state=state_json(d.state),
-                guess=d.guess.sha if d.guess else None,
-                guess_probability=d.guess.probability if d.guess else None,
-                flake_rate=d.flake_rate,
-                boundary=d.boundary,
-            )
-            if d.outcome is not None:
-                entry.update(status=d.outcome.status.value, outcome=outcome_json(d.outcome))
-        fields: dict = dict(tests=_copy(self.tests), phase=_phase(decision.states).value)
-        ended = None
-        if decision.done:
-            status, told = group_outcome({t: self.tests[t] for t in self.group.tests})
-            fields.update(status=status.value, finished_at=datetime.now(UTC), outcome=told.as_json())
-            fields.update(guess=told.culprit or told.best_guess, guess_probability=told.confidence)
-            ended = Outcome(
-                status,
-                told.message or "",
-                culprit=told.culprit,
-                confidence=told.confidence or 0.0,
-                best_guess=told.best_guess,
-            )
-        self.store.save_progress(self.id, **fields)
-        return ended
-
-    def _save_solo(self, old: State, decision: Decision) -> None:
-        new = decision.state
-        fields = dict(
-            guess=decision.guess.sha if decision.guess else None,
-            guess_probability=decision.guess.probability if decision.guess else None,
-            flake_rate=decision.flake_rate,
-            boundary=decision.boundary,
-        )
-        if new != old:
-            fields.update(state_json(new))  # the state machine's columns, named as its JSON
-        if decision.outcome is not None:
-            out = decision.outcome
-            fields.update(status=out.status.value, finished_at=datetime.now(UTC), outcome=outcome_json(out))
-        self.store.save_progress(self.id, **fields)
+            self.tests[test] = self.tests[test].decided(d)
+        tests = list(self.tests.values())
+        self.store.save_tests(self.id, tests)
+        told = summary(tests)
+        if told.status is None or told.outcome is None:
+            return None
+        return _outcome(told.status, told.outcome)
 
     def _dispatch(self, steps: tuple[Step, ...], flying: dict[int, Step], states: dict[str, State]) -> None:
         refs = [new_ref() for _ in steps]  # stored first: a restarted driver finds the runs by them
@@ -283,7 +216,7 @@ class Driver:
                 step[0].round,
                 ref,
                 backend,
-                {p.test: {"kind": p.kind.value} for p in step} if self.grouped else None,
+                {p.test: Result(p.kind) for p in step},
             )
             for step, ref in zip(steps, refs)
         ]
@@ -296,7 +229,7 @@ class Driver:
         reverting = next((states[p.test].confirming for p in step if p.kind is Kind.AB_REVERT), None)
         revert = RevertOf(reverting, self.problem.head) if reverting and self.problem.head else None
         own, named = self.own_test, ()
-        if own is not None and self.grouped:  # the step runs exactly the tests (the file's cases) it carries
+        if own is not None and not self.config.whole_step:  # the step runs exactly the tests (cases) it carries
             own = replace(own, cases=tuple(sorted(p.test for p in step)))
         if self.config.members:  # several of the policy's tests: each it carries, in turn
             named = self.config.named_runs(p.test for p in step)
@@ -323,8 +256,7 @@ class Driver:
         adopted: dict[int, Step] = {}
         for step in row.steps:
             if step.state == "running" and step.runner_ref:
-                kinds = {t: r["kind"] for t, r in step.results.items()} if step.results else {SOLO: step.kind}
-                probes = tuple(Probe(step.sha, Kind(k), step.round, t) for t, k in kinds.items())
+                probes = tuple(Probe(step.sha, r.kind, step.round, t) for t, r in results_of(step).items())
                 if self.backend.adopt(self._spec(step.id, probes, states, step.runner_ref), step.started_at):
                     adopted[step.id] = probes
         return adopted
@@ -351,34 +283,39 @@ class Driver:
                 flying.pop(step_id, None)
 
     def _show(self, snap: Snapshot, decision: GroupDecision, flying: dict[int, Step], runs: list[Run]) -> None:
-        snap.phase = _phase(decision.states)
+        snap.phase = phase_of(decision.states.values())
         snap.in_flight = [step[0].sha for step in flying.values()]
         waiting = self.backend.waiting()
         snap.waiting = [f"{flying[i][0].sha[:12]}: {why}" for i, why in sorted(waiting.items()) if i in flying]
-        solo = decision.decisions.get(SOLO)
-        if solo is not None:
-            if solo.guess:
-                snap.guess, snap.guess_probability = solo.guess.sha, solo.guess.probability
-            snap.flake_rate = solo.flake_rate
-        for test in decision.decisions if self.grouped else ():
-            snap.tests[test] = self._view(test, self.tests[test], runs)
+        told = summary(list(self.tests.values()))
+        snap.guess, snap.guess_probability = told.guess, told.guess_probability or 0.0
+        snap.flake_rate = told.flake_rate or 0.0
+        for test in decision.decisions:
+            snap.tests[test] = _view(self.tests[test], runs)
         self.observer(snap)
 
-    @staticmethod
-    def _view(test: str, info: dict, runs: list[Run]) -> TestView:
-        (member,) = members({test: info})
-        return TestView(
-            member.status,
-            info.get("guess"),
-            info.get("guess_probability") or 0.0,
-            member.culprit,
-            sum(1 for r in runs if r.test == test and r.raw.infra_reason is None),
-        )
+
+def _view(test: Entry, runs: list[Run]) -> TestView:
+    return TestView(
+        test.word,
+        test.guess,
+        test.guess_probability or 0.0,
+        test.culprit,
+        sum(1 for r in runs if r.test == test.test and r.raw.infra_reason is None),
+    )
 
 
-def _phase(states: dict[str, State]) -> Phase:
-    """A group's phase: its least advanced test's (DONE once every test is)."""
-    return min((s.phase for s in states.values()), key=_PHASES.index, default=Phase.DONE)
+def _outcome(status: Status, told: BisectionOutcome) -> Outcome:
+    """The bisection's outcome, for its caller (the CLI prints its culprit and candidates)."""
+    return Outcome(
+        status,
+        told.message or "",
+        culprit=told.culprit,
+        first_parent_culprit=told.first_parent_culprit,
+        confidence=told.confidence or 0.0,
+        candidates=tuple(told.candidates),
+        best_guess=told.best_guess,
+    )
 
 
 def _ended(states: dict[str, State], outcome: Outcome) -> GroupDecision:
@@ -389,8 +326,3 @@ def _ended(states: dict[str, State], outcome: Outcome) -> GroupDecision:
         if s.phase is not Phase.DONE
     }
     return GroupDecision({**states, **{t: d.state for t, d in decisions.items()}}, decisions)
-
-
-def _copy(tests: dict[str, dict]) -> dict[str, dict]:
-    """A fresh value for the JSON column (an update must not hand the store the dict it will compare against)."""
-    return {t: dict(info) for t, info in tests.items()}

@@ -147,7 +147,16 @@ class Intake:
                 setup.load(self.store, existing.id, self.workspace.clones.open)
                 if existing
                 else setup.create(
-                    self.store, repo, work.good, bad, config, work.origin(), work.key, work.ci, members=work.members
+                    self.store,
+                    repo,
+                    work.good,
+                    bad,
+                    config,
+                    work.origin(),
+                    work.key,
+                    work.ci,
+                    members=work.members,
+                    test=work.test,
                 )
             )
         except RevertBisectError as exc:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bot.domain.outcome import BisectionOutcome, members, outcome_of
+from bot.domain.bisect.ledger import entries
+from bot.domain.outcome import BisectionOutcome
 from bot.ports import Forge
 from bot.ports.store import BisectionRecord, BisectionStore, ClaimedJob
 
@@ -57,7 +58,7 @@ class RevertMerged:
             followup=FOLLOWUP.format(followup=outcome.followup) if outcome.followup else NO_FOLLOWUP,
             id=row.id,
         )
-        part = f"-{outcome.culprit[:12]}" if row.tests and outcome.culprit else ""
+        part = f"-{outcome.culprit[:12]}" if outcome.culprit else ""
         comment_id, _ = self.forge_for(repo).comment_once(outcome.culprit_pr, f"reland-{row.id}{part}", text)
         log.info("bisection #%s: revert #%s merged, re-land said on #%s", row.id, number, outcome.culprit_pr)
         return comment_id
@@ -65,10 +66,7 @@ class RevertMerged:
     def _revert(self, repo: str, number: int) -> tuple[BisectionRecord, BisectionOutcome, list[str]] | None:
         """The bisection whose revert PR is `number`, its outcome and the tests the revert fixed."""
         for row in self.store.found_in(repo):
-            own = outcome_of(row)
-            if own is not None and own.revert_pr == number:
-                return row, own, [str((row.origin or {}).get("test") or "the test")]
-            fixed = [m for m in members(row.tests) if m.outcome.revert_pr == number]
+            fixed = [e for e in entries(row.tests) if e.told.revert_pr == number]
             if fixed:
-                return row, fixed[0].outcome, [m.test for m in fixed]
+                return row, fixed[0].told, [e.test for e in fixed]
         return None

@@ -6,15 +6,16 @@ from collections import defaultdict
 
 from bot.domain.bisect.candidates import first_parent_chain
 from bot.domain.bisect.evidence import Evidence
+from bot.domain.bisect.ledger import entries, runs_of, step_verdict
 from bot.domain.bisect.model import BISECT_KINDS, Problem, Status
 from bot.domain.bisect.replay import render
 from bot.domain.cost import cost_of_steps, ranges_words
-from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, members, outcome_of
+from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, outcome_of
 from bot.ports import Clones, Git
 from bot.ports.store import BisectionRecord
 from bot.service.config import BisectConfig
 from bot.service.driver import finished_runs
-from bot.service.group_rows import git_ranges
+from bot.service.group_rows import git_ranges, group_of
 
 EXIT_CODES = {
     Status.FOUND: 0,
@@ -30,7 +31,7 @@ EXIT_CODES = {
 
 def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -> dict:
     outcome = outcome_of(row) or BisectionOutcome()
-    evidence = Evidence.of(problem, finished_runs(row))
+    config = BisectConfig.from_json(row.settings)
     ran = [s for s in row.steps if s.state in ("done", "lost")]
     # a culprit only once found, to revert; an answer short of it names its commit as the best guess, never there
     culprit, guess = culprit_of(row.status, outcome), best_guess_of(row.status, outcome)
@@ -40,13 +41,11 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
     for s in ran:
         rounds[s.kind].add(s.round)
         runs_by_kind[s.kind] += 1
-    cost = cost_of_steps(row.steps, BisectConfig.from_json(row.settings).gpus, git_ranges(row, problem))
-    grouped = row.tests is not None
-    # a step's verdict as the calibrated boundary judges it now (same order: finished_runs keeps row order); a
-    # group's steps keep the word stored for them, and each test's own result beside it
-    verdicts = [s.verdict or "infra" for s in ran] if grouped else [v.value for _, v in evidence.verdicts]
+    cost = cost_of_steps(row.steps, config.gpus, git_ranges(row, problem))
+    judged = _judged(row, problem, config)
     steps = []
-    for step, verdict in zip(ran, verdicts):
+    for step in ran:
+        verdict = judged.get(step.id, step.verdict or "infra")
         steps.append(
             dict(
                 sha=step.sha,
@@ -58,7 +57,7 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
                 infra_reason=step.infra_reason,
                 duration_s=step.duration_s,
                 runner=step.runner,
-                **({"tests": step.results or {}} if grouped else {}),
+                tests=step.results or {},
             )
         )
     report = dict(
@@ -77,7 +76,7 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         bad=row.bad,
         range_size=len(problem.graph),
         flake_rate=row.flake_rate,
-        metric_boundary=evidence.boundary,
+        metric_boundary=row.boundary,
         rounds=len({s.round for s in ran}),  # confirmation and A/B share rounds
         rounds_by_kind={k: len(v) for k, v in sorted(rounds.items())},
         runs_by_kind=dict(sorted(runs_by_kind.items())),
@@ -93,26 +92,42 @@ def to_json(row: BisectionRecord, problem: Problem, repo: Git, clones: Clones) -
         steps=steps,
         revert=_revert_info(row, repo, clones),
         ab=outcome.ab.as_json() if outcome.ab else None,
+        tests=tests_of(row),
     )
-    if grouped:
-        report["tests"] = tests_of(row)
     return report
 
 
+def _judged(row: BisectionRecord, problem: Problem, config: BisectConfig) -> dict[int, str]:
+    """Each finished step's verdict as its tests' calibrated boundaries judge it now (one word for its tests:
+    bot.domain.bisect.ledger.step_verdict); a step that carried no test keeps the word stored for it."""
+    ran = [s for s in row.steps if s.state in ("done", "lost")]
+    runs = finished_runs(row)  # in step order, a run per test each step carried
+    problems = group_of(problem, row, config.settings_for)[0].problems if row.tests else {}
+    judged = {
+        t: iter([v for _, v in Evidence.of(p, [r for r in runs if r.test == t]).verdicts]) for t, p in problems.items()
+    }
+    out = {}
+    for step in ran:
+        said = [next(judged[r.test]) for r in runs_of(step) if r.test in judged]
+        if said:
+            out[step.id] = step_verdict(said).value
+    return out
+
+
 def tests_of(row: BisectionRecord) -> list[dict]:
-    """Each test of a group: its culprit (or null), its best guess when it ended short of one, how it ended, and the
+    """Each test: its culprit (or null), its best guess when it ended short of one, how it stands or ended, and the
     runs that carried it."""
     ran = [s for s in row.steps if s.state in ("done", "lost")]
     return [
         dict(
-            test=m.test,
-            culprit=m.culprit,
-            best_guess=m.best_guess,
-            outcome=m.status,
-            runs=sum(m.test in (s.results or {}) for s in ran),
-            message=m.outcome.message,
+            test=e.test,
+            culprit=e.culprit,
+            best_guess=e.best_guess if e.status else None,
+            outcome=e.word,
+            runs=sum(e.test in (s.results or {}) for s in ran),
+            message=e.told.message,
         )
-        for m in members(row.tests)
+        for e in entries(row.tests)
     ]
 
 
@@ -209,14 +224,10 @@ def _revert_info(row: BisectionRecord, repo: Git, clones: Clones) -> dict | None
 def replay_log(row: BisectionRecord, problem: Problem, repo: Git, test: str | None = None) -> str:
     """What `git bisect replay` accepts. A group's log is one test's (git bisects one test): `test`, else its first
     test with a culprit, else its first test."""
-    runs = finished_runs(row)
-    if row.tests is None:
-        culprit = culprit_of(row.status, outcome_of(row) or BisectionOutcome())
-    else:
-        group = members(row.tests)
-        chosen = next((m for m in group if m.test == test or (test is None and m.culprit)), group[0] if group else None)
-        runs = [r for r in runs if chosen is not None and r.test == chosen.test]
-        culprit = chosen.culprit if chosen else None
+    tests = entries(row.tests)
+    chosen = next((e for e in tests if e.test == test or (test is None and e.culprit)), tests[0] if tests else None)
+    runs = [r for r in finished_runs(row) if chosen is not None and r.test == chosen.test]
+    culprit = chosen.culprit if chosen else None
     evidence = Evidence.of(problem, runs)
     verdicts = defaultdict(list)
     for run, verdict in evidence.verdicts:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bot.domain.bisect.ledger import Entry, Result
 from bot.domain.bisect.model import Kind, Phase, Problem
+from bot.domain.bisect.verdict import RawResult, Verdict
 from bot.domain.errors import CommandError, RepoError, RevertBisectError
 from bot.domain.requests import CiReading, Member
 from bot.ports import Git
@@ -181,10 +184,12 @@ def create(
     ci: Sequence[CiReading] = (),
     cwd: Path | None = None,
     members: Sequence[Member] = (),
+    test: str | None = None,
 ) -> Loaded:
     """The bisection stored, validated first; `cwd`: where the CLI was started (a relative test command the
     repository's root lacks is looked for there too); `members`: the red tests bisected together, each with its
-    own GOOD and CI's readings of it (bot.domain.bisect.group), when there are several."""
+    own GOOD and CI's readings of it (bot.domain.bisect.group), when there are several; `test`: the one test's id
+    (as asked for; its command when None)."""
     if not config.command:
         check_command(repo, config.command)  # says how to give one
     good = repo.resolve(good_rev, "--good")
@@ -207,6 +212,7 @@ def create(
             "the revert must go on a branch that has the culprit"
         )
     graph = repo.range_graph(good, bad)
+    tests = tests_of(config, members, repo, test)
     new = NewBisection(
         str(repo.path),
         good_rev,
@@ -219,11 +225,12 @@ def create(
         origin,
         origin_key,
         repo.first_parent_log(good, bad),
-        group_of_tests(config, members, repo),
+        tests,
     )
     bisection_id = store.create(new, Phase.CALIBRATING.value)
     in_range = lambda readings: [c for c in readings if c.sha == good or c.sha in graph]  # noqa: E731
-    record_ci(store, bisection_id, in_range(ci))
+    if ci and tests:  # the request's own readings: its (first) test's
+        record_ci(store, bisection_id, in_range(ci), tests[0].test)
     for member in members:
         record_ci(store, bisection_id, in_range(member.ci), member.test)
     return Loaded(
@@ -231,27 +238,26 @@ def create(
     )
 
 
-def group_of_tests(config: BisectConfig, members: Sequence[Member], repo: Git) -> dict | None:
-    """bisections.tests: a JUnit report's tests are learnt from BAD's report (bot.service.discovery: {} until then);
-    several red tests are a group, each with its own GOOD; one test keeps its state in the bisection's own columns."""
+def tests_of(config: BisectConfig, members: Sequence[Member], repo: Git, test: str | None) -> tuple[Entry, ...]:
+    """The bisection's tests: a JUnit report's are learnt from BAD's report (bot.service.discovery: none until then);
+    red tests of a run, each with its own GOOD; else its one test, named as asked for (`test`) or by its command."""
     if config.junit:
-        return {}
-    if not members:
-        return None
-    return {m.test: {"good": repo.resolve(m.good, f"{m.test}'s GOOD")} for m in members}
+        return ()
+    if members:
+        return tuple(Entry(m.test, good=repo.resolve(m.good, f"{m.test}'s GOOD")) for m in members)
+    return (Entry(test or shlex.join(config.command)),)
 
 
-def record_ci(store: BisectionStore, bisection_id: int, readings: Sequence[CiReading], test: str | None = None) -> None:
-    """CI's readings, stored as steps already done (kind ci, backend ci): the engine learns from them as from
-    any run, and no backend ever dispatches them. A group member's (`test`) say nothing of the others'."""
+def record_ci(store: BisectionStore, bisection_id: int, readings: Sequence[CiReading], test: str) -> None:
+    """CI's readings of `test`, stored as steps already done (kind ci, backend ci): the engine learns from them as
+    from any run, and no backend ever dispatches them. A test's readings say nothing of the others'."""
     ids = store.add_steps(bisection_id, [NewStep(c.sha, Kind.CI.value, 0, backend="ci") for c in readings])
     for step_id, c in zip(ids, readings):
-        verdict = "good" if c.passed else "bad"
-        code = 0 if c.passed else 1
-        results = (
-            None if test is None else {test: dict(kind=Kind.CI.value, exit_code=code, metric=c.metric, verdict=verdict)}
-        )
-        store.finish_step(step_id, StepReport(code, c.metric, None, verdict, c.url, 0.0, c.line, results=results))
+        verdict = Verdict.GOOD if c.passed else Verdict.BAD
+        raw = RawResult(0 if c.passed else 1, c.metric)
+        result = {test: Result.of(Kind.CI, raw, verdict)}
+        report = StepReport(raw.exit_code, c.metric, None, verdict.value, c.url, 0.0, c.line, results=result)
+        store.finish_step(step_id, report)
 
 
 def load(store: BisectionStore, bisection_id: int, open_repo: Callable[[str], Git]) -> Loaded:

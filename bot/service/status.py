@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from bot.domain.bisect.ledger import entries
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
-from bot.domain.outcome import BisectionOutcome, best_guess_of, members, outcome_of
+from bot.domain.outcome import BisectionOutcome, best_guess_of, outcome_of
 from bot.ports.store import BisectionRecord
 from bot.service.snapshot import Snapshot, TestView
 from bot.service.wording import said
@@ -44,7 +45,7 @@ def render_status(
         )
         lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
         ended = {
-            m.test: TestView(m.status, m.best_guess, m.outcome.confidence or 0.0, m.culprit) for m in members(row.tests)
+            e.test: TestView(e.word, e.best_guess, e.told.confidence or 0.0, e.culprit) for e in entries(row.tests)
         }
         return "\n".join(lines + _tests_table(ended))
     if snap is None:
@@ -73,7 +74,8 @@ def render_status(
 
 
 def _tests_table(tests: Mapping[str, TestView]) -> list[str]:
-    """A group's tests, a row each: how each stands or ended, its culprit (or best guess), the runs that carried it."""
+    """The bisection's tests, a row each: how each stands or ended, its culprit (or best guess), the runs that
+    carried it."""
     if not tests:
         return []
     rows = ["", "| test | status | culprit | runs |", "|---|---|---|---|"]

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.domain.bisect.explain import AB_KIND_VALUES, Masses, explain
+from bot.domain.bisect.ledger import entries
 from bot.domain.bisect.model import Problem, Settings
 from bot.domain.bisect.verdict import MetricRule
 from bot.domain.cost import cost_of_steps
-from bot.domain.outcome import BisectionOutcome, members, outcome_of
+from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports.store import BisectionRecord
 from bot.service.config import BisectConfig
@@ -271,16 +272,16 @@ def _cost(row: BisectionRecord, recorded: list[str]) -> str:
 
 
 def tests_of(row: BisectionRecord) -> list[TestRowView]:
-    """A group's tests, each with its answer and the steps that carried it."""
+    """The bisection's tests, each with its answer and the steps that carried it."""
     return [
         TestRowView(
-            test=m.test,
-            status=m.status,
-            culprit=text_or_none(m.culprit),
-            best_guess=text_or_none(m.best_guess),
-            message=text_or_none(m.outcome.message),
-            steps=sum(m.test in (s.results or {}) for s in row.steps),
-            revert_pr=m.outcome.revert_pr,
+            test=e.test,
+            status=e.word,
+            culprit=text_or_none(e.culprit),
+            best_guess=text_or_none(e.best_guess if e.status else None),
+            message=text_or_none(e.told.message),
+            steps=sum(e.test in (s.results or {}) for s in row.steps),
+            revert_pr=e.told.revert_pr,
         )
-        for m in members(row.tests)
+        for e in entries(row.tests)
     ]

@@ -3,6 +3,8 @@ import sqlalchemy
 
 from bot.adapters.store.db import HEAD_REVISION, connect, is_current
 from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
+from bot.domain.bisect.ledger import Entry, entries
+from bot.domain.bisect.model import Phase, State
 from bot.domain.errors import NotFound, StoreUnavailable
 
 
@@ -17,9 +19,11 @@ def exercise(url: str) -> None:
         ids[0], StepReport(1, None, None, "bad", "x", 9.0, "late duplicate")
     )  # only a running step takes a result
     assert store.mark_lost(bid, "lost: driver died") == 1
-    store.save_progress(bid, phase="searching", merges=["m" * 40], guess="c" * 40, guess_probability=0.5)
+    searching = State(Phase.SEARCHING, merges=("m" * 40,))
+    store.save_tests(bid, [Entry("./t.sh", state=searching, guess="c" * 40, guess_probability=0.5)])
     row = store.get(bid)
-    assert row.phase == "searching" and row.merges == ["m" * 40] and row.settings == {"workers": 2}
+    assert row.phase == "searching" and row.guess == "c" * 40 and row.settings == {"workers": 2}
+    assert entries(row.tests) == [Entry("./t.sh", state=searching, guess="c" * 40, guess_probability=0.5)]
     assert [(s.state, s.verdict, s.exit_code) for s in row.steps] == [("done", "good", 0), ("lost", "infra", None)]
     assert row.steps[1].infra_reason == "lost: driver died"
     assert [r.id for r in store.recent()] == [bid]

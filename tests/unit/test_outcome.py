@@ -9,9 +9,11 @@ from alembic import command
 
 from bot.adapters.store.db import _alembic_config, connect
 from bot.adapters.store.store import NewBisection, NewStep, Store
+from tests.support.old_rows import bisections as table
+from tests.support.old_rows import old_bisection
 from bot.domain.bisect.model import Status
 from bot.domain.outcome import AB, BisectionOutcome, outcome_of, parse_outcome
-from bot.service.group_rows import group_outcome
+from bot.domain.bisect.ledger import conclusion, entries
 
 
 def test_a_driver_outcome_round_trips_with_the_publishers_facts():
@@ -99,13 +101,14 @@ def test_migration_0015_moves_an_unfound_answers_culprit_to_its_best_guess(backe
             how(cfg, revision)
 
     migrate(command.upgrade, "0014")
-    store = Store(engine)
     guess, culprit = "9" * 40, "c" * 40
 
-    def ended(status, outcome, tests=None):
-        bid = store.create(NewBisection("/r", "v1", "main", "a" * 40, "b" * 40, ["./t.sh"], {}, tests=tests), "done")
-        store.save_progress(bid, phase="done", status=status, outcome=outcome)
-        return bid
+    def ended(status, outcome, tests=None, phase="done"):  # as the code before 0015 wrote it
+        return old_bisection(engine, phase=phase, status=status, outcome=outcome, tests=tests)
+
+    def get(bid):
+        with engine.connect() as conn:
+            return conn.execute(sqlalchemy.select(table).where(table.c.id == bid)).one()
 
     said = "stopped after 40 runs without reaching confidence 0.99 (best guess P=0.930)"
     inconclusive = ended("inconclusive", {"message": said, "culprit": guess, "confidence": 0.93, "revert_pr": None})
@@ -120,36 +123,36 @@ def test_migration_0015_moves_an_unfound_answers_culprit_to_its_best_guess(backe
         "t2": {"good": "a" * 40, "status": "inconclusive", "outcome": {"message": said, "culprit": guess}},
     }
     group = ended("inconclusive", {"message": "1 culprit for 2 tests", "culprit": culprit}, tests=members)
-    running = store.create(NewBisection("/r", "v1", "main", "a" * 40, "b" * 40, ["./t.sh"], {}), "searching")
-    before = {bid: (store.get(bid).outcome, store.get(bid).tests) for bid in (found, no_culprit, running)}
+    running = ended(None, None, phase="searching")
+    before = {bid: (get(bid).outcome, get(bid).tests) for bid in (found, no_culprit, running)}
 
     migrate(command.upgrade, "0015")
-    got = store.get(inconclusive).outcome
+    got = get(inconclusive).outcome
     assert got == {"message": said, "culprit": None, "first_parent_culprit": None, "best_guess": guess,
                    "confidence": 0.93, "revert_pr": None}  # fmt: skip
-    got = store.get(ambiguous).outcome
+    got = get(ambiguous).outcome
     assert got["culprit"] is None and got["first_parent_culprit"] is None and got["best_guess"] == guess
     assert got["candidates"] == ["8" * 40, guess]
-    assert {bid: (store.get(bid).outcome, store.get(bid).tests) for bid in before} == before  # nothing to move
-    row = store.get(group)
+    assert {bid: (get(bid).outcome, get(bid).tests) for bid in before} == before  # nothing to move
+    row = get(group)
     assert row.outcome["culprit"] is None and row.outcome["best_guess"] == culprit
     assert row.tests["t1"] == members["t1"]  # a test of the group that found its culprit keeps it
     assert row.tests["t2"]["outcome"] == {"message": said, "culprit": None, "first_parent_culprit": None,
                                           "best_guess": guess}  # fmt: skip
-    assert outcome_of(store.get(inconclusive)).best_guess == guess
+    assert outcome_of(get(inconclusive)).best_guess == guess
 
     migrate(command.downgrade, "0014")  # back as the code before wrote it
-    assert store.get(inconclusive).outcome["culprit"] == guess and "best_guess" not in store.get(inconclusive).outcome
-    assert store.get(group).tests["t2"]["outcome"]["culprit"] == guess
-    assert store.get(found).outcome == before[found][0]
+    assert get(inconclusive).outcome["culprit"] == guess and "best_guess" not in get(inconclusive).outcome
+    assert get(group).tests["t2"]["outcome"]["culprit"] == guess
+    assert get(found).outcome == before[found][0]
 
 
 def test_a_group_not_found_names_no_culprit_only_the_best_guess_of_the_test_that_decided_it():
     found = {"status": "found", "outcome": {"message": "found", "culprit": "c" * 40, "first_parent_culprit": "c" * 40}}
     stopped = {"status": "inconclusive", "outcome": {"message": "stopped", "best_guess": "9" * 40, "confidence": 0.93}}
-    status, told = group_outcome({"t1": found, "t2": stopped})
+    status, told = conclusion(entries({"t1": found, "t2": stopped}))
     assert status is Status.INCONCLUSIVE  # t1's culprit stays t1's own (its entry): the group's answer is not found
     assert told.culprit is None and told.first_parent_culprit is None
     assert told.best_guess == "9" * 40 and told.confidence == 0.93
-    status, told = group_outcome({"t1": found, "t2": {"status": "no_culprit", "outcome": {"message": "a flake"}}})
+    status, told = conclusion(entries({"t1": found, "t2": {"status": "no_culprit", "outcome": {"message": "a flake"}}}))
     assert status is Status.FOUND and told.culprit == "c" * 40 and told.best_guess is None

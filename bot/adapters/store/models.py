@@ -27,12 +27,8 @@ class BisectionRow(Base):
     bad: Mapped[str] = mapped_column(String(64))
     command: Mapped[list] = mapped_column(JSON)
     settings: Mapped[dict] = mapped_column(JSON)
-    # The engine's state machine (bot.domain.bisect.engine.State), written before each dispatch.
+    # Its phase: its least advanced test's (each test's engine state is in `tests`), written before each dispatch.
     phase: Mapped[str] = mapped_column(String(32), index=True)
-    merges: Mapped[list] = mapped_column(JSON, default=list)
-    confirming: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    confirm_round: Mapped[int] = mapped_column(Integer, default=0)
-    confirmations: Mapped[int] = mapped_column(Integer, default=0)
     # Revert verification: the branch head it is proven on, the revert commit or why there is none.
     head: Mapped[str | None] = mapped_column(String(64), nullable=True)
     revert: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -45,7 +41,7 @@ class BisectionRow(Base):
         JSON, nullable=True
     )  # [sha, author, subject] of GOOD..BAD, first parent, oldest first
     cancel_requested_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    # Latest view, for status displays.
+    # Latest view, for status displays: the least advanced test's (bot.domain.bisect.ledger.summary).
     guess: Mapped[str | None] = mapped_column(String(64), nullable=True)
     guess_probability: Mapped[float | None] = mapped_column(Float, nullable=True)
     flake_rate: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -53,9 +49,9 @@ class BisectionRow(Base):
     # Outcome, once done.
     status: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     outcome: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    # several red tests bisected together: each test's GOOD, engine state, latest view and outcome (None: one test,
-    # whose state is the columns above)
-    tests: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # its tests, one or several (bot.domain.bisect.ledger.Entry): each one's GOOD, engine state, latest view and
+    # outcome; {} until a JUnit report named them
+    tests: Mapped[dict] = mapped_column(JSON, nullable=True, default=dict)  # null only in rows never migrated
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
@@ -88,8 +84,8 @@ class StepRow(Base):
     env_key: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the environment, by dependency pins
     env_reused: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     runner_ref: Mapped[str | None] = mapped_column(String(128), nullable=True)  # how the backend finds its run again
-    # a step of several tests: each test's kind of run and, once done, its own result (None: a step of one test)
-    results: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # each test it carries (bot.domain.bisect.ledger.Result): its kind of run and, once done, its own result
+    results: Mapped[dict] = mapped_column(JSON, nullable=True, default=dict)
 
     bisection: Mapped[BisectionRow] = relationship(back_populates="steps")
 

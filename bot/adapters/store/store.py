@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import selectinload, sessionmaker
 
 from bot.adapters.store.models import BisectionRow, StepRow, utcnow
+from bot.domain.bisect import ledger
+from bot.domain.bisect.ledger import Entry
+from bot.domain.bisect.model import Phase
 from bot.domain.errors import NotFound
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.ports.store import NewBisection, NewStep, StepReport
@@ -32,11 +36,8 @@ class Store:
                 origin=new.origin,
                 origin_key=new.origin_key,
                 commits=new.commits,
-                tests=new.tests,
+                tests=ledger.dump(new.tests),
                 phase=phase,
-                merges=[],
-                confirm_round=0,
-                confirmations=0,
             )
             s.add(row)
             s.flush()
@@ -109,10 +110,34 @@ class Store:
             ).all()
             return [r for r in rows if r.origin.get("repo") == repo]
 
-    def save_progress(self, bisection_id: int, **fields) -> None:
-        """Write state-machine fields (phase, merges, confirming, ...) and the latest view."""
+    def save_tests(self, bisection_id: int, tests: Sequence[Entry]) -> None:
+        """Its tests, and what the bisection derives from them (bot.domain.bisect.ledger.summary)."""
+        told = ledger.summary(tests)
+        fields: dict[str, Any] = dict(
+            tests=ledger.dump(tests),
+            phase=told.phase.value,
+            guess=told.guess,
+            guess_probability=told.guess_probability,
+            flake_rate=told.flake_rate,
+            boundary=told.boundary,
+            revert=told.revert,
+            revert_error=told.revert_error,
+        )
+        if told.status is not None and told.outcome is not None:
+            fields.update(status=told.status.value, outcome=told.outcome.as_json())
+        self._update(bisection_id, fields, ended=told.status is not None)
+
+    def save_outcome(self, bisection_id: int, status: str, outcome: BisectionOutcome) -> None:
+        """An ended bisection's status and outcome."""
+        self._update(bisection_id, dict(phase=Phase.DONE.value, status=status, outcome=outcome.as_json()), ended=True)
+
+    def _update(self, bisection_id: int, fields: dict[str, Any], ended: bool) -> None:
+        now = utcnow()
         with self._session.begin() as s:
-            s.execute(update(BisectionRow).where(BisectionRow.id == bisection_id).values(updated_at=utcnow(), **fields))
+            where = BisectionRow.id == bisection_id
+            s.execute(update(BisectionRow).where(where).values(updated_at=now, **fields))
+            if ended:  # when it ended, the first time it did
+                s.execute(update(BisectionRow).where(where, BisectionRow.finished_at.is_(None)).values(finished_at=now))
 
     def add_steps(self, bisection_id: int, steps: Iterable[NewStep]) -> list[int]:
         """Record steps as running, in one transaction, before they are dispatched."""
@@ -126,7 +151,7 @@ class Store:
                     state="running",
                     runner_ref=st.runner_ref,
                     backend=st.backend,
-                    results=st.results,
+                    results=ledger.dump_results(st.results),
                 )
                 for st in steps
             ]
@@ -139,7 +164,11 @@ class Store:
             s.execute(
                 update(StepRow)
                 .where(StepRow.id == step_id, StepRow.state == "running")
-                .values(state="done", finished_at=utcnow(), **report.__dict__)
+                .values(
+                    state="done",
+                    finished_at=utcnow(),
+                    **{**vars(report), "results": ledger.dump_results(report.results)},
+                )
             )
 
     def mark_lost(
