@@ -1,1 +1,1 @@
-"""Benchmarks over CI runs: what each run read of a test's metrics, and where a series shifted."""
+"""Benchmarks' series: where a metric shifted, by how much, and how sure (pure: values in, values out)."""

@@ -1,0 +1,156 @@
+"""Change points in benchmarks' nightly series, each with its effect, its runs either side and a stated
+false-alarm rate.
+
+Apache Otava's E-Divisive means (Matteson & James 2014: `ChangePointDetector` over `PairDistanceCalculator`)
+splits a metric's series where its readings' distributions differ most, as long as the split passes a
+permutation test (`permutation.SequentialPermutations`). A split becomes a `Change` only when:
+
+- the permutation test rejects at the metric's level (below), exact when nothing changed and the readings are
+  exchangeable, whatever their distribution;
+- each side has at least two readings (between the neighbouring change points): a lone outlier is no shift;
+- its relative effect (`effect.relative_effect`) is at least `min_effect` in size.
+
+**The false-alarm rate holds per night, across metrics.** One call analyses one night's series, all metrics of
+it. Each metric is tested at `false_alarm_rate / number of metrics` (Bonferroni), so when no metric changed:
+the chance that the call reports any change point, in any metric, is at most `false_alarm_rate`, however the
+metrics are correlated; and per metric it is at most `false_alarm_rate / metrics`. A nightly job that runs one
+call per run and alerts on the change points it has not reported before therefore raises, on flat series, at
+most `false_alarm_rate` false alarms per night for all metrics together (at 0.01: one in 100 nights), and
+`false_alarm_rate / metrics` per metric per night.
+
+Missing readings (None, NaN, infinities) are skipped: indices and shas stay those of the caller's runs. An empty
+series, a single run, a constant metric or one whose level is not positive give no change point.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from otava.change_point_divisive.calculator import PairDistanceCalculator
+from otava.change_point_divisive.detector import ChangePointDetector
+
+from bot.domain.perf.effect import relative_effect
+from bot.domain.perf.permutation import SequentialPermutations
+
+# Which way the metric gets worse: "lower" for a throughput, "higher" for a latency.
+Direction = Literal["lower", "higher"]
+DIRECTIONS: tuple[Direction, ...] = ("lower", "higher")
+MIN_SIDE = 2  # readings a side needs for its spread, hence for the effect's interval
+
+
+@dataclass(frozen=True)
+class ChangeSettings:
+    """What a caller chooses: the false-alarm rate per night (all metrics together), the smallest relative
+    effect worth acting on, the interval's confidence, and the seed of the permutations (same input, same answer).
+    """
+
+    false_alarm_rate: float = 0.01
+    min_effect: float = 0.02
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.false_alarm_rate < 1:
+            raise ValueError(f"false_alarm_rate {self.false_alarm_rate} is not in (0, 1)")
+        if not self.min_effect >= 0:
+            raise ValueError(f"min_effect {self.min_effect} is negative")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence {self.confidence} is not in (0, 1)")
+
+
+@dataclass(frozen=True)
+class Change:
+    """A metric's shift between run `before` (its last reading before) and run `index` (its first after)."""
+
+    metric: str
+    index: int
+    before: int
+    sha_before: str
+    sha_after: str
+    effect: float  # mean after / mean before - 1, between the neighbouring change points
+    low: float
+    high: float
+    mean_before: float
+    mean_after: float
+    runs_before: int
+    runs_after: int
+    p_value: float
+    level: float  # the level this metric was tested at: false_alarm_rate / metrics
+    direction: Direction
+    regression: bool  # the effect goes the metric's worse way
+
+
+def find_changes(
+    shas: Sequence[str],
+    metrics: Mapping[str, Sequence[float | None]],
+    directions: Mapping[str, Direction] | None = None,
+    settings: ChangeSettings | None = None,
+) -> list[Change]:
+    """The change points of one night's series: `shas[i]` is run i's commit and `metrics[name][i]` its reading
+    (None or NaN when missing); a metric absent from `directions` is higher-is-worse. Ordered by run, then metric.
+    """
+    settings = settings or ChangeSettings()
+    directions = directions or {}
+    if not metrics:
+        return []
+    level = settings.false_alarm_rate / len(metrics)
+    found = [
+        change
+        for name, values in metrics.items()
+        for change in _metric_changes(name, list(values), shas, directions.get(name, "higher"), level, settings)
+    ]
+    return sorted(found, key=lambda c: (c.index, c.metric))
+
+
+def _metric_changes(
+    name: str,
+    values: list[float | None],
+    shas: Sequence[str],
+    direction: Direction,
+    level: float,
+    settings: ChangeSettings,
+) -> list[Change]:
+    runs = [i for i, v in enumerate(values[: len(shas)]) if v is not None and math.isfinite(v)]
+    readings = np.array([values[i] for i in runs], dtype=np.float64)
+    if len(readings) < 2 * MIN_SIDE or np.ptp(readings) == 0:
+        return []
+    tester = SequentialPermutations(level, seed=[settings.seed, zlib.crc32(name.encode())])
+    points = ChangePointDetector(significance_tester=tester, calculator=PairDistanceCalculator).get_change_points(
+        readings
+    )
+    found = sorted(points, key=lambda p: p.index)
+    bounds = [0, *(int(p.index) for p in found), len(readings)]
+    changes = []
+    for k, point in enumerate(found):
+        start, at, end = bounds[k], bounds[k + 1], bounds[k + 2]
+        if at - start < MIN_SIDE or end - at < MIN_SIDE:
+            continue
+        effect = relative_effect(readings[start:at], readings[at:end], settings.confidence)
+        if effect is None or abs(effect.effect) < settings.min_effect:
+            continue
+        changes.append(
+            Change(
+                metric=name,
+                index=runs[at],
+                before=runs[at - 1],
+                sha_before=shas[runs[at - 1]],
+                sha_after=shas[runs[at]],
+                effect=effect.effect,
+                low=effect.low,
+                high=effect.high,
+                mean_before=effect.mean_before,
+                mean_after=effect.mean_after,
+                runs_before=at - start,
+                runs_after=end - at,
+                p_value=float(point.stats.pvalue),
+                level=level,
+                direction=direction,
+                regression=effect.effect < 0 if direction == "lower" else effect.effect > 0,
+            )
+        )
+    return changes
