@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -9,6 +10,7 @@ from pydantic import ValidationError
 
 from bot.domain.errors import RevertBisectError
 from bot.domain.policy import Policy
+from bot.domain.repo_policies import RepoPolicies, conflicts
 
 
 class PolicyError(RevertBisectError):
@@ -122,30 +124,52 @@ def load(path: Path) -> Policy:
     return _read(path)[0]
 
 
-def check_dir(directory: Path) -> tuple[dict[Path, Policy], list[str]]:
-    """Every policies/*.yaml on its own: the files that load, by path, and every problem of the others (a second
-    policy for one repository too), each naming its own file."""
-    loaded: dict[Path, Policy] = {}
+def check_files(paths: Sequence[Path]) -> tuple[dict[Path, Policy], list[str]]:
+    """Each file on its own, then the files of one repository together (bot.domain.repo_policies.conflicts: a test id
+    declared twice, a workflow watched twice, different `commands`): the files that load, by path, and every problem,
+    each at its own file and line, naming the other file and line where two files disagree. A file with a problem is
+    not among those that load."""
+    read: dict[Path, tuple[Policy, dict[tuple, int]]] = {}
     problems: list[str] = []
-    first: dict[str, Path] = {}
-    for path in sorted(directory.glob("*.yaml")):
+    for path in dict.fromkeys(paths):
         try:
-            policy, lines = _read(path)
+            read[path] = _read(path)
         except PolicyError as exc:
             problems.extend(exc.problems)
-            continue
-        if policy.repository in first:
-            line, earlier = lines.get(("repository",), 1), first[policy.repository]
-            problems.append(f"{path}:{line}: repository: a second policy for {policy.repository} (also {earlier})")
-            continue
-        first[policy.repository] = path
-        loaded[path] = policy
-    return loaded, problems
+    by_repo: dict[str, list[Path]] = {}
+    for path, (policy, _) in read.items():
+        by_repo.setdefault(policy.repository, []).append(path)
+    refused: set[Path] = set()
+    for files in by_repo.values():
+        for conflict in conflicts([read[f][0] for f in files]):
+            path, other = files[conflict.index], files[conflict.other]
+            line = _where(read[path][1], conflict.loc)
+            other_line = _where(read[other][1], conflict.other_loc)
+            problems.append(f"{path}:{line}: {_dotted(conflict.loc)}: {conflict.why} (also {other}:{other_line})")
+            refused.add(path)
+    return {path: policy for path, (policy, _) in read.items() if path not in refused}, problems
 
 
-def load_dir(directory: Path) -> dict[str, Policy]:
-    """Every policies/*.yaml, by repository; all problems of all files are reported at once."""
+def check_dir(directory: Path) -> tuple[dict[Path, Policy], list[str]]:
+    """Every policies/*.yaml, as check_files reads them."""
+    return check_files(sorted(directory.glob("*.yaml")))
+
+
+def by_repository(loaded: dict[Path, Policy]) -> dict[str, RepoPolicies]:
+    """The policies that loaded, by repository, each repository's in the order of their files."""
+    grouped: dict[str, list[Path]] = {}
+    for path, policy in loaded.items():
+        grouped.setdefault(policy.repository, []).append(path)
+    return {
+        repo: RepoPolicies(tuple(loaded[p] for p in paths), tuple(str(p) for p in paths))
+        for repo, paths in grouped.items()
+    }
+
+
+def load_dir(directory: Path) -> dict[str, RepoPolicies]:
+    """Every policies/*.yaml, by repository (several files may speak for one); all problems of all files are
+    reported at once."""
     loaded, problems = check_dir(directory)
     if problems:
         raise PolicyError(problems)
-    return {policy.repository: policy for policy in loaded.values()}
+    return by_repository(loaded)

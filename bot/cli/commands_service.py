@@ -88,28 +88,28 @@ def check_policy(
         list[Path], typer.Argument(metavar="PATH", help="Policy files, or directories of *.yaml policies.")
     ],
 ) -> None:
-    """Validate policy files: every problem is reported as file:line: key: why."""
-    from bot.adapters.policy_files import PolicyError, check_dir, load
+    """Validate policy files: every problem is reported as file:line: key: why. The files given are checked together,
+    as the bot loads its directory: several policies of one repository must not declare one test id or watch one
+    workflow twice, and must agree on `commands`."""
+    from bot.adapters.policy_files import check_files
 
-    failed = False
+    files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            loaded, problems = check_dir(path)
-            if not loaded and not problems:
+            found = sorted(path.glob("*.yaml"))
+            if not found:
                 out.print(f"{path}: no *.yaml policies in this directory", highlight=False, markup=False)
+            files.extend(found)
         else:
-            try:
-                loaded, problems = {path: load(path)}, []
-            except PolicyError as exc:
-                loaded, problems = {}, exc.problems
-        for file, policy in loaded.items():
-            out.print(
-                f"{file}: ok: {policy.repository}, {len(policy.tests)} test(s), mode {policy.mode}",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
-        for problem in problems:
-            err.print(problem, highlight=False, markup=False, soft_wrap=True)
-        failed = failed or bool(problems)
-    raise typer.Exit(2 if failed else 0)
+            files.append(path)
+    loaded, problems = check_files(files)
+    for file, policy in loaded.items():
+        out.print(
+            f"{file}: ok: {policy.repository}, {len(policy.tests)} test(s), mode {policy.mode}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    for problem in problems:
+        err.print(problem, highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(2 if problems else 0)

@@ -1,11 +1,12 @@
-"""`/revert-bisect` comments: who may say what, decided purely from the comment, the role and the policy."""
+"""`/revert-bisect` comments: who may say what, decided purely from the comment, the role and the repository's
+policies (`commands`, the same in each of them; a test is looked up in the one that declares it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from bot.domain.commands import Cancel, Help, Invalid, Start, Status, help_text, parse
-from bot.domain.policy import Policy
+from bot.domain.repo_policies import RepoPolicies
 
 REFUSAL = (
     "Sorry @{user}, `/revert-bisect {verb}` needs write, maintain or admin access to this repository "
@@ -31,11 +32,12 @@ class Plan:
     status: bool = False
 
 
-def plan(comment: Comment, role: str | None, policy: Policy) -> Plan:
+def plan(comment: Comment, role: str | None, policies: RepoPolicies) -> Plan:
     command = parse(comment.body)
     if command is None:
         return Plan()
-    if comment.edited and not policy.commands.allow_edits:
+    commands = policies.commands
+    if comment.edited and not commands.allow_edits:
         return Plan()  # an edit must not re-run a command (nor let someone swap one in later)
     if isinstance(command, Invalid):
         return Plan(acknowledge=True, reply=command.reply)
@@ -43,16 +45,17 @@ def plan(comment: Comment, role: str | None, policy: Policy) -> Plan:
         return Plan(acknowledge=True, reply=help_text())
     if isinstance(command, Status):
         return Plan(acknowledge=True, status=True)
-    allowed = role in policy.commands.allow_roles or comment.author in policy.commands.allow_users
+    allowed = role in commands.allow_roles or comment.author in commands.allow_users
     verb = "cancel" if isinstance(command, Cancel) else command.test
     if not allowed:
         return Plan(acknowledge=True, reply=REFUSAL.format(user=comment.author, verb=verb))
     if isinstance(command, Cancel):
         return Plan(acknowledge=True, cancel=True)
-    if policy.test(command.test) is None:
-        known = ", ".join(f"`{t.id}`" for t in policy.tests)
+    if policies.test(command.test) is None:
+        known = ", ".join(f"`{t.id}`" for t in policies.tests)
+        where = "policy" if len(policies.policies) == 1 else "policies"
         return Plan(
             acknowledge=True,
-            reply=f"There is no test `{command.test}` in this repository's revert-bisect policy; known: {known}.",
+            reply=f"There is no test `{command.test}` in this repository's revert-bisect {where}; known: {known}.",
         )
     return Plan(acknowledge=True, start=command)

@@ -100,6 +100,82 @@ class Metric(Closed):
         return value
 
 
+def _value_group(value: str | None) -> str | None:
+    if value is not None and "value" not in re.compile(_regex(value) or "").groupindex:
+        raise ValueError("a metric's pattern needs a named group `value`: (?P<value>[0-9.]+)")
+    return value
+
+
+class TableCell(Closed):
+    """A number in a Markdown table the test prints (SGLang's perf report: one table per model, a row per batch
+    size): the cell of `column` in the row whose cells match `row`, in the table after the `after` line."""
+
+    column: str = Field(
+        min_length=1,
+        description="The column's header as the table prints it (case and runs of spaces aside): "
+        "`output throughput (tok/s)`",
+    )
+    row: dict[str, str] = Field(
+        min_length=1,
+        description="Column header -> the cell's text that picks the row (`{batch size: 64, input len: 4096}`), "
+        "compared as text; several rows that match: the last one printed is read",
+    )
+    after: str | None = Field(
+        None,
+        description="Regex over the line the table follows (SGLang: the model's `### meta-llama/Llama-3.1-8B-"
+        "Instruct [2-gpu-h100]` header): only the first table after the last line it matches is read, so another "
+        "model's table is never read in its place. Unset: every table in the log",
+    )
+
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+    _check = field_validator("after")(_regex)
+
+    @field_validator("row")
+    @classmethod
+    def _cells(cls, value: dict[str, str]) -> dict[str, str]:
+        if any(not k.strip() for k in value):
+            raise ValueError("a row selector names its column by its header: an empty header picks nothing")
+        return value
+
+
+class Series(Closed):
+    """One metric of a test's output, read from each CI run's job log as a series of its own: by a regex of its own
+    (`pattern`) or a cell of a Markdown table (`table`). Read by bot.domain.perf.readings; the series intake, the
+    change-point search and the bisection of a change (issue 32, items 2-4) are not built yet: the bot reads and
+    checks these keys, and acts on none of them. The bisection judges the test's `metric` alone, read with
+    `results.log.metric`."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,120}$", description="The series' name, unique in the test")
+    pattern: str | None = Field(
+        None,
+        description="Regex over the test's job log with a named group `value`; its last match is the reading",
+    )
+    table: TableCell | None = Field(None, description="A cell of a Markdown table the test prints")
+    direction: Direction = Field(
+        description="Which way is worse (a throughput: lower_is_worse, a latency: higher_is_worse), no default: "
+        "no reading tells. Nothing acts on it yet (no change-point search)",
+    )
+    min_effect: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="The smallest relative change worth acting on (0.03: 3%); nothing acts on it yet (no "
+        "change-point search)",
+    )
+
+    _check = field_validator("pattern")(_value_group)
+
+    @model_validator(mode="after")
+    def _one_reading(self) -> Series:
+        if (self.pattern is None) == (self.table is None):
+            raise ValueError(
+                f"metric {self.name}: give `pattern` (a regex with a group `value`) or `table` (a column and a row "
+                "of a Markdown table), one of them"
+            )
+        return self
+
+
 SELECTED = "{file}"  # in probe.file: the failed file a selector test stands for, relative to probe.cwd
 
 
@@ -220,11 +296,36 @@ class Test(Closed):
         "conclusion. Unset: every job that ran is read, and a job's conclusion alone says nothing of the test",
     )
     metric: Metric | None = None
+    metrics: list[Series] = Field(
+        default_factory=list,
+        description="The metrics its output prints, each read from a CI run's log as a series of its own (a "
+        "benchmark's throughput per batch size). Unset: `metric`, read with `results.log.metric`. Read by "
+        "bot.domain.perf.readings; no series is stored or acted on yet",
+    )
     probe: Probe
     requires: Requires = Field(default_factory=Requires)
     runner: Runner = Field(default_factory=Runner)
 
     _check = field_validator("match", "jobs")(_regex)
+
+    @field_validator("metrics")
+    @classmethod
+    def _unique(cls, value: list[Series]) -> list[Series]:
+        names = [m.name for m in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"metric names must be unique in a test (each is a series): {', '.join(dupes)}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_direction(self) -> Test:
+        same = next((m for m in self.metrics if self.metric is not None and m.name == self.metric.name), None)
+        if same is not None and self.metric is not None and same.direction is not self.metric.direction:
+            raise ValueError(
+                f"test {self.id}: metric {same.name} is {same.direction.value} in `metrics` and "
+                f"{self.metric.direction.value} in `metric`: one metric, one direction"
+            )
+        return self
 
     @property
     def selects(self) -> bool:

@@ -19,7 +19,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def policy_status(directory: Path) -> dict[str, Any]:
-    """What loading the policies directory gives: a count, or the problems (checked once, at start-up)."""
+    """What loading the policies directory gives: how many policy files, of which repositories (a repository may
+    have several), or the problems (checked once, at start-up)."""
     from bot.adapters.policy_files import load_dir
     from bot.domain.errors import RevertBisectError
 
@@ -27,7 +28,12 @@ def policy_status(directory: Path) -> dict[str, Any]:
         loaded = load_dir(directory)
     except (RevertBisectError, OSError) as exc:
         return {"ok": False, "dir": str(directory), "error": str(exc)}
-    status: dict[str, Any] = {"ok": True, "dir": str(directory), "count": len(loaded), "repositories": sorted(loaded)}
+    status: dict[str, Any] = {
+        "ok": True,
+        "dir": str(directory),
+        "count": sum(len(r.policies) for r in loaded.values()),
+        "repositories": sorted(loaded),
+    }
     if not loaded:
         status["note"] = "no policies: every command is answered as not configured for its repository"
     return status

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from bot.domain.policy import Policy
+from bot.domain.repo_policies import RepoPolicies
 from bot.domain.requests import StartRequest
 from bot.domain.scope import Scoped
 from bot.observability.logs import bind
@@ -38,7 +38,7 @@ class Bisections:
         backends: BackendFor,
         clones: Clones,
         workspace: Path,
-        policies: Mapping[str, Policy],
+        policies: Mapping[str, RepoPolicies],
         clone_url: Callable[[str], str],
         token: Callable[[str], str],
     ):

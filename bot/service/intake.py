@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from bot.domain.errors import RevertBisectError
 from bot.domain.guards import start_refusal
 from bot.domain.policy import Policy, Test
+from bot.domain.repo_policies import RepoPolicies
 from bot.domain.requests import CiReading, Member, StartRequest
 from bot.domain.scope import Scoped
 from bot.domain.signals import Outcome
@@ -111,7 +112,7 @@ class Admitted:
 
 class Intake:
     def __init__(
-        self, store: BisectionStore, holds: HoldLog, workspace: Workspace, policies: Mapping[str, Policy]
+        self, store: BisectionStore, holds: HoldLog, workspace: Workspace, policies: Mapping[str, RepoPolicies]
     ) -> None:
         self.store = store
         self.holds = holds
@@ -120,9 +121,16 @@ class Intake:
 
     def admit(self, forge: Forge, work: StartRequest) -> Admitted | None:
         """The request's bisection, stored (or loaded: a retried job resumes it instead of starting another); None
-        when it is refused, said in its thread (if any) and the log."""
-        policy = self.policies[work.repo]
-        test = policy.test(work.test)
+        when it is refused, said in its thread (if any) and the log. The test's own policy (the one of the
+        repository's policies that declares it) decides."""
+        policy = self.policies[work.repo].for_test(work.test)
+        test = policy.test(work.test) if policy is not None else None
+        if policy is None or test is None:  # the policies changed between the request and now
+            why = f"no policy of {work.repo} declares the test `{work.test}` (any more)"
+            if work.thread:
+                forge.comment_once(work.thread, f"refused-{work.comment_id}", f"I cannot start that bisection: {why}")
+            log.warning("bisection of %s %s refused: %s", work.repo, work.test, why)
+            return None
         repo = self.workspace.sync(work.repo)
         bad = work.bad or f"origin/{policy.default_branch}"
         try:

@@ -222,11 +222,18 @@ def test_check_policy_names_the_bad_file_in_a_directory(cli, tmp_path):
     assert r.code == 2 and "Traceback" not in r.stderr
     assert r.stderr.splitlines() == [f"{policies / 'other.yaml'}:9: revert.daly_cap: unknown key"]
     assert r.stdout.splitlines() == [f"{policies / 'good.yaml'}: ok: acme/engine, 1 test(s), mode active"]
-    (policies / "other.yaml").write_text(MINIMAL)  # a second policy for acme/engine: named by file and line
+    # a second policy for acme/engine may be, but not one that declares the same test and watches the same workflow:
+    # each named at the second file's line, with the first file's
+    (policies / "other.yaml").write_text(MINIMAL)
     r = cli("check-policy", str(policies))
     assert r.code == 2
+    good, other = policies / "good.yaml", policies / "other.yaml"
     assert r.stderr.splitlines() == [
-        f"{policies / 'other.yaml'}:1: repository: a second policy for acme/engine (also {policies / 'good.yaml'})"
+        f"{other}:5: tests[0].id: test id kl is declared by two policies of acme/engine: a test id names one test in "
+        f"its repository (also {good}:5)",
+        f"{other}:3: watch[0].workflow: Nightly (schedule on main) is watched by two policies of acme/engine: a red "
+        f"run is read by one policy; put that workflow's tests in one policy (each test reads its own `metrics`) "
+        f"(also {good}:3)",
     ]
 
 

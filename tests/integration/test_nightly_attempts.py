@@ -20,6 +20,7 @@ import requests
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.patience import NotYet
+from bot.domain.repo_policies import RepoPolicies
 from bot.domain.scope import run_info
 from bot.domain.signals import Outcome
 from bot.ingress.jobs.nightly import NightlyJob
@@ -165,7 +166,7 @@ def scope(world, first_attempt_payload: dict, events: str = "[schedule]", after:
     red = run_info(first_attempt_payload)
     bisections, flakes = Bisections(), Flakes()
     job = NightlyJob(
-        {world["repo"]: policy_for(world["repo"], events)},
+        {world["repo"]: RepoPolicies.one(policy_for(world["repo"], events))},
         lambda repo: world["forge"],
         bisections,
         flakes,

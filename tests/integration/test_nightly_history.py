@@ -17,6 +17,7 @@ import pytest
 
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.store.deliveries import ClaimedJob
+from bot.domain.repo_policies import RepoPolicies
 from bot.domain.scope import run_info
 from bot.ingress.jobs.nightly import NightlyJob
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
@@ -94,7 +95,7 @@ def test_good_is_the_last_run_the_test_passed_in_read_through_the_sandbox(world)
     assert red.conclusion == "failure" and red.head_repository == world["repo"] and red.run_attempt == 1
     bisections = Bisections()
     job = NightlyJob(
-        {world["repo"]: policy_for(world["repo"])},
+        {world["repo"]: RepoPolicies.one(policy_for(world["repo"]))},
         lambda repo: forge,
         bisections,
         now=lambda: red.updated_at + timedelta(minutes=31),

@@ -5,16 +5,19 @@ import pytest
 from bot.adapters.policy_files import parse as parse_policy
 from bot.domain.command_plan import Comment, Plan, plan
 from bot.domain.commands import Start
+from bot.domain.repo_policies import RepoPolicies
 
-POLICY = parse_policy(
-    """\
+POLICY = RepoPolicies.one(
+    parse_policy(
+        """\
 repository: acme/engine
 watch: [{workflow: Nightly}]
 tests:
   - {id: kl, match: test_kl, probe: {name: command, command: [./run.sh]}}
 commands: {allow_users: [release-bot]}
 """,
-    "p.yaml",
+        "p.yaml",
+    )
 )
 
 
@@ -49,5 +52,8 @@ def test_unknown_test_help_invalid_and_not_for_us():
 def test_edited_comments_are_ignored_unless_the_policy_allows():
     edited = Comment("alice", "/revert-bisect kl", edited=True)
     assert plan(edited, "admin", POLICY) == Plan()
-    lenient = POLICY.model_copy(update={"commands": POLICY.commands.model_copy(update={"allow_edits": True})})
+    (policy,) = POLICY.policies
+    lenient = RepoPolicies.one(
+        policy.model_copy(update={"commands": policy.commands.model_copy(update={"allow_edits": True})})
+    )
     assert plan(edited, "admin", lenient).start == Start("kl")

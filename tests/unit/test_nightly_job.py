@@ -16,6 +16,7 @@ import pytest
 from bot.adapters.policy_files import load
 from bot.adapters.store.deliveries import ClaimedJob
 from bot.domain.patience import NotYet
+from bot.domain.repo_policies import RepoPolicies
 from bot.domain.requests import StartRequest
 from bot.domain.scope import RunInfo, Scoped
 from bot.domain.signals import Flake, JobInfo
@@ -191,7 +192,7 @@ class Flakes:
 
 def deliver(forge, id, at, attempt=1, bisections=None, flakes=None, conclusion="failure"):
     bisections, flakes = bisections or Bisections(), flakes or Flakes()
-    job = NightlyJob({REPO: POLICY}, lambda repo: forge, bisections, flakes, now=lambda: at)
+    job = NightlyJob({REPO: RepoPolicies.one(POLICY)}, lambda repo: forge, bisections, flakes, now=lambda: at)
     payload = forge.payload(id, attempt, conclusion)
     job(ClaimedJob(1, "nightly_failure", f"d-{id}-{attempt}", "workflow_run", payload, 1))
     return bisections, flakes

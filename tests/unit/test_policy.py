@@ -13,12 +13,14 @@ POLICIES = Path(__file__).resolve().parents[2] / "policies"
 
 def test_shipped_policies_load():
     policies = load_dir(POLICIES)
-    sglang = policies["sgl-project/sglang"]
+    sglang = policies["sgl-project/sglang"].for_test("qwen3-next-models")
+    assert sglang is not None
     assert sglang.mode == "shadow" and sglang.watch[0].workflow == ".github/workflows/pr-test.yml"
     test = sglang.test("qwen3-next-models")
     assert test.metric.threshold == 0.002 and test.runner.labels == ["self-hosted", "4-gpu-h100"]
     assert (test.probe.name, test.probe.cwd) == ("unittest", "test")
-    assert policies["mini-sglang/mini-sglang"].revert.daily_cap == 3
+    (mini,) = policies["mini-sglang/mini-sglang"].policies
+    assert mini.revert.daily_cap == 3
 
 
 def test_sglang_log_patterns_read_run_suite_output():

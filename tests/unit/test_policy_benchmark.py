@@ -1,5 +1,5 @@
 """A policy metric without `threshold` is a benchmark: SGLang's nightly text-model performance test as the example
-(policies/examples/sglang-perf.yaml), its throughput read from the report SGLang's own test prints, carried through
+(policies/sglang-perf.yaml), its throughput read from the report SGLang's own test prints, carried through
 the bot's bisection config as "no threshold"; a threshold that is given must still be a number."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from runners.spec import TestRun
 from tests.support.policies import MINIMAL
 
 ROOT = Path(__file__).resolve().parents[2]
-PERF = ROOT / "policies" / "examples" / "sglang-perf.yaml"
+PERF = ROOT / "policies" / "sglang-perf.yaml"
 SGLANG_HEAD = "6ed5780c4fd3075edd8a76fe6f09af51e4e900a6"  # the mirror of sgl-project/sglang main, 2026-08-22
 
 # What test/registered/perf/test_text_models_perf.py prints at SGLANG_HEAD: NightlyBenchmarkRunner.write_final_report
@@ -107,11 +107,14 @@ def test_the_example_benchmark_policy_loads_and_has_no_threshold():
     assert not re.search(test.match, "test/manual/nightly/test_text_models_perf.py")  # the manual copy
 
 
-def test_the_example_stays_out_of_the_policies_the_bot_loads():
-    """policies/*.yaml holds one policy per repository; the example, a second one for SGLang, lives below it."""
+def test_the_bot_loads_the_benchmark_beside_sglangs_accuracy_policy():
+    """policies/*.yaml: SGLang's accuracy policy and its performance policy, two files for one repository."""
     loaded, problems = check_dir(ROOT / "policies")
-    assert problems == [] and PERF not in loaded
-    assert "sgl-project/sglang" in {p.repository for p in loaded.values()}
+    assert problems == [] and PERF in loaded
+    assert [p.name for p, policy in loaded.items() if policy.repository == "sgl-project/sglang"] == [
+        "sglang-perf.yaml",
+        "sglang.yaml",
+    ]
 
 
 def test_the_benchmark_runs_as_sglangs_nightly_job_runs_it():

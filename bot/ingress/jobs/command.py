@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from bot.domain.command_plan import Comment, Plan, plan
-from bot.domain.policy import Policy
+from bot.domain.repo_policies import RepoPolicies
 from bot.domain.requests import StartRequest
 from bot.ports import Forge
 from bot.ports.store import ClaimedJob
@@ -26,7 +26,7 @@ class Bisections(Protocol):
 
 
 class CommandJob:
-    def __init__(self, policies: Mapping[str, Policy], forge_for: Callable[[str], Forge], bisections: Bisections):
+    def __init__(self, policies: Mapping[str, RepoPolicies], forge_for: Callable[[str], Forge], bisections: Bisections):
         self.policies = policies
         self.forge_for = forge_for
         self.bisections = bisections
@@ -34,18 +34,18 @@ class CommandJob:
     def __call__(self, job: ClaimedJob) -> None:
         payload = job.payload
         repo = (payload.get("repository") or {}).get("full_name")
-        policy = self.policies.get(repo)
+        policies = self.policies.get(repo)
         comment = payload.get("comment") or {}
         issue = payload.get("issue") or {}
         author = (comment.get("user") or {}).get("login")
-        if policy is None or not author or not issue.get("number") or not comment.get("id"):
+        if policies is None or not author or not issue.get("number") or not comment.get("id"):
             log.info("delivery %s: no policy for %s or not a usable comment; ignored", job.delivery_id, repo)
             return
         said = Comment(author, comment.get("body"), payload.get("action") == "edited")
-        if plan(said, None, policy) == Plan():  # not addressed to the bot (or an ignored edit): no API call at all
+        if plan(said, None, policies) == Plan():  # not addressed to the bot (or an ignored edit): no API call at all
             return
         forge = self.forge_for(repo)
-        decided = plan(said, forge.role(author), policy)
+        decided = plan(said, forge.role(author), policies)
         thread = issue["number"]
         forge.react(thread, comment["id"], "eyes")
         reply = decided.reply

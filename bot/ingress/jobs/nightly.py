@@ -2,7 +2,8 @@
 that still fails over its range.
 
 1. A green or unwatched run (bot.domain.scope.watched: the workflow by path, its event, branch, and a head commit
-   from this repository) is dropped without an API call.
+   from this repository) is dropped without an API call. A repository may have several policies: the run is read by
+   the one whose `watch` names its workflow (bot.domain.repo_policies), with that policy's results and tests.
 2. Re-runs first (`watch.rerun_grace_minutes`): failed jobs of a scheduled run are often re-run (a new run_attempt of
    the same run id), and a re-run's completion may never arrive as a webhook. So the job waits out the grace period
    after the red attempt completed (bot.domain.patience.NotYet: queued again, no attempt used), then reads the run
@@ -27,7 +28,8 @@ from typing import Protocol
 
 from bot.domain.patience import NotYet
 from bot.domain.policy import Policy, Watch
-from bot.domain.scope import RunInfo, Scoped, Unscoped, failures, ranged, run_info, together, watched
+from bot.domain.repo_policies import RepoPolicies
+from bot.domain.scope import RunInfo, Scoped, Unscoped, failures, ranged, run_info, together
 from bot.domain.signals import Flake, latest_jobs
 from bot.ingress.jobs import run_reads
 from bot.ports import CiReads, Forge
@@ -73,7 +75,7 @@ def _age_s(run: RunInfo, now: datetime) -> float | None:
 class NightlyJob:
     def __init__(
         self,
-        policies: Mapping[str, Policy],
+        policies: Mapping[str, RepoPolicies],
         forge_for: Callable[[str], ForgeWithCi],
         bisections: NightlyBisections,
         flakes: FlakeLog | None = None,
@@ -88,15 +90,28 @@ class NightlyJob:
     def __call__(self, job: ClaimedJob) -> None:
         repo = (job.payload.get("repository") or {}).get("full_name")
         run = job.payload.get("workflow_run") or {}
-        policy = self.policies.get(repo)
-        if policy is None or "id" not in run or "head_sha" not in run:
+        policies = self.policies.get(repo)
+        if policies is None or "id" not in run or "head_sha" not in run:
             log.info("delivery %s: no policy for %s, or no run in the payload; ignored", job.delivery_id, repo)
             return
         info = run_info(run)
-        watch = watched(policy, info)
         rerun_passed = info.conclusion == "success" and info.run_attempt > 1  # its earlier attempt's failures: flakes
-        if watch is None or (info.conclusion != "failure" and not rerun_passed):
-            return  # a green or unwatched run (a fork's `main` too): nothing to do, and no API call
+        if info.conclusion != "failure" and not rerun_passed:
+            return  # a green run: nothing to do, and no API call
+        watching = policies.watching(info)  # the policy whose `watch` names the run's workflow
+        if len(watching) > 1:
+            log.warning(
+                "delivery %s: run %s (%s) is watched by %s: ambiguous, read by neither (name the workflow by its "
+                "path in both, and check-policy refuses the pair)",
+                job.delivery_id,
+                info.id,
+                info.workflow_path or info.workflow_name,
+                " and ".join(policies.source(p) for p, _ in watching),
+            )
+            return
+        if not watching:
+            return  # an unwatched run (a fork's `main` too): nothing to do, and no API call
+        ((policy, watch),) = watching
         reproduced = _rerun_failed(info)
         if reproduced is None:
             try:
