@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from bot.cli.commands_bisect import EXIT_HELP, bisect
+from bot.cli.commands_changes import changes
 from bot.cli.commands_demo import demo, sandbox
 from bot.cli.commands_plan import step_plan
 from bot.cli.commands_revert import REVERT_EXIT_HELP, revert
@@ -56,6 +57,7 @@ app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options"
 )
 app.command("check-policy")(check_policy)
 app.command("step-plan")(step_plan)
+app.command()(changes)
 app.command()(demo)
 
 
