@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from bot.adapters.git.revert import reverter_for
 from bot.adapters.store.store import Store
 from bot.cli.progress import LiveProgress
 from bot.cli.wording import said
+from bot.domain.bisect.ledger import entries
 from bot.domain.bisect.model import Status
 from bot.domain.outcome import NOT_RUN_EXITS, BisectionOutcome, RunSeen, explain, outcome_of, run_cause
 from bot.domain.reasons import Reason
@@ -71,16 +73,31 @@ class _WithLogs:
 
 
 def _explained(store: Store, loaded: Loaded, pool: LocalPool) -> tuple[str, BisectionOutcome]:
-    """The finished bisection's status and outcome with the real cause named (bot.domain.outcome.explain), stored
-    so that `status` and a later `--resume` say the same."""
+    """The finished bisection's status and outcome with the real cause named (bot.domain.outcome.explain): each
+    test's, from the runs that carried it, stored (the bisection's derive from them), so that `status` and a later
+    `--resume` say the same. A bisection that never learnt its tests (a JUnit report never read) explains its own."""
     row = store.get(loaded.id)
-    outcome = outcome_of(row) or BisectionOutcome()
-    runs = [_seen(s, pool) for s in row.steps if s.state == "done"]
     config = loaded.config
-    status, told = explain(row.status, outcome, runs, loaded.problem.good, _metric_mode(config), config.timeout_s)
-    if status != row.status or told != outcome:
-        store.save_outcome(loaded.id, status or row.status or "", told)
-    return status or row.status or "", told
+
+    def told_again(status: str | None, outcome: BisectionOutcome, steps: list, good: str):
+        runs = [_seen(s, pool) for s in steps if s.state == "done"]
+        return explain(status, outcome, runs, good, _metric_mode(config), config.timeout_s)
+
+    tests = entries(row.tests)
+    if not tests:
+        status, told = told_again(row.status, outcome_of(row) or BisectionOutcome(), list(row.steps), row.good)
+        if status != row.status or told != outcome_of(row):
+            store.save_outcome(loaded.id, status or row.status or "", told)
+        return status or row.status or "", told
+    again = []
+    for e in tests:
+        carried = [s for s in row.steps if e.test in (s.results or {})]
+        status, told = told_again(e.status.value if e.status else None, e.told, carried, e.good or row.good)
+        again.append(replace(e, status=Status(status) if status else e.status, outcome=told))
+    if again != tests:
+        store.save_tests(loaded.id, again)
+    row = store.get(loaded.id)
+    return row.status or "", outcome_of(row) or BisectionOutcome()
 
 
 def _summary(report: dict, outcome: BisectionOutcome) -> str:

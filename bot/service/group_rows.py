@@ -102,11 +102,13 @@ def classify_all(raws: Mapping[str, RawResult], group: Group, boundaries: Mappin
 
 def step_report(result: StepResult, results: Mapping[str, Result]) -> StepReport:
     """What the store keeps of a step's result: the runner's facts, one verdict for displays and each test's own
-    result, as read."""
+    result, as read. A step that said nothing of any of its tests (each errored on the runner: bot.service.as_ci)
+    keeps their reason as its own."""
+    said = {r.infra_reason for r in results.values()}
     return StepReport(
         result.exit_code,
         result.metric,
-        result.infra_reason,
+        result.infra_reason or (said.pop() if len(said) == 1 else None),
         step_verdict(r.verdict for r in results.values() if r.verdict).value,
         result.runner,
         result.duration_s,

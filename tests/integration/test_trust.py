@@ -23,6 +23,7 @@ from bot.domain.errors import RepoError
 from bot.domain.guards import GUARDS, Culprit, Repository, revert_refusal, start_refusal
 from bot.settings import BotSettings
 from bot.wiring import default_workspace
+from tests.support.ledger_rows import one_test
 from tests.support.policies import NOW, POLICY  # the same policy the guards are tested with
 
 LOCAL = ("127.0.0.1", 50123)
@@ -43,6 +44,10 @@ def refused(refusal) -> dict:
 
 
 def row(status, repo="octo/widgets", head="h" * 40, origin=True, good="g" * 40, bad="b" * 40, tests=None, **outcome):
+    """A finished bisection as stored: of one test (its entry holds the outcome, as bot.domain.bisect.ledger writes
+    it) unless `tests` gives several."""
+    if tests is None:
+        tests = {"t": {"state": {"phase": "done"}, "status": status, "outcome": outcome}}
     return SimpleNamespace(
         repo=f"/srv/clones/{repo}",
         status=status,
@@ -392,6 +397,7 @@ def populate(history, workspace: Path, db: str) -> None:
             outcome=outcome or None,
             head=head,
             origin={"repo": repo, "test": "test_kl"},
+            tests=one_test(status, outcome, "test_kl"),
         )
 
     with Session(connect(db)) as s:
@@ -498,6 +504,7 @@ def test_api_trust_precision_and_recall_from_a_real_branch(tmp_path):
             outcome={"culprit": culprit, "revert_pr": pr},
             head=c5,
             origin={"repo": "octo/widgets", "test": "test_kl"},
+            tests=one_test("found", {"culprit": culprit, "revert_pr": pr}, "test_kl"),
         )
 
     with Session(connect(db)) as s:
