@@ -60,10 +60,10 @@ class LiveProgress:
             table.add_row("flake rate", f"{snap.flake_rate:.3f}")
         if sampled := _samples(snap):
             table.add_row("samples", sampled)
-        for test, view in snap.tests.items():  # a group: a row per test
-            culprit = view.culprit or (view.guess if view.probability else None)
-            said = f"{culprit[:12]} P={view.probability:.3f}" if culprit and not view.culprit else (culprit or "")[:12]
-            table.add_row(test[-40:], f"{view.status:<16} {said}  {view.runs} runs")
+        for test, e in snap.tests.items():  # a row per test
+            culprit = e.culprit or (e.best_guess if e.probability else None)
+            said = f"{culprit[:12]} P={e.probability:.3f}" if culprit and not e.culprit else (culprit or "")[:12]
+            table.add_row(test[-40:], f"{e.word:<16} {said}  {snap.test_runs.get(test, 0)} runs")
         return Group(Text(f"revert-bisect #{snap.bisection_id}", style="bold"), table)
 
 

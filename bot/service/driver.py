@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from bot.domain.bisect.group import GroupDecision, Step, decide_group
@@ -30,7 +30,7 @@ from bot.service.as_ci import ci_failures, naming_the_runner, read_as_ci
 from bot.service.config import BisectConfig
 from bot.service.discovery import CANCELLED, discover
 from bot.service.group_rows import classify_all, group_of, raw_results, step_report
-from bot.service.snapshot import Snapshot, TestView
+from bot.service.snapshot import Snapshot
 from runners.spec import Backend, RevertOf, StepResult, StepSpec, new_ref
 
 # After a result, wait a little for its round-mates before planning again, so that equal-length
@@ -120,7 +120,7 @@ class Driver:
                 snap.runs.append((step.sha, step.kind, Verdict(step.verdict or "infra"), step.metric))
                 if step.infra_reason:
                     snap.infra.append((step.sha, step.infra_reason))
-        snap.tests = {t: _view(e, runs) for t, e in self.tests.items()}
+        _view(snap, self.tests.values(), runs)
         boundaries: dict[str, float | None] = {t: e.boundary for t, e in self.tests.items()}
         # A guard on the engine itself: runs it asked for and then cancelled as settled are runner time spent for
         # nothing; more of them than the run budget means a bug in the engine, so stop rather than burn GPUs.
@@ -290,19 +290,15 @@ class Driver:
         told = summary(list(self.tests.values()))
         snap.guess, snap.guess_probability = told.guess, told.guess_probability or 0.0
         snap.flake_rate = told.flake_rate or 0.0
-        for test in decision.decisions:
-            snap.tests[test] = _view(self.tests[test], runs)
+        _view(snap, [self.tests[t] for t in decision.decisions], runs)
         self.observer(snap)
 
 
-def _view(test: Entry, runs: list[Run]) -> TestView:
-    return TestView(
-        test.word,
-        test.guess,
-        test.guess_probability or 0.0,
-        test.culprit,
-        sum(1 for r in runs if r.test == test.test and r.raw.infra_reason is None),
-    )
+def _view(snap: Snapshot, tests: Iterable[Entry], runs: list[Run]) -> None:
+    """The display's view of `tests`: each as it stands, with the results it got."""
+    for test in tests:
+        snap.tests[test.test] = test
+        snap.test_runs[test.test] = sum(1 for r in runs if r.test == test.test and r.raw.infra_reason is None)
 
 
 def _outcome(status: Status, told: BisectionOutcome) -> Outcome:

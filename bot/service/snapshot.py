@@ -5,21 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from bot.domain.bisect.ledger import Entry
 from bot.domain.bisect.model import Phase
 from bot.domain.bisect.verdict import Verdict
-
-
-@dataclass
-class TestView:
-    """One test of a group, as a display shows it."""
-
-    __test__ = False
-
-    status: str  # its phase while it runs, its status once it ended
-    guess: str | None = None
-    probability: float = 0.0
-    culprit: str | None = None
-    runs: int = 0  # results it got (its own steps and those it rode)
 
 
 @dataclass
@@ -37,4 +25,5 @@ class Snapshot:
     guess_probability: float = 0.0
     flake_rate: float = 0.0
     started: float = field(default_factory=time.monotonic)
-    tests: dict[str, TestView] = field(default_factory=dict)  # a group's tests; empty for a bisection of one
+    tests: dict[str, Entry] = field(default_factory=dict)  # its tests, as they stand
+    test_runs: dict[str, int] = field(default_factory=dict)  # each test's results (its own steps and those it rode)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from bot.domain.bisect.ledger import entries
+from bot.domain.bisect.ledger import Entry, entries
 from bot.domain.bisect.model import Problem
 from bot.domain.markdown import code, text
 from bot.domain.outcome import BisectionOutcome, best_guess_of, outcome_of
 from bot.ports.store import BisectionRecord
-from bot.service.snapshot import Snapshot, TestView
+from bot.service.snapshot import Snapshot
 from bot.service.wording import said
 
 
@@ -44,10 +44,8 @@ def render_status(
             + (f", {len(infra)} of them infrastructure failures (not evidence):" if infra else ".")
         )
         lines += [f"- `{s.sha[:12]}`: {text(s.infra_reason)}" for s in infra[-3:]]  # runner and git errors: any text
-        ended = {
-            e.test: TestView(e.word, e.best_guess, e.told.confidence or 0.0, e.culprit) for e in entries(row.tests)
-        }
-        return "\n".join(lines + _tests_table(ended))
+        carried = {e.test: sum(e.test in (s.results or {}) for s in ran) for e in entries(row.tests)}
+        return "\n".join(lines + _tests_table(entries(row.tests), carried))
     if snap is None:
         return f"{head}\n\nStarting: calibrating the endpoints."
     counts = Counter(v.value for _, _, v, _ in snap.runs)
@@ -60,7 +58,7 @@ def render_status(
         f"| {len(snap.in_flight) - len(snap.waiting)} | {guess} |"
     )
     infra = snap.infra[-3:]
-    lines = [table, *_tests_table(snap.tests)]
+    lines = [table, *_tests_table(list(snap.tests.values()), snap.test_runs)]
     if snap.waiting:
         lines.append(
             f"\nWaiting for a runner ({len(snap.waiting)} steps):\n" + "\n".join(f"- {code(w)}" for w in snap.waiting)
@@ -73,15 +71,16 @@ def render_status(
     return "\n".join(lines)
 
 
-def _tests_table(tests: Mapping[str, TestView]) -> list[str]:
+def _tests_table(tests: Sequence[Entry], runs: Mapping[str, int]) -> list[str]:
     """The bisection's tests, a row each: how each stands or ended, its culprit (or best guess), the runs that
     carried it."""
     if not tests:
         return []
     rows = ["", "| test | status | culprit | runs |", "|---|---|---|---|"]
-    for test, v in tests.items():
-        guess = _best_guess(v.guess, v.probability) if v.guess else "-"
-        rows.append(f"| {code(test)} | {v.status} | {f'`{v.culprit[:12]}`' if v.culprit else guess} | {v.runs or ''} |")
+    for e in tests:
+        guess = _best_guess(e.best_guess, e.probability) if e.best_guess else "-"
+        said = f"`{e.culprit[:12]}`" if e.culprit else guess
+        rows.append(f"| {code(e.test)} | {e.word} | {said} | {runs.get(e.test) or ''} |")
     return rows
 
 

@@ -175,6 +175,11 @@ class Entry:
             return self.guess
         return best_guess_of(self.status.value, self.told)
 
+    @property
+    def probability(self) -> float:
+        """Its culprit's (or best guess's) posterior once it ended; while it runs, the engine's guess's."""
+        return (self.told.confidence if self.status else self.guess_probability) or 0.0
+
     def decided(self, decision: Decision) -> Entry:
         """This test after the engine's decision: its new state and view and, when it ended, its outcome."""
         out = decision.outcome
