@@ -6,12 +6,15 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bot.cli.consoles import err, out
 from bot.cli.series_csv import Series, SeriesError, read_series
+
+if TYPE_CHECKING:  # the module itself is imported when the command runs: numpy, scipy and Otava take a second
+    from bot.domain.perf.changes import Change, Direction
 
 DEFAULT_DIRECTION = "higher"  # as `bisect` takes a metric (--higher-is-worse): a time, a latency
 FLAGS = {"lower": "--lower-is-worse", "higher": "--higher-is-worse"}
@@ -23,15 +26,15 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _directions(given: list[str], metrics: list[str]) -> dict[str, str]:
-    directions = {}
+def _directions(given: list[str], metrics: list[str]) -> dict[str, Direction]:
+    directions: dict[str, Direction] = {}
     for item in given:
         name, sep, way = item.rpartition("=")
         if not sep or not name or way not in FLAGS:
             raise _fail(f"--direction {item!r}: use METRIC=lower (lower is worse) or METRIC=higher")
         if name not in metrics:
             raise _fail(f"--direction {item!r}: no metric {name!r} in the series (it has: {', '.join(metrics)})")
-        directions[name] = way
+        directions[name] = "lower" if way == "lower" else "higher"
     return directions
 
 
@@ -43,7 +46,7 @@ def _run(series: Series, i: int) -> str:
     return f"row {i} (sha {series.shas[i]}{', ' + series.times[i] if series.times[i] else ''})"
 
 
-def _bisect_command(change, metric: str) -> str:
+def _bisect_command(change: Change, metric: str) -> str:
     """The bisection of this change: a regression as the metric's worse way; an improvement the other way round,
     so that the search finds the commit that moved it."""
     way = change.direction if change.regression else ("higher" if change.direction == "lower" else "lower")
@@ -112,7 +115,7 @@ def changes(
     metrics = list(series.metrics)
     directions = _directions(direction or [], metrics)
     settings = ChangeSettings(false_alarm_rate=false_alarm_rate, min_effect=min_effect)
-    found = find_changes(series.shas, series.metrics, directions, settings)  # type: ignore[arg-type]
+    found = find_changes(series.shas, series.metrics, directions, settings)
 
     defaulted = [m for m in metrics if m not in directions]
     out.print(

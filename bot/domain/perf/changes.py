@@ -14,9 +14,10 @@ permutation test (`permutation.SequentialPermutations`). A split becomes a `Chan
 it. Each metric is tested at `false_alarm_rate / number of metrics` (Bonferroni), so when no metric changed:
 the chance that the call reports any change point, in any metric, is at most `false_alarm_rate`, however the
 metrics are correlated; and per metric it is at most `false_alarm_rate / metrics`. A nightly job that runs one
-call per run and alerts on the change points it has not reported before therefore raises, on flat series, at
-most `false_alarm_rate` false alarms per night for all metrics together (at 0.01: one in 100 nights), and
-`false_alarm_rate / metrics` per metric per night.
+call per run and alerts on the change points it has not reported before therefore raises, on flat series, a
+false alarm on a night with probability at most `false_alarm_rate`, all metrics together (at 0.01: one night
+in 100), and per metric at most `false_alarm_rate / metrics`. After a real change, each further split of that
+metric is tested at the same level.
 
 Missing readings (None, NaN, infinities) are skipped: indices and shas stay those of the caller's runs. An empty
 series, a single run, a constant metric or one whose level is not positive give no change point.
