@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from xml.etree import ElementTree
 
 from bot.domain.case import assertion_line
@@ -62,10 +62,16 @@ class Results:
     log: str
     junit: tuple[str, ...] = ()  # JUnit XML documents
     metrics: dict | None = None  # a metrics JSON: {"metric": {"name", "value", "threshold"}}
+    # run_suite's report of `log`, when whoever read the log parsed it already (bot.domain.run_reading): not again
+    report: SuiteReport | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_github(cls, raw_log: str, junit: tuple[str, ...] = (), metrics: dict | None = None) -> Results:
         return cls(plain(raw_log), junit, metrics)
+
+    def suite(self) -> SuiteReport:
+        """run_suite's report of the log (bot.domain.suite_log)."""
+        return self.report if self.report is not None else parse(self.log)
 
 
 def as_results(results: Results | str) -> Results:
@@ -106,9 +112,9 @@ def _frames(test: Test, report: SuiteReport) -> list[str]:
     return [text for file, text in report.outputs.items() if named(test, file)]
 
 
-def _own_output(test: Test, log: str) -> str:
-    """The test file's own output in the log (its frames), else the whole log."""
-    frames = _frames(test, parse(log))
+def _own_output(test: Test, report: SuiteReport, log: str) -> str:
+    """The test file's own output in the log (its frames in the log's report), else the whole log."""
+    frames = _frames(test, report)
     return "\n".join(frames) if frames else log
 
 
@@ -118,6 +124,7 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
     one), else the log's last match."""
     results = as_results(results)
     log = results.log
+    report = results.suite()
     patterns = policy.results.log
     if results.junit:  # `classname.name`, and the classname alone (a file's path, for a regex anchored at `.py$`)
         names = [n for full in junit_failures(results.junit) for n in (full, full.rsplit(".", 1)[0])]
@@ -129,7 +136,7 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
     for name in dict.fromkeys(names):
         for test in (t for t in map(lambda t: for_name(t, name), policy.tests) if t is not None):
             if all(f.test.id != test.id for f in out):
-                found = failures(_own_output(test, log)) if test.probe.name != "command" else []
+                found = failures(_own_output(test, report, log)) if test.probe.name != "command" else []
                 own = [
                     m.groupdict() for f in found for m in re.finditer(patterns.metric or "(?!)", f.block) if test.metric
                 ][:1]
@@ -140,7 +147,7 @@ def failed_tests(policy: Policy, results: Results | str) -> list[FailedTest]:
                     given = reading[0].get("threshold")
                     threshold = float(given) if given is not None else test.metric.threshold
                 prefer = None if value is None else repr(value)  # the case whose reading is reported
-                said = assertion_line([*(f.block for f in found), _own_output(test, log)], prefer) or ""
+                said = assertion_line([*(f.block for f in found), _own_output(test, report, log)], prefer) or ""
                 out.append(FailedTest(test, name, value, threshold, tuple(f.case for f in found), said))
                 break
     return out
@@ -155,9 +162,10 @@ def _metric(policy: Policy, text: str) -> float | None:
         return None
 
 
-def read_job(policy: Policy, test: Test, log: str, job: JobInfo) -> Reading:
-    """The test's result in one job's log, the log already undone of GitHub's decorations (joblog.plain)."""
-    report = parse(log)
+def read_job(policy: Policy, test: Test, log: str, job: JobInfo, report: SuiteReport | None = None) -> Reading:
+    """The test's result in one job's log, the log already undone of GitHub's decorations (joblog.plain); `report`:
+    run_suite's report of that log when it is parsed already."""
+    report = report if report is not None else parse(log)
     where = f"job {job.name!r}"
     output = next(iter(_frames(test, report)), None)
     retried = any(named(test, r.file) and r.result == "passed" for r in report.retried)

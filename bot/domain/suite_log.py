@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 SUMMARY = re.compile(r"^Test Summary: (?P<passed>\d+)/(?P<total>\d+) passed\s*$")
@@ -143,3 +144,24 @@ def parse(log: str) -> SuiteReport:
         elif (retry := RETRY_NOTE.match(note)) is not None:
             retried.append(Retried(entry["file"], int(retry["attempts"]), retry["result"]))
     return SuiteReport(summary, tuple(passed), tuple(failed), tuple(retried), tuple(timings), _outputs(lines))
+
+
+def merge(reports: Iterable[SuiteReport]) -> SuiteReport:
+    """Several logs' reports as one (a run's failed jobs, read together): their sections and timings in order, the
+    last summary, and a file's output in two of them joined, as one log holding both would be parsed -- except that a
+    job that died inside a file keeps that file's output (in one log, the next job's first `Begin` would drop it)."""
+    summary = None
+    passed: list[str] = []
+    failed: list[tuple[str, str]] = []
+    retried: list[Retried] = []
+    timings: list[Timing] = []
+    outputs: dict[str, str] = {}
+    for report in reports:
+        summary = report.summary if report.summary is not None else summary
+        passed += report.passed
+        failed += report.failed
+        retried += report.retried
+        timings += report.timings
+        for file, text in report.outputs.items():
+            outputs[file] = outputs.get(file, "") + text
+    return SuiteReport(summary, tuple(passed), tuple(failed), tuple(retried), tuple(timings), outputs)

@@ -15,7 +15,12 @@ that still fails over its range.
    passed on its own retry (`↻ RETRIED: ... passed`), is a flake: recorded once (the trust report's flakes seen
    per test) and not bisected. A final attempt that succeeded bisects nothing.
 4. Each test that failed in the final attempt: GOOD is the newest earlier run in which it ran and passed
-   (bot.ingress.jobs.run_reads.history), BAD the red run's head; one bisection per range.
+   (bot.domain.earlier_run), BAD the red run's head; one bisection per range.
+
+A delivery reads first and decides after: the final attempt, its earlier attempts and each failing test's earlier
+runs are read once each (bot.service.run_reading, into bot.domain.run_reading's values; the attempt read for the
+suite runner's retry during the grace period is not read again), then the red-test intake decides on them
+(bot.domain.red_run.intake), and the job records its flakes and starts its bisections.
 """
 
 from __future__ import annotations
@@ -26,14 +31,16 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Protocol
 
+from bot.domain import red_run
 from bot.domain.patience import NotYet
 from bot.domain.policy import Policy, Watch
 from bot.domain.repo_policies import RepoPolicies
-from bot.domain.scope import RunInfo, Scoped, Unscoped, failures, ranged, run_info, together
-from bot.domain.signals import Flake, latest_jobs
-from bot.ingress.jobs import run_reads
+from bot.domain.run_reading import RunReading
+from bot.domain.scope import RunInfo, Scoped, run_info
+from bot.domain.signals import Flake
 from bot.ports import CiReads, Forge
 from bot.ports.store import ClaimedJob, FlakeLog
+from bot.service.run_reading import read_red, read_run
 
 log = logging.getLogger("revert_bisect.nightly")
 
@@ -113,15 +120,16 @@ class NightlyJob:
             return  # an unwatched run (a fork's `main` too): nothing to do, and no API call
         ((policy, watch),) = watching
         reproduced = _rerun_failed(info)
+        now = read = None
         if reproduced is None:
             try:
                 self._grace(watch, info)  # no API call while re-runs may still start...
-            except NotYet:
-                reproduced = self._reproduced(self.forge_for(repo), policy, info)  # ...unless something reproduced
+            except NotYet:  # ...unless something reproduced the failure
+                reproduced, now, read = self._reproduced(self.forge_for(repo), policy, info)
                 if reproduced is None:
                     raise
         forge = self.forge_for(repo)
-        final = self._final_attempt(forge, watch, info, waits=reproduced is None)
+        final = self._final_attempt(forge, watch, info, waits=reproduced is None, now=now)
         if final is None:
             return
         reproduced = reproduced or _rerun_failed(final)
@@ -131,7 +139,7 @@ class NightlyJob:
             else f"after waiting {watch.rerun_grace_minutes:g} minutes for re-runs of the red attempt"
         )
         workflow = run.get("workflow_id") or info.workflow_path
-        self._scope(job.delivery_id, forge, policy, watch, final, workflow, repo, started, bool(reproduced))
+        self._scope(job.delivery_id, forge, policy, watch, final, workflow, repo, started, bool(reproduced), read)
 
     # -- re-runs --
 
@@ -141,27 +149,30 @@ class NightlyJob:
         if age is not None and left > 0:
             raise NotYet(left, f"run {run.id} attempt {run.run_attempt}: waiting {left:.0f}s for re-runs to start")
 
-    def _reproduced(self, ci: ForgeWithCi, policy: Policy, run: RunInfo) -> str | None:
+    def _reproduced(
+        self, ci: ForgeWithCi, policy: Policy, run: RunInfo
+    ) -> tuple[str | None, RunInfo, RunReading | None]:
         """What already reproduced the red attempt's failure, if anything: a re-run attempt that completed red, or the
-        suite runner's own retry failing every watched failing test again (one read of the run, its jobs and logs)."""
+        suite runner's own retry failing every watched failing test again (one read of the run, its jobs and logs,
+        kept for scoping it); with the run as it is now."""
         now = ci.run(run.id)
         if now.status != "completed":
-            return None  # a re-run in flight: its verdict is worth the wait
+            return None, now, None  # a re-run in flight: its verdict is worth the wait
         if now.run_attempt > run.run_attempt:
-            return _rerun_failed(now)
-        red = run_reads.red_run(ci, policy, run)
-        found = failures(policy, run, red.results)
-        if not isinstance(found, list) or not found:
-            return None
-        retried = {t.id for t in run_reads.retried_failed(policy, red.logs.values())}
-        if not all(f.test.id in retried for f in found):
-            return None
-        return "the suite runner's own retry failed it again, with the same verdict"
+            return _rerun_failed(now), now, None
+        if run.conclusion != "failure":
+            return None, now, None  # nothing failed, so nothing reproduced: no read
+        read = read_run(ci, policy, run)
+        if not red_run.reproduced(policy, read):
+            return None, now, read
+        return "the suite runner's own retry failed it again, with the same verdict", now, read
 
-    def _final_attempt(self, ci: CiReads, watch: Watch, first: RunInfo, waits: bool = True) -> RunInfo | None:
-        """The run as it is now, once its newest attempt completed and (`waits`: nothing reproduced the failure yet)
-        the grace period after it passed."""
-        now_run = ci.run(first.id)
+    def _final_attempt(
+        self, ci: CiReads, watch: Watch, first: RunInfo, waits: bool = True, now: RunInfo | None = None
+    ) -> RunInfo | None:
+        """The run as it is now (`now`: read already in this delivery), once its newest attempt completed and
+        (`waits`: nothing reproduced the failure yet) the grace period after it passed."""
+        now_run = now if now is not None else ci.run(first.id)
         waited = _age_s(first, self.now()) or 0.0
         if now_run.status != "completed":
             if waited > MAX_WAIT_S:
@@ -181,10 +192,9 @@ class NightlyJob:
             self._grace(watch, now_run)  # a re-run of the re-run may come too
         return now_run
 
-    def _flake(self, policy: Policy, run: RunInfo, test_id: str, how: str) -> None:
-        flake = Flake(policy.repository, test_id, run.id, run.head_sha, how, run.url)
+    def _record(self, flake: Flake) -> None:
         if self.flakes.record(flake):
-            log.info("run %s: %s is a flake (%s): not bisected", run.id, test_id, how)
+            log.info("run %s: %s is a flake (%s): not bisected", flake.run_id, flake.test, flake.how)
 
     # -- scoping the final attempt --
 
@@ -199,50 +209,34 @@ class NightlyJob:
         repo: str,
         started: str = "",
         reproduced: bool = False,
+        read: RunReading | None = None,
     ) -> None:
+        """Read the final attempt and its failing tests' histories once (`read`: the attempt, read already), then
+        decide on them (bot.domain.red_run.intake) and act: record the flakes, start the bisections."""
         if run.conclusion not in ("success", "failure"):
             log.warning(
                 "delivery %s: run %s's last attempt concluded %s: nothing to bisect", delivery, run.id, run.conclusion
             )
             return
-        red = run_reads.red_run(forge, policy, run) if run.conclusion == "failure" else None
-        found = failures(policy, run, red.results) if red is not None else []
-        still = {f.test.id for f in found} if isinstance(found, list) else set()
-        if run.run_attempt > 1:
-            jobs = red.jobs if red is not None else latest_jobs(forge.run_jobs(run.id))
-            logs = red.logs if red is not None else {}
-            for failure, job_name in run_reads.failed_before(forge, policy, run):
-                test = failure.test
-                if test.id not in still and run_reads.passed_now(forge, policy, test, jobs, logs, job_name):
-                    self._flake(policy, run, test.id, f"failed, then passed on re-run attempt {run.run_attempt}")
-        if red is None:
-            return  # the last attempt succeeded
-        for test in run_reads.retried_passed(policy, red.logs.values()):
-            if test.id not in still:
-                self._flake(policy, run, test.id, "passed on the suite runner's own retry")
-        if isinstance(found, Unscoped):
-            log.warning("delivery %s: %s", delivery, found.reason)
-            return
-        scoped_tests = []
-        for failure in found:
-            first_job = run_reads.failed_in(policy, failure.test, red)
-            signals = run_reads.history(forge, policy, watch, run, failure.test, workflow, first_job)
-            scoped = ranged(run, failure, signals)
-            if isinstance(scoped, Unscoped):
-                log.warning("delivery %s: %s", delivery, scoped.reason)
-                continue
+        known = replace(read, run=run) if read is not None and read.final.number == run.run_attempt else None
+        red = read_red(forge, policy, watch, run, workflow, known)  # everything the decision needs, fetched first
+        decided = red_run.intake(policy, red, started, reproduced)  # then decided, fetching nothing
+        for flake in decided.flakes:
+            self._record(flake)
+        for why in decided.unscoped:
+            log.warning("delivery %s: %s", delivery, why)
+        for scoped in decided.scoped:
             log.info(
                 "delivery %s: bisecting %s over %s..%s (GOOD: run %s, the newest earlier run it passed in)",
                 delivery,
-                failure.test.id,
+                scoped.test.test.id,
                 scoped.good[:12],
                 scoped.bad[:12],
                 scoped.good_run,
             )
-            scoped_tests.append(replace(scoped, started=started, reproduced=reproduced))
-        for group in together(policy, scoped_tests):
+        for group in decided.groups:
             if len(group) == 1:
                 self.bisections.start_nightly(repo, group[0], forge)
             else:
                 log.info("delivery %s: %s bisected together", delivery, ", ".join(s.test.test.id for s in group))
-                self.bisections.start_nightly_group(repo, group, forge)
+                self.bisections.start_nightly_group(repo, list(group), forge)
