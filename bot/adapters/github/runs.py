@@ -5,6 +5,7 @@ redirects, bot.adapters.github.downloads)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from github import GithubException
 from github.Repository import Repository
@@ -26,18 +27,31 @@ class CiRuns:
         downloaded."""
         return artifact_files(self.repo, run_id, name, self.downloads)
 
+    def _pages(self, url: str, params: dict) -> Iterator[dict]:
+        """Each page of a list, as GitHub sends it (its `Link` header's next page followed)."""
+        next_url: str | None = url
+        query: dict | None = params
+        while next_url:
+            headers, data = self.repo.requester.requestJsonAndCheck("GET", next_url, parameters=query)
+            yield data or {}
+            found = NEXT_PAGE.search(headers.get("link") or "")
+            next_url, query = (found.group(1), None) if found else (None, None)
+
     def workflow_runs(self, workflow: int | str, branch: str, events: list[str], limit: int) -> list[RunInfo]:
         """Completed runs of a workflow (its id, or its file's name or path) on `branch` for each of `events`,
-        newest first, at most `limit`: GET .../actions/workflows/{id}/runs?branch=&event=&status=completed."""
+        newest first, at most `limit`: GET .../actions/workflows/{id}/runs?branch=&event=&status=completed, read from
+        the list's pages as they are (one request a page, not one per run)."""
         ident = workflow.rsplit("/", 1)[-1] if isinstance(workflow, str) else workflow
+        url = f"{self.repo.url}/actions/workflows/{ident}/runs"
         found: dict[int, RunInfo] = {}
         for event in dict.fromkeys(events):
-            for n, run in enumerate(
-                self.repo.get_workflow(ident).get_runs(branch=branch, event=event, status="completed")
-            ):
-                if n >= limit:
+            params = {"branch": branch, "event": event, "status": "completed", "per_page": min(max(limit, 1), 100)}
+            listed: list[RunInfo] = []
+            for page in self._pages(url, params):
+                listed += [run_info(run) for run in page.get("workflow_runs") or []]
+                if len(listed) >= limit or not page.get("workflow_runs"):
                     break
-                found[run.id] = run_info(run.raw_data)
+            found.update((run.id, run) for run in listed[:limit])
         return sorted(found.values(), key=lambda r: r.id, reverse=True)[:limit]
 
     def run(self, run_id: int) -> RunInfo:
@@ -55,14 +69,10 @@ class CiRuns:
     def run_jobs(self, run_id: int, attempt: int | None = None) -> list[JobInfo]:
         """The jobs of a run's newest attempt (GET .../runs/{id}/jobs, GitHub's default `filter=latest`), or of one
         attempt (GET .../runs/{id}/attempts/{n}/jobs); every page."""
-        url: str | None = f"{self.repo.url}/actions/runs/{run_id}" + (
-            f"/attempts/{attempt}/jobs" if attempt else "/jobs"
-        )
-        params: dict | None = {"per_page": 100}
+        url = f"{self.repo.url}/actions/runs/{run_id}" + (f"/attempts/{attempt}/jobs" if attempt else "/jobs")
         out = []
-        while url:
-            headers, data = self.repo.requester.requestJsonAndCheck("GET", url, parameters=params)
-            for job in (data or {}).get("jobs") or []:
+        for data in self._pages(url, {"per_page": 100}):
+            for job in data.get("jobs") or []:
                 out.append(
                     JobInfo(
                         job["id"],
@@ -72,8 +82,6 @@ class CiRuns:
                         int(job.get("run_attempt") or attempt or 1),
                     )
                 )
-            found = NEXT_PAGE.search(headers.get("link") or "")
-            url, params = (found.group(1), None) if found else (None, None)
         return out
 
     def job_log(self, job_id: int) -> str | None:
