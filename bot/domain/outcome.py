@@ -10,11 +10,14 @@ loses nothing) or hold a value of the wrong type (dropped to its default rather 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from bot.domain.reasons import Reason
+
+if TYPE_CHECKING:
+    from bot.domain.bisect.readings import Effect
 
 
 class AB(BaseModel):
@@ -51,6 +54,54 @@ class StoredPassedOver(BaseModel):
     definitions: list[str] = []
 
 
+class StoredEffect(BaseModel):
+    """What the culprit did to a sampled metric (bot.domain.bisect.readings.Effect as stored): `words`, the shift as
+    the outcome said it ("-4.1% +/- 0.9% at the culprit (95%)"); the shift of the level with its interval's half-width
+    at `level` (0.95); the mean before the culprit; the readings' spread; the drift fitted beside the change (in words,
+    and its slope a round); the readings at the culprit and at its parent. A row written before this field kept the
+    effect among its facts: read as this, without the numbers it did not keep (`before`, `noise`, the drift)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    words: str
+    shift: float | None = None
+    half_width: float | None = None
+    level: float | None = None
+    before: float | None = None
+    noise: float | None = None
+    drift: str | None = None
+    slope: float | None = None
+    culprit: list[float] = []
+    parent: list[float] = []
+
+    @classmethod
+    def of(cls, effect: Effect) -> StoredEffect:
+        """The engine's effect (bot.domain.bisect.sampled) as stored."""
+        return cls(
+            words=effect.describe(),
+            shift=effect.shift,
+            half_width=effect.half_width,
+            level=effect.level,
+            before=effect.before,
+            noise=effect.noise,
+            drift=effect.drift,
+            slope=effect.slope,
+            culprit=list(effect.culprit),
+            parent=list(effect.parent),
+        )
+
+
+# where rows written before `BisectionOutcome.effect` kept the effect in `facts`: the fact's key -> StoredEffect's
+_EFFECT_FACTS = dict(
+    effect="words",
+    shift="shift",
+    half_width="half_width",
+    level="level",
+    culprit_readings="culprit",
+    parent_readings="parent",
+)
+
+
 class BisectionOutcome(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -65,6 +116,7 @@ class BisectionOutcome(BaseModel):
     ab: AB | None = None
     reason: str | None = None  # bot.domain.reasons.Reason's code: each surface words its remedy from it and `facts`
     facts: dict[str, Any] = {}
+    effect: StoredEffect | None = None  # a sampled metric's: what the culprit did to it
     # the publishing facts
     culprit_pr: int | None = None
     culprit_subject: str | None = None
@@ -79,6 +131,24 @@ class BisectionOutcome(BaseModel):
     followup: int | None = None
     notes: list[str] = []  # what publishing skipped or was refused on the way (a reviewer GitHub refused), said
     followup_passed_over: list[StoredPassedOver] = []  # the follow-up finder's candidates it did not link, with why
+
+    @model_validator(mode="before")
+    @classmethod
+    def _effect_from_facts(cls, data: Any) -> Any:
+        """A row written before `effect` kept it in `facts` (its words under "effect", its numbers beside them):
+        read as the typed field, the facts without it (when its numbers do not fit, its words alone)."""
+        if not isinstance(data, dict) or "effect" in data:
+            return data
+        facts = data.get("facts")
+        if not isinstance(facts, dict) or not isinstance(facts.get("effect"), str):
+            return data
+        lifted = {new: facts[old] for old, new in _EFFECT_FACTS.items() if old in facts}
+        try:
+            effect = StoredEffect.model_validate(lifted)
+        except ValidationError:
+            effect = StoredEffect(words=facts["effect"])
+        rest = {k: v for k, v in facts.items() if k not in _EFFECT_FACTS}
+        return {**data, "facts": rest, "effect": effect}
 
     @field_validator("revert_pr", "culprit_pr", "evidence_on", "followup", mode="before")
     @classmethod

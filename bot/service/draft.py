@@ -158,7 +158,7 @@ def draft(
         bad=problem.bad,
         followup_why=followup_why,
         fixes=fixed,
-        effect=str((outcome.facts or {}).get("effect") or ""),
+        effect=outcome.effect.words if outcome.effect else "",
     )
     return render(body, revert.branch)
 

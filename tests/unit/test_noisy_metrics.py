@@ -106,7 +106,9 @@ def test_a_deterministic_benchmark_needs_few_readings_and_names_the_culprit():
     )
     assert d.outcome.status is Status.FOUND and d.outcome.culprit == "c11"
     assert "-8.0% +/- 0.0% at the culprit (95%)" in d.outcome.message
-    assert d.outcome.facts["culprit_readings"] == [92.0] * len(d.outcome.facts["culprit_readings"])
+    effect = d.outcome.effect
+    assert effect is not None and effect.culprit == (92.0,) * len(effect.culprit) and effect.parent
+    assert set(effect.parent) == {100.0} and effect.shift == -8.0 and effect.before == 100.0
     assert len(runs) <= 2 * ENDPOINT_FIRST + 20
 
 

@@ -3,40 +3,30 @@ what the endpoints' metric readings already settle (bot.domain.bisect.engine's C
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from itertools import zip_longest
 
-from bot.domain.bisect.candidates import Scope
 from bot.domain.bisect.evidence import Evidence
-from bot.domain.bisect.model import Decision, Kind, Outcome, Probe, Problem, State, Status
+from bot.domain.bisect.model import Decision, Kind, Outcome, Probe, Problem, Status
 from bot.domain.bisect.planner import choose_probes, runs_worth_starting
 from bot.domain.bisect.posterior import Contradiction, Posterior, Tally
+from bot.domain.bisect.turn import Turn
 from bot.domain.bisect.verdict import MetricRule, Verdict
 from bot.domain.reasons import Reason
 
 
-def calibration_round(
-    problem: Problem,
-    state: State,
-    ev: Evidence,
-    in_flight: Sequence[Probe],
-    free: int,
-    rnd: int,
-    needs: list[str],
-    presume: bool,
-) -> Decision:
+def calibration_round(t: Turn, needs: list[str], presume: bool) -> Decision:
     """Endpoint runs, and search runs on the runners they leave free while the endpoints are presumed
     right; once an endpoint surprised, the search runs under way were planned on a false premise."""
-    obsolete = () if presume else tuple(p for p in in_flight if p.kind is Kind.SEARCH)
-    free += len(obsolete)
-    probes = [Probe(sha, Kind.CALIBRATE, rnd) for sha in needs[:free]]
+    obsolete = () if presume else tuple(p for p in t.in_flight if p.kind is Kind.SEARCH)
+    free = t.free + len(obsolete)
+    probes = [t.probe(sha, Kind.CALIBRATE) for sha in needs[:free]]
     if presume:
-        runners = free + len(in_flight) - len(obsolete)
-        probes += presumed_search(problem, ev, in_flight, free - len(probes), rnd, runners)
-    return Decision(state, tuple(probes), obsolete, boundary=ev.boundary)
+        runners = free + len(t.in_flight) - len(obsolete)
+        probes += presumed_search(t, free - len(probes), runners)
+    return t.decision(tuple(probes), obsolete)
 
 
-def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe], each: int) -> list[str]:
+def calibration_needs(t: Turn, each: int) -> list[str]:
     """The endpoint runs still missing for `each` results per testable endpoint, GOOD and BAD interleaved.
 
     Each endpoint runs at least once on the bisect runner. CI's readings there stand for one of the `each`
@@ -48,6 +38,7 @@ def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]
     at once, and runs the endpoint only when its results contradict it (everything passes: the culprit would be
     BAD, whose FAIL the runner must show; GOOD's neighbour fails: GOOD's PASS is wanted, bot.domain.bisect.engine).
     A metric without a threshold is never taken as read: its boundary comes from the endpoints' own readings."""
+    problem, ev = t.problem, t.evidence
     untestable = ev.untestable(problem.settings)
     as_read = taken_as_read(problem, ev)
     need = {}
@@ -56,7 +47,7 @@ def calibration_needs(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]
         ci = [v for r, v in ev.verdicts if r.sha == sha and r.kind is Kind.CI and v.is_evidence]
         agree = bool(ci) and len(set(ci + runner)) == 1
         taken = role in as_read and all(v is role for v in ci + runner)
-        have = len(runner) + sum(p.sha == sha for p in in_flight)
+        have = len(runner) + sum(p.sha == sha for p in t.in_flight)
         floor = 0 if taken else 1
         want = each
         if (
@@ -85,13 +76,13 @@ def taken_as_read(problem: Problem, ev: Evidence) -> frozenset[Verdict]:
     return roles if all(v.is_evidence for r, v in ev.verdicts if r.kind is not Kind.CI) else frozenset()
 
 
-def calibration_owed(problem: Problem, ev: Evidence, in_flight: Sequence[Probe]) -> bool:
+def calibration_owed(t: Turn) -> bool:
     """Whether endpoints taken as read are calibrated after all, from the search: a run gave no verdict (then whether
     the runner can run the test at all is asked of them, see `taken_as_read`), or one of them said the opposite when
     it ran (GOOD failed, BAD passed: calibrated as any surprising endpoint, the bisection ends good_fails or
     not_reproducible if its runs agree). Once an endpoint was run, its calibration round, or its end as untestable,
     comes from the engine's calibration phase as without trust."""
-    s = problem.settings
+    problem, ev, s = t.problem, t.evidence, t.settings
     if not s.reads_endpoints:
         return False
     endpoints = (problem.good, problem.bad)
@@ -100,38 +91,29 @@ def calibration_owed(problem: Problem, ev: Evidence, in_flight: Sequence[Probe])
         or ev.untestable(s) & set(endpoints)
     ):
         return True
-    return ev.surprised(problem) and bool(calibration_needs(problem, ev, in_flight, s.calibration_runs))
+    return ev.surprised(problem) and bool(calibration_needs(t, s.calibration_runs))
 
 
-def presumed_search(
-    problem: Problem, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int, runners: int
-) -> list[Probe]:
-    """Search probes for the runners calibration leaves free, planned as if GOOD passes and BAD fails
+def presumed_search(t: Turn, free: int, runners: int) -> list[Probe]:
+    """Search probes for the `free` runners calibration leaves, planned as if GOOD passes and BAD fails
     (what a deterministic test's endpoints do), so the search does not wait a round for them.
 
     Only in the first round: speculation stays one round deep (a surprising endpoint wastes at most
     those runs), and a runner freed early waits for the endpoints instead of starting a round of
     its own (a metric reading could not be judged before they set the boundary anyway)."""
-    if free <= 0 or ev.ran():
+    if free <= 0 or t.evidence.ran():
         return []
-    scope = problem.scope(())
+    scope = t.problem.scope(())
     n = len(scope.candidates)
-    tallies = ev.tallies(scope)
+    tallies = t.evidence.tallies(scope)
     tallies[n] = tallies.get(n, Tally()).add(False)  # BAD presumed to fail; position 0 is GOOD by construction
     try:
         post = Posterior.compute(n, tallies, 0.0)
     except Contradiction:  # --flake-rate 0 with contradicting results: the search says so once calibrated
         return []
-    busy = [p for p in (scope.position(pr.sha) for pr in in_flight) if p is not None]
-    free = min(free, runs_worth_starting(post, runners, sum(p.kind is Kind.SEARCH for p in in_flight)))
-    return [
-        Probe(scope.sha(p), Kind.SEARCH, rnd)
-        for p in choose_probes(post, free, busy, untestable_positions(problem, scope, ev))
-    ]
-
-
-def untestable_positions(problem: Problem, scope: Scope, ev: Evidence) -> set[int]:
-    return {p for p in (scope.position(sha) for sha in ev.untestable(problem.settings)) if p}
+    busy = [p for p in (scope.position(pr.sha) for pr in t.in_flight) if p is not None]
+    free = min(free, runs_worth_starting(post, runners, sum(p.kind is Kind.SEARCH for p in t.in_flight)))
+    return [t.probe(scope.sha(p), Kind.SEARCH) for p in choose_probes(post, free, busy, t.untestable_in(scope))]
 
 
 def metric_calibration(problem: Problem, ev: Evidence, rule: MetricRule) -> Outcome | None:

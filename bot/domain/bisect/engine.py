@@ -20,19 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from bot.domain.bisect.calibration import (
-    calibration_needs,
-    calibration_owed,
-    calibration_round,
-    metric_calibration,
-    untestable_positions,
-)
+from bot.domain.bisect.calibration import calibration_needs, calibration_owed, calibration_round, metric_calibration
 from bot.domain.bisect.candidates import is_merge
-from bot.domain.bisect.confirmation import confirmation_round, final_decision
+from bot.domain.bisect.confirmation import confirmation_round
 from bot.domain.bisect.evidence import Evidence, effective_flake, trusted
 from bot.domain.bisect.intermittent import search_posterior
 from bot.domain.bisect.model import (
-    CONFIRMATION_KINDS,
     Decision,
     Guess,
     Kind,
@@ -49,6 +42,7 @@ from bot.domain.bisect.posterior import Contradiction, Tally
 from bot.domain.bisect.sampled import calibrate as sampled_calibrate
 from bot.domain.bisect.sampled import sampled
 from bot.domain.bisect.sampled import search as sampled_search
+from bot.domain.bisect.turn import Turn
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.reasons import Reason
 
@@ -65,22 +59,20 @@ def decide(
 ) -> Decision:
     """The next state and the probes to dispatch now (possibly none: wait), or the outcome. `next_round`: the
     round new probes belong to, when the caller numbers rounds over more than these runs (a group of tests)."""
-    evidence = Evidence.of(problem, runs)
     if next_round is None:
         next_round = 1 + max([r.round for r in runs] + [p.round for p in in_flight] + [0])
+    turn = Turn(problem, state, Evidence.of(problem, runs), tuple(in_flight), free, next_round)
     if state.phase is Phase.CALIBRATING:
-        return _calibrate(problem, state, evidence, in_flight, free, next_round)
+        return _calibrate(turn)
     if state.phase is Phase.DONE:
         raise ValueError("bisection is already done")
     if sampled(problem.settings.metric, runs):
-        return sampled_search(problem, state, evidence, in_flight, free, next_round)
-    return _search(problem, state, evidence, in_flight, free, next_round)
+        return sampled_search(turn)
+    return _search(turn)
 
 
-def _calibrate(
-    problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int
-) -> Decision:
-    s = problem.settings
+def _calibrate(t: Turn) -> Decision:
+    problem, ev, s = t.problem, t.evidence, t.settings
     untestable = ev.untestable(s)
     for sha, name in ((problem.bad, "BAD"), (problem.good, "GOOD")):
         if sha in untestable:
@@ -91,12 +83,10 @@ def _calibrate(
             )
             found = f"the {name} endpoint {sha[:12]} {why}"
             facts = dict(endpoint=name, side=name.lower(), sha=sha)
-            return final_decision(
-                state, Outcome(Status.UNTESTABLE, found, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts), ev
-            )
+            return t.end(Outcome(Status.UNTESTABLE, found, reason=Reason.ENDPOINT_UNTESTABLE, facts=facts))
     rule = s.metric
     if sampled(rule, [r for r, _ in ev.verdicts]):
-        return sampled_calibrate(problem, state, ev, in_flight, free, rnd)
+        return sampled_calibrate(t)
     # endpoints taken as read (trust_endpoints) have no calibration readings to judge: the threshold stands
     calibrated = any(r.kind is Kind.CALIBRATE for r, _ in ev.verdicts)
     metric_verdict = metric_calibration(problem, ev, rule) if rule is not None and calibrated else None
@@ -106,28 +96,28 @@ def _calibrate(
         metric_verdict is not None and metric_verdict.status in (Status.NOT_REPRODUCIBLE, Status.GOOD_FAILS)
     )
     trust = trusted(problem, ev) and not (doubt and s.flake_rate is None)
-    needs = calibration_needs(problem, ev, in_flight, 1 if trust else s.calibration_runs)
-    if needs or any(p.kind is Kind.CALIBRATE for p in in_flight):
-        return calibration_round(problem, state, ev, in_flight, free, rnd, needs, presume=trust and not doubt)
+    needs = calibration_needs(t, 1 if trust else s.calibration_runs)
+    if needs or any(p.kind is Kind.CALIBRATE for p in t.in_flight):
+        return calibration_round(t, needs, presume=trust and not doubt)
     if metric_verdict is not None:
-        return final_decision(state, metric_verdict, ev)
+        return t.end(metric_verdict)
     good, bad = ev.of_sha(problem.good, ci=False), ev.of_sha(problem.bad, ci=False)
     if bad and all(v is Verdict.GOOD for v in bad if v.is_evidence):
         found = f"the test passes on BAD {problem.bad[:12]} every time ({len(bad)} runs): nothing to bisect"
         facts = dict(sha=problem.bad)
-        return final_decision(state, Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=facts), ev)
+        return t.end(Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=facts))
     if good and all(v is Verdict.BAD for v in good if v.is_evidence):
         found = f"the test also fails on GOOD {problem.good[:12]} ({len(good)} runs): the breakage is older"
         facts = dict(sha=problem.good)
-        return final_decision(state, Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=facts), ev)
-    return _search(problem, replace(state, phase=Phase.SEARCHING), ev, in_flight, free, rnd)
+        return t.end(Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=facts))
+    return _search(t.moved(phase=Phase.SEARCHING))
 
 
-def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
-    s = problem.settings
-    if not state.merges and calibration_owed(problem, ev, in_flight):
-        return _calibrate(problem, replace(state, phase=Phase.CALIBRATING), ev, in_flight, free, rnd)
-    scope = problem.scope(state.merges)
+def _search(t: Turn) -> Decision:
+    problem, ev, in_flight, s = t.problem, t.evidence, t.in_flight, t.settings
+    if not t.state.merges and calibration_owed(t):
+        return _calibrate(t.moved(phase=Phase.CALIBRATING))
+    scope = problem.scope(t.state.merges)
     n = len(scope.candidates)
     tallies = ev.tallies(scope)
     flake = effective_flake(s, tallies)
@@ -136,13 +126,13 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
             "results contradict a flake rate of 0 (a commit both passed and failed, or a pass above a failure):"
             " the test is flaky"
         )
-        return final_decision(state, Outcome(Status.INCONCLUSIVE, found, reason=Reason.FLAKY_UNDER_ZERO), ev)
+        return t.end(Outcome(Status.INCONCLUSIVE, found, reason=Reason.FLAKY_UNDER_ZERO))
     try:
         post = search_posterior(n, tallies, s, flake)
     except Contradiction:  # only reachable with a positive flake rate on impossible data
-        return final_decision(state, Outcome(Status.INCONCLUSIVE, "no single culprit explains the results"), ev, flake)
-    untestable_pos = untestable_positions(problem, scope, ev)
-    trust = trusted(problem, ev, state.merges)
+        return t.end(Outcome(Status.INCONCLUSIVE, "no single culprit explains the results"), flake)
+    untestable_pos = t.untestable_in(scope)
+    trust = trusted(problem, ev, t.state.merges)
     block = top_block(post, untestable_pos)
 
     def block_mass(extra: Mapping[int, Tally]) -> float:
@@ -186,15 +176,17 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         and not USEFUL < post.cdf(pos) < 1 - USEFUL
     )
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr not in obsolete) if p is not None]
-    free += len(obsolete)
+    # the runners the obsolete runs hold are free (and stay counted so in the phases this turn is handed on to)
+    t = replace(t, free=t.free + len(obsolete))
+    free = t.free
     runners = free + len(in_flight) - len(obsolete)
 
     def finish(outcome: Outcome) -> Decision:
         if outcome.status is Status.INCONCLUSIVE:  # where the failures rise, since no single commit is named
-            lo, hi = (min(post.quantile(t), n) for t in (0.05, 0.95))
+            lo, hi = (min(post.quantile(q), n) for q in (0.05, 0.95))
             rise = f"failures rise over commits {scope.sha(lo)[:12]}..{scope.sha(hi)[:12]} (90% of the posterior)"
             outcome = replace(outcome, message=f"{outcome.message}; {rise}")
-        return replace(final_decision(state, outcome, ev, flake), guess=guess)
+        return t.end(outcome, flake, guess)
 
     if confident and backed:
         if block.last > n:
@@ -219,36 +211,23 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
                     candidates=shas,
                 )
             )
+        state = t.state
         if s.descend_merges and is_merge(problem.graph, culprit) and culprit not in state.merges:
-            inner = replace(state, phase=Phase.SEARCHING, merges=state.merges + (culprit,), confirming=None)
-            return _search(problem, inner, ev, in_flight, free, rnd)
+            return _search(t.moved(phase=Phase.SEARCHING, merges=state.merges + (culprit,), confirming=None))
         if state.phase is Phase.CONFIRMING and state.confirming == culprit:
-            return confirmation_round(
-                problem,
-                state,
-                ev,
-                in_flight,
-                free,
-                rnd,
-                culprit,
-                scope.sha(block.parent),
-                flake,
-                block.mass,
-                guess,
-                trust,
-            )
+            return confirmation_round(t, culprit, scope.sha(block.parent), flake, block.mass, guess, trust)
         if state.phase is not Phase.CONFIRMING or state.confirming != culprit:
-            confirm = replace(
-                state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None
+            confirm = t.moved(
+                phase=Phase.CONFIRMING, confirming=culprit, confirm_round=t.round, revert=None, revert_error=None
             )
-            return _search(problem, confirm, ev, in_flight, free, rnd)
-    if state.phase is Phase.CONFIRMING:
+            return _search(confirm)
+    if t.state.phase is Phase.CONFIRMING:
         # The confirmation round (or later evidence) disagreed: back to searching.
-        if any(pr.kind in CONFIRMATION_KINDS for pr in in_flight):
-            return Decision(state, (), guess=guess, flake_rate=flake, boundary=ev.boundary, posterior=post)
+        if t.confirming:
+            return t.decision(guess=guess, flake_rate=flake, posterior=post)
         # A confirmation fails when the answer moved: the same commit still leading, short of the confidence
         # after a pass of an intermittent culprit (70% failing passes 3 in 10), is read on, not given up on.
-        retries = state.confirmations + (guess.sha != state.confirming)
+        retries = t.state.confirmations + (guess.sha != t.state.confirming)
         if retries >= s.max_confirmations:
             found = f"confirmation failed {retries} times: the test is too flaky for confidence {s.confidence}"
             return finish(
@@ -261,9 +240,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
                     facts=dict(confidence=s.confidence),
                 )
             )
-        state = replace(
-            state, phase=Phase.SEARCHING, confirming=None, confirmations=retries, revert=None, revert_error=None
-        )
+        t = t.moved(phase=Phase.SEARCHING, confirming=None, confirmations=retries, revert=None, revert_error=None)
     if ev.evidence_count() >= s.run_budget(n):
         return finish(
             Outcome(
@@ -276,12 +253,7 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         )
     # Once results contradict a deterministic test, the endpoints get their full calibration after all.
     recalibrate = (
-        []
-        if trust
-        else [
-            Probe(sha, Kind.CALIBRATE, rnd)
-            for sha in calibration_needs(problem, ev, in_flight, s.calibration_runs)[:free]
-        ]
+        [] if trust else [t.probe(sha, Kind.CALIBRATE) for sha in calibration_needs(t, s.calibration_runs)[:free]]
     )
     free -= len(recalibrate)
     if confident and block.last <= n:
@@ -308,5 +280,5 @@ def _search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pr
         )
     # GOOD's run (an endpoint taken as read, backing its child's FAIL) is its deferred calibration
     kind_at = lambda p: Kind.CALIBRATE if scope.sha(p) == problem.good else Kind.SEARCH  # noqa: E731
-    probes = tuple(recalibrate) + tuple(Probe(scope.sha(p), kind_at(p), rnd) for p in positions)
-    return Decision(state, probes, obsolete, guess=guess, flake_rate=flake, boundary=ev.boundary, posterior=post)
+    probes = tuple(recalibrate) + tuple(t.probe(scope.sha(p), kind_at(p)) for p in positions)
+    return t.decision(probes, obsolete, guess=guess, flake_rate=flake, posterior=post)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Run, State, Status
 from bot.domain.bisect.verdict import RawResult, Verdict
-from bot.domain.outcome import AB, BisectionOutcome, best_guess_of, culprit_of, parse_outcome
+from bot.domain.outcome import AB, BisectionOutcome, StoredEffect, best_guess_of, culprit_of, parse_outcome
 
 _PHASES = list(Phase)
 
@@ -262,6 +262,7 @@ def outcome_model(out: Outcome) -> BisectionOutcome:
             revert_verdicts=[v.value for v in out.ab.revert_verdicts],
             **({"head_from": out.ab.head_from} if out.ab.head_from else {}),
         ),
+        **({"effect": StoredEffect.of(out.effect)} if out.effect else {}),
     )
 
 

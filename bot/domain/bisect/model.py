@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.domain.bisect.candidates import Graph, Scope, first_parent_scope, merge_scope
 from bot.domain.bisect.posterior import Posterior
+from bot.domain.bisect.readings import Effect
 from bot.domain.bisect.verdict import MetricRule, RawResult, Verdict
 from bot.domain.reasons import Reason
 
@@ -183,6 +184,7 @@ class Outcome:
     reason: Reason | None = None  # why there is no answer to act on; each surface words its remedy (bot.domain.reasons)
     facts: Mapping[str, Any] = field(default_factory=dict)  # the reason's numbers and shas
     best_guess: str | None = None  # the commit an answer short of FOUND points at, never to be reverted
+    effect: Effect | None = None  # a sampled metric's: what the culprit did to it (bot.domain.bisect.sampled)
 
     def __post_init__(self) -> None:
         found = self.status is Status.FOUND

@@ -25,29 +25,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import replace
 
 from bot.domain.bisect import misfit
-from bot.domain.bisect.calibration import untestable_positions
-from bot.domain.bisect.confirmation import final_decision, found_decision
+from bot.domain.bisect.confirmation import found_decision
 from bot.domain.bisect.evidence import Evidence
-from bot.domain.bisect.model import (
-    CONFIRMATION_KINDS,
-    ABResult,
-    Decision,
-    Guess,
-    Kind,
-    Outcome,
-    Phase,
-    Probe,
-    Problem,
-    Run,
-    State,
-    Status,
-)
+from bot.domain.bisect.model import ABResult, Decision, Guess, Kind, Outcome, Phase, Probe, Run, Status
 from bot.domain.bisect.planner import sampled_probes, top_block
 from bot.domain.bisect.readings import Effect, Readings
 from bot.domain.bisect.stats import Split, Stats
+from bot.domain.bisect.turn import Turn
 from bot.domain.bisect.verdict import MetricRule, Verdict
 from bot.domain.reasons import Reason
 
@@ -107,25 +93,20 @@ def _values(ev: Evidence, sha: str, kind: Kind) -> list[float]:
     return [value for value, _ in _timed(ev, sha, kind)]
 
 
-def _range_readings(problem: Problem, ev: Evidence, merges: tuple[str, ...]) -> Readings:
-    rule = problem.settings.metric
+def _range_readings(t: Turn) -> Readings:
+    """Every reading of the range so far, at its position in the turn's scope."""
+    rule = t.settings.metric
     assert rule is not None
     points = [
         (r.sha, r.raw.metric, float(r.round))
-        for r, v in ev.verdicts
+        for r, v in t.evidence.verdicts
         if r.kind in (Kind.CALIBRATE, Kind.SEARCH, Kind.CONFIRM) and v.is_evidence and r.raw.metric is not None
     ]
-    return Readings.at(problem.scope(merges), points, rule.higher_is_worse)
+    return Readings.at(t.problem.scope(t.state.merges), points, rule.higher_is_worse)
 
 
-def _flying(in_flight: Sequence[Probe], sha: str, kinds: tuple[Kind, ...]) -> int:
-    return sum(1 for p in in_flight if p.sha == sha and p.kind in kinds)
-
-
-def calibrate(
-    problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int
-) -> Decision:
-    s = problem.settings
+def calibrate(t: Turn) -> Decision:
+    problem, ev, s = t.problem, t.evidence, t.settings
     rule = s.metric
     assert rule is not None
     good = _values(ev, problem.good, Kind.CALIBRATE)
@@ -152,49 +133,39 @@ def calibrate(
                 f"GOOD and BAD {why} ({shown}; Bayes factor that BAD reads worse {factor:.3g}, "
                 f"{ENDPOINT_GATE:g} needed): nothing to bisect"
             )
-            return final_decision(
-                state,
-                Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)),
-                ev,
-            )
+            return t.end(Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)))
         if rule.threshold is not None and not rule.worse(statistics.median(bad), rule.threshold):
             found = f"BAD's median is within the threshold {rule.threshold:g} ({shown}): the failure does not reproduce"
-            return final_decision(
-                state,
-                Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)),
-                ev,
-            )
+            return t.end(Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)))
         if rule.threshold is not None and rule.worse(statistics.median(good), rule.threshold):
             found = f"GOOD's median is already beyond the threshold {rule.threshold:g} ({shown})"
-            return final_decision(
-                state, Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good)), ev
-            )
-        return search(problem, replace(state, phase=Phase.SEARCHING), ev, in_flight, free, rnd)
+            return t.end(Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good)))
+        return search(t.moved(phase=Phase.SEARCHING))
     needs = {
-        sha: max(0, want - len(have) - _flying(in_flight, sha, (Kind.CALIBRATE,)))
+        sha: max(0, want - len(have) - t.flying(sha, (Kind.CALIBRATE,)))
         for sha, have in ((problem.good, good), (problem.bad, bad))
     }
     probes: list[Probe] = []
-    while len(probes) < free and any(needs.values()):
+    while len(probes) < t.free and any(needs.values()):
         for sha in needs:
-            if needs[sha] and len(probes) < free:
-                probes.append(Probe(sha, Kind.CALIBRATE, rnd))
+            if needs[sha] and len(probes) < t.free:
+                probes.append(t.probe(sha, Kind.CALIBRATE))
                 needs[sha] -= 1
-    return Decision(state, tuple(probes), boundary=ev.boundary)
+    return t.decision(tuple(probes))
 
 
-def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Probe], free: int, rnd: int) -> Decision:
-    s = problem.settings
-    scope = problem.scope(state.merges)
+def search(t: Turn) -> Decision:
+    problem, ev, in_flight, free, s = t.problem, t.evidence, t.in_flight, t.free, t.settings
+    scope = problem.scope(t.state.merges)
     n = len(scope.candidates)
-    readings = _range_readings(problem, ev, state.merges)
+    readings = _range_readings(t)
     # The readings' level may drift in time (a runner warming, a neighbour moving in). Runs are planned by the
     # model of a level that holds still, which tells the commits apart sooner, until the drift shows; a culprit
     # must convince the model that fits the drift (holding still is its special case) and the planning one.
     still = readings.posterior(n)
     drifts = misfit.drifting(readings, still.median())
     post = readings.posterior(n, drift=True) if drifts else still
-    untestable = untestable_positions(problem, scope, ev)
+    untestable = t.untestable_in(scope)
     block = top_block(post, untestable)
     guess = Guess(None if block.last > n else scope.sha(block.last), block.mass)
     confident = block.last <= n and block.mass >= s.confidence
@@ -204,7 +175,7 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
         confident = named >= s.confidence and readings.evidence_of_change(drifting) >= 1 / (1 - s.confidence)
 
     def finish(outcome: Outcome) -> Decision:
-        return replace(final_decision(state, outcome, ev), guess=guess)
+        return t.end(outcome, guess=guess)
 
     if block.last > n and block.mass >= s.confidence:
         found = f"no commit reads worse than GOOD (P={block.mass:.3f} that none does): nothing to revert"
@@ -212,16 +183,16 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
     lacking = [p for p in (block.last, block.parent) if confident and readings.count(p) < s.samples]
     if confident and not lacking:
         culprit = scope.sha(block.last)
-        if state.phase is not Phase.CONFIRMING or state.confirming != culprit:
-            state = replace(
-                state, phase=Phase.CONFIRMING, confirming=culprit, confirm_round=rnd, revert=None, revert_error=None
+        if t.state.phase is not Phase.CONFIRMING or t.state.confirming != culprit:
+            t = t.moved(
+                phase=Phase.CONFIRMING, confirming=culprit, confirm_round=t.round, revert=None, revert_error=None
             )
         effect = Effect.at(readings, block.last, block.parent, drift=misfit.drift_words(readings, block.last))
-        return _prove(problem, state, ev, in_flight, free, rnd, culprit, effect, block.mass, guess)
-    if state.phase is Phase.CONFIRMING:  # later readings moved the answer: search again
-        if any(p.kind in CONFIRMATION_KINDS for p in in_flight):
-            return Decision(state, (), guess=guess, boundary=ev.boundary, posterior=post)
-        state = replace(state, phase=Phase.SEARCHING, confirming=None, revert=None, revert_error=None)
+        return _prove(t, culprit, effect, block.mass, guess)
+    if t.state.phase is Phase.CONFIRMING:  # later readings moved the answer: search again
+        if t.confirming:
+            return t.decision(guess=guess, posterior=post)
+        t = t.moved(phase=Phase.SEARCHING, confirming=None, revert=None, revert_error=None)
     if ev.evidence_count() >= s.run_budget(n):
         found = (
             f"stopped after {ev.evidence_count()} runs without telling the culprit apart at confidence "
@@ -240,8 +211,8 @@ def search(problem: Problem, state: State, ev: Evidence, in_flight: Sequence[Pro
         positions = sampled_probes(post, free, busy, untestable)
     if not positions and not in_flight and block.last <= n:  # the mass sits on one commit, short of the confidence
         positions = _sides(readings, block.last, block.parent, busy, free)
-    probes = tuple(Probe(scope.sha(p), Kind.SEARCH, rnd) for p in positions)
-    return Decision(state, probes, guess=guess, boundary=ev.boundary, posterior=post)
+    probes = tuple(t.probe(scope.sha(p), Kind.SEARCH) for p in positions)
+    return t.decision(probes, guess=guess, posterior=post)
 
 
 def _sides(readings: Readings, culprit: int, parent: int, busy: list[int], free: int) -> list[int]:
@@ -254,22 +225,11 @@ def _sides(readings: Readings, culprit: int, parent: int, busy: list[int], free:
     return positions
 
 
-def _prove(
-    problem: Problem,
-    state: State,
-    ev: Evidence,
-    in_flight: Sequence[Probe],
-    free: int,
-    rnd: int,
-    culprit: str,
-    effect: Effect,
-    mass: float,
-    guess: Guess,
-) -> Decision:
+def _prove(t: Turn, culprit: str, effect: Effect, mass: float, guess: Guess) -> Decision:
     """The culprit named; with a branch head, its revert's A/B proof sampled first."""
-    s = problem.settings
+    problem, state, ev, s = t.problem, t.state, t.evidence, t.settings
     if problem.head and state.revert is None and state.revert_error is None:
-        return Decision(state, guess=guess, boundary=ev.boundary, wants_revert=culprit)
+        return t.decision(guess=guess, wants_revert=culprit)
     ab = None
     if problem.head and state.revert:
         pair = ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
@@ -279,24 +239,16 @@ def _prove(
             # Undecided: `samples` more of each side, HEAD's and the revert's runs alternating (the side read less
             # first), as Pinpoint alternates its attempts: a runner that drifts meanwhile moves both sides alike.
             target = min(s.max_endpoint_samples, (max(len(v) for v in sides.values()) // s.samples + 1) * s.samples)
-            had = {kind: len(sides[kind]) + _flying(in_flight, sha, (kind,)) for sha, kind in pair}
+            had = {kind: len(sides[kind]) + t.flying(sha, (kind,)) for sha, kind in pair}
             turns = sorted(pair, key=lambda side: had[side[1]])
-            probes = [Probe(sha, kind, rnd) for i in range(target) for sha, kind in turns if had[kind] + i < target]
-            if probes or any(p.kind in CONFIRMATION_KINDS for p in in_flight):
-                return Decision(state, tuple(probes[:free]), guess=guess, boundary=ev.boundary)
+            probes = [t.probe(sha, kind) for i in range(target) for sha, kind in turns if had[kind] + i < target]
+            if probes or t.confirming:
+                return t.decision(tuple(probes[: t.free]), guess=guess)
         head, revert = judged or tuple(_side(values, effect, s.confidence) for values in sides.values())
         ab = ABResult(problem.head, state.revert, tuple(v for v in (head,) if v), tuple(v for v in (revert,) if v))
-    facts = dict(
-        effect=effect.describe(),
-        shift=effect.shift,
-        half_width=effect.half_width,
-        level=effect.level,
-        culprit_readings=list(effect.culprit),
-        parent_readings=list(effect.parent),
-    )
     how = f"{effect.describe()}; {effect.sides()}"
     proven = "HEAD reads like the culprit, HEAD + revert like its parent"
-    return found_decision(state, ev, culprit, mass, guess, how, ab, proven, facts=facts)
+    return found_decision(t, culprit, mass, guess, how, ab, proven, effect=effect)
 
 
 def _paired(
