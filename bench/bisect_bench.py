@@ -192,9 +192,10 @@ def run_revert_bisect(
         return None
     data = json.loads(out_json.read_text())
     # The median duration of its search steps (all steps if there were none): per-step timestamps are not in the JSON.
-    durations = [s["duration_s"] for s in data["steps"] if s.get("duration_s") and s["kind"] == "search"]
-    durations = durations or [s["duration_s"] for s in data["steps"] if s.get("duration_s")]
-    by_kind = {kind: sum(s["kind"] == kind for s in data["steps"]) for kind in ("calibrate", "search", "confirm")}
+    ran = [s for s in data["steps"] if s["state"] in ("done", "lost")]  # the JSON lists cancelled steps too
+    durations = [s["duration_s"] for s in ran if s.get("duration_s") and s["kind"] == "search"]
+    durations = durations or [s["duration_s"] for s in ran if s.get("duration_s")]
+    by_kind = {kind: data["runs_by_kind"].get(kind, 0) for kind in ("calibrate", "search", "confirm")}
     return RbResult(
         wall,
         data["runs"],

@@ -3,22 +3,23 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic_core import to_json
 from rich.table import Table
 
 from bot.adapters.store.db import connect
-from bot.adapters.store.models import BisectionRow, StepRow
+from bot.adapters.store.models import BisectionRow
 from bot.adapters.store.store import Store
 from bot.cli.consoles import err, out
-from bot.cli.wording import said
+from bot.cli.documents import stored
 from bot.domain.errors import RevertBisectError
 from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, outcome_of
+from bot.service.describe import aware
+from bot.service.document import BisectionDocument, DocStep
 
 SHORT = 12  # a short SHA: unambiguous in any repository this side of Linux's, and 80 columns fit
 GAP = 2  # spaces between two columns
@@ -51,24 +52,17 @@ def status(
             else:
                 out.print("no bisections in this store yet: `revert-bisect bisect` starts one", highlight=False)
             return
-        row = store.get(bisection_id)
+        doc = stored(store.get(bisection_id))
         if as_json:
-            _print_json(_detail(row))
+            typer.echo(doc.model_dump_json(indent=2))
         else:
-            _print_detail(row, full)
+            _print_detail(doc, full)
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
 # --- JSON ---------------------------------------------------------------------------------------------------
-
-
-def _time(value: datetime | None) -> str | None:
-    """ISO 8601 in UTC (SQLite hands timestamps back without their zone: they were written in UTC)."""
-    if value is None:
-        return None
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC).isoformat()
 
 
 def _ran(row: BisectionRow) -> int:
@@ -92,43 +86,13 @@ def _summary(row: BisectionRow) -> dict[str, Any]:
         "guess": row.guess,
         "guess_probability": row.guess_probability,
         "runs": _ran(row),
-        "created_at": _time(row.created_at),
-        "finished_at": _time(row.finished_at),
-    }
-
-
-def _step(step: StepRow) -> dict[str, Any]:
-    return {
-        "id": step.id,
-        "sha": step.sha,
-        "kind": step.kind,
-        "round": step.round,
-        "state": step.state,
-        "verdict": step.verdict,
-        "exit_code": step.exit_code,
-        "metric": step.metric,
-        "infra_reason": step.infra_reason,
-        "duration_s": step.duration_s,
-        "runner": step.runner,
-        "started_at": _time(step.started_at),
-        "finished_at": _time(step.finished_at),
-    }
-
-
-def _detail(row: BisectionRow) -> dict[str, Any]:
-    outcome = outcome_of(row)
-    return {
-        **_summary(row),
-        "command": row.command,
-        "message": said(outcome.message, outcome.reason, outcome.facts) if outcome and outcome.message else None,
-        "candidates": outcome.candidates if outcome else [],
-        "effect": (outcome.facts or {}).get("effect") if outcome else None,  # a sampled metric's shift at the culprit
-        "steps": [_step(s) for s in row.steps],
+        "created_at": aware(row.created_at),  # ISO 8601 in UTC, as the document's
+        "finished_at": aware(row.finished_at),
     }
 
 
 def _print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2))
+    typer.echo(to_json(data, indent=2).decode())
 
 
 # --- tables -------------------------------------------------------------------------------------------------
@@ -227,23 +191,23 @@ def _given(rev: str, sha: str) -> str:
     return "" if sha.startswith(rev) else f" ({rev})"
 
 
-def _result(step: StepRow) -> str:
+def _result(step: DocStep) -> str:
     """What a run gave: its verdict once done, else where it is (running, lost: never believed)."""
     return step.verdict if step.state == "done" and step.verdict else step.state
 
 
-def _print_detail(row: BisectionRow, full: bool) -> None:
+def _print_detail(doc: BisectionDocument, full: bool) -> None:
     text = {"highlight": False, "markup": False}
-    out.print(f"#{row.id} {row.repo}: {row.status or row.phase}", **text)
-    out.print(f"good     {_sha(row.good, full)}{_given(row.good_rev, row.good)}", **text)
-    out.print(f"bad      {_sha(row.bad, full)}{_given(row.bad_rev, row.bad)}", **text)
-    if outcome := outcome_of(row):
-        if culprit := culprit_of(row.status, outcome):
-            out.print(f"culprit  {_sha(culprit, full)}", **text)
-        elif guess := best_guess_of(row.status, outcome):
-            p = f" P={outcome.confidence:.3f}" if outcome.confidence else ""
-            out.print(f"guess    {_sha(guess, full)} (best guess{p}, not confirmed: not a culprit)", **text)
-        out.print(said(outcome.message, outcome.reason, outcome.facts), **text)
+    out.print(f"#{doc.id} {doc.repo}: {doc.status or doc.phase}", **text)
+    out.print(f"good     {_sha(doc.good, full)}{_given(doc.good_rev, doc.good)}", **text)
+    out.print(f"bad      {_sha(doc.bad, full)}{_given(doc.bad_rev, doc.bad)}", **text)
+    if doc.culprit:
+        out.print(f"culprit  {_sha(doc.culprit, full)}", **text)
+    elif doc.best_guess:
+        p = f" P={doc.confidence:.3f}" if doc.confidence else ""
+        out.print(f"guess    {_sha(doc.best_guess, full)} (best guess{p}, not confirmed: not a culprit)", **text)
+    if doc.message:
+        out.print(doc.message, **text)
     cols = [
         Col("step", right=True),
         Col("round", right=True),
@@ -267,6 +231,6 @@ def _print_detail(row: BisectionRow, full: bool) -> None:
             f"{s.duration_s:.1f}" if s.duration_s else "-",
             s.runner or "-",
         ]
-        for s in row.steps
+        for s in doc.steps
     ]
     _print_table(cols, cells)

@@ -117,8 +117,8 @@ def run(
         workdir / "bisect.log",
         cancelled=lambda: time.monotonic() > deadline,
     )
-    culprit = report["culprit"] if report else None
-    if code != 0 or not report or report["status"] != Status.FOUND.value:
+    culprit = report.culprit if report else None
+    if code != 0 or not report or report.status != Status.FOUND.value:
         if time.monotonic() > deadline:
             err.print(f"[red]gave up after {timeout_s:.0f}s[/] (--timeout)")
         if report:  # the status and its message are printed already: say which runs could not test and why
@@ -129,8 +129,8 @@ def run(
                 f"logs in {workdir} (bisect.log, result.json)"
             )
         return DemoResult(code or 1, culprit, scenario.culprit)
-    if not (report["ab"] or {}).get("passed"):
-        why = (report["revert"] or {}).get("error") or "HEAD + revert did not pass every A/B run"
+    if not (report.ab and report.ab.passed):
+        why = (report.revert and report.revert.error) or "HEAD + revert did not pass every A/B run"
         err.print(f"[yellow]no PR would be opened[/]: {why}")
         return DemoResult(1, culprit, scenario.culprit)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,16 +14,17 @@ from bot.adapters.dispatch.local_pool import LocalPool, worktree_root
 from bot.adapters.git.clones import GIT_CLONES
 from bot.adapters.git.revert import reverter_for
 from bot.adapters.store.store import Store
+from bot.cli.documents import document
 from bot.cli.progress import LiveProgress
-from bot.cli.wording import said
 from bot.domain.bisect.ledger import entries
 from bot.domain.bisect.model import Status
-from bot.domain.outcome import NOT_RUN_EXITS, BisectionOutcome, RunSeen, explain, outcome_of, run_cause
+from bot.domain.outcome import NOT_RUN_EXITS, BisectionOutcome, RunSeen, culprit_of, explain, outcome_of, run_cause
 from bot.domain.reasons import Reason
 from bot.ports.store import StepRecord
 from bot.service.config import BisectConfig
+from bot.service.document import BisectionDocument
 from bot.service.driver import Driver, Snapshot
-from bot.service.report import EXIT_CODES, replay_log, summary, to_json
+from bot.service.report import EXIT_CODES, replay_log, spent, summary
 from bot.service.setup import Loaded
 
 INTERRUPTED = 130
@@ -88,7 +89,7 @@ def _explained(store: Store, loaded: Loaded, pool: LocalPool) -> tuple[str, Bise
         status, told = told_again(row.status, outcome_of(row) or BisectionOutcome(), list(row.steps), row.good)
         if status != row.status or told != outcome_of(row):
             store.save_outcome(loaded.id, status or row.status or "", told)
-        return status or row.status or "", told
+        return _with_git_facts(store, loaded)
     again = []
     for e in tests:
         carried = [s for s in row.steps if e.test in (s.results or {})]
@@ -96,20 +97,37 @@ def _explained(store: Store, loaded: Loaded, pool: LocalPool) -> tuple[str, Bise
         again.append(replace(e, status=Status(status) if status else e.status, outcome=told))
     if again != tests:
         store.save_tests(loaded.id, again)
+    return _with_git_facts(store, loaded)
+
+
+def _with_git_facts(store: Store, loaded: Loaded) -> tuple[str, BisectionOutcome]:
+    """The ended bisection's status and outcome, with what git tells of its culprit stored beside (its subject; the
+    branch its revert was made on, or the revert of it ONTO already has), so that `status ID --json` and the
+    dashboard say what `bisect --json` says (bot.service.describe reads them from the outcome)."""
     row = store.get(loaded.id)
-    return row.status or "", outcome_of(row) or BisectionOutcome()
+    outcome = outcome_of(row) or BisectionOutcome()
+    culprit, repo = culprit_of(row.status, outcome), loaded.repo
+    if culprit is None:
+        return row.status or "", outcome
+    facts: dict[str, Any] = {"culprit_subject": repo.subjects([culprit]).get(culprit)}
+    if row.revert:
+        facts["branch"] = next(iter(repo.branches_at(row.revert)), None)
+    elif row.head and row.revert_error and (found := GIT_CLONES.find_revert(repo, culprit, row.head)):
+        facts["already_reverted"] = found.as_json()  # the reverter kept only its words: asked of git again
+    told = outcome.with_facts(**facts)
+    if told != outcome:
+        store.save_outcome(loaded.id, row.status or "", told)
+    return row.status or "", told
 
 
-def _summary(report: dict, outcome: BisectionOutcome) -> str:
+def _summary(doc: BisectionDocument, outcome: BisectionOutcome) -> str:
     """report.summary's sentence; for a command that could not be run, said so rather than a verdict."""
     code = outcome.facts.get("exit_code")
     if outcome.reason != Reason.COMMAND_NOT_RUN.value and code not in NOT_RUN_EXITS:
-        return summary(report)
-    # the runs spent, as summary words them (a cancelled bisection's headline is its bare status)
-    spent = summary({**report, "status": Status.CANCELLED.value}).removeprefix(f"{Status.CANCELLED.value}; ")
+        return summary(doc)
     if outcome.reason == Reason.COMMAND_NOT_RUN.value:
-        return f"not run: the command could not be run at any commit (exit {code}); {spent}"
-    return f"untestable: GOOD could not run the command (exit {code}); {spent}"
+        return f"not run: the command could not be run at any commit (exit {code}); {spent(doc)}"
+    return f"untestable: GOOD could not run the command (exit {code}); {spent(doc)}"
 
 
 def _write(path: Path, text: str, flag: str, err: Console) -> bool:
@@ -126,29 +144,26 @@ def _write(path: Path, text: str, flag: str, err: Console) -> bool:
     return True
 
 
-def _per_test(report: dict, subjects: dict[str, str], err: Console, out: Console) -> None:
-    """A group's answer: a row per test on stderr; each culprit once on stdout, with the tests it broke."""
-    width = max(len(t["test"]) for t in report["tests"]) if report["tests"] else 0
-    for t in report["tests"]:
-        said_of = (
-            f"{t['culprit'][:12]} {subjects.get(t['culprit'], '')[:50]}"
-            if t["culprit"]
-            else f"best guess {t['best_guess'][:12]}"
-            if t.get("best_guess")
+def test_rows(doc: BisectionDocument) -> list[str]:
+    """A row per test, for stderr: how it ended, its culprit (or best guess) and the runs that carried it."""
+    width = max((len(t.test) for t in doc.tests), default=0)
+    rows = []
+    for t in doc.tests:
+        answer = (
+            f"{t.culprit[:12]} {(t.culprit_subject or '')[:50]}"
+            if t.culprit
+            else f"best guess {t.best_guess[:12]}"
+            if t.best_guess
             else "-"
         )
-        err.print(
-            f"  {t['test']:<{width}}  {t['outcome']:<16} {said_of}  ({t['runs']} runs)".rstrip(),
-            markup=False,
-            highlight=False,
-        )
-    broke: dict[str, list[str]] = {}
-    for t in report["tests"]:
-        if t["culprit"]:
-            broke.setdefault(t["culprit"], []).append(t["test"])
-    for culprit, tests in broke.items():
-        line = f"{culprit} {subjects.get(culprit, '')}".rstrip() + f"  ({', '.join(tests)})"
-        out.print(line, markup=False, highlight=False, soft_wrap=True)  # a script reads it: one line, never wrapped
+        rows.append(f"  {t.test:<{width}}  {t.outcome:<16} {answer}  ({t.runs} run{'' if t.runs == 1 else 's'})")
+    return rows
+
+
+def culprit_lines(doc: BisectionDocument) -> list[str]:
+    """What stdout names to revert: each culprit once, `<sha> <subject>` (the tests it broke are on stderr's rows)."""
+    named = {t.culprit: t.culprit_subject for t in doc.tests if t.culprit}
+    return [f"{sha} {subject or ''}".rstrip() for sha, subject in named.items()]
 
 
 def run_bisection(
@@ -159,8 +174,8 @@ def run_bisection(
     json_out: Path | None = None,
     log_out: Path | None = None,
     cancelled: Callable[[], bool] | None = None,
-) -> tuple[int, dict | None]:
-    """Drive the bisection to its end; (exit code, JSON report), or (130, None) on Ctrl-C."""
+) -> tuple[int, BisectionDocument | None]:
+    """Drive the bisection to its end; (exit code, its document), or (130, None) on Ctrl-C."""
     config, problem = loaded.config, loaded.problem
     shas = list(problem.graph) + [problem.good]
     subjects = loaded.repo.subjects(shas) if len(shas) <= 5000 else {}
@@ -175,7 +190,7 @@ def run_bisection(
     )
     try:
         with LiveProgress(err, subjects) as progress:
-            outcome = Driver(
+            Driver(
                 store,
                 loaded.id,
                 problem,
@@ -191,24 +206,21 @@ def run_bisection(
     pool.remove_worktrees()  # finished: nothing will resume it, so the user's clone keeps no worktrees of ours
     status, told = _explained(store, loaded, pool)
     row = store.get(loaded.id)
-    report = to_json(row, problem, loaded.repo, GIT_CLONES)
-    message = said(told.message, told.reason, told.facts)
-    report["message"] = message  # the JSON is read by CLI users: the remedy in flags, as on stderr
-    report["reason"] = told.reason
+    doc = document(row, problem, loaded.repo)
     style = "green" if status == Status.FOUND.value else "yellow"
-    err.print(f"[{style}]{status}[/]: {escape(message)}")
-    if report.get("tests") is not None:
-        _per_test(report, subjects, err, out)
-    elif outcome.culprit:
-        out.print(f"{outcome.culprit} {report['culprit_subject'] or ''}".rstrip(), markup=False, soft_wrap=True)
-    for sha in outcome.candidates:
+    err.print(f"[{style}]{status}[/]: {escape(doc.message or '')}")
+    for line in test_rows(doc):
+        err.print(line, markup=False, highlight=False)
+    for line in culprit_lines(doc):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)  # a script reads it: one line, never wrapped
+    for sha in doc.candidates:
         out.print(f"  candidate {sha}")
-    if report.get("revert") and report["revert"]["sha"]:
-        out.print(f"revert {report['revert']['sha']} on branch {report['revert']['branch']}", soft_wrap=True)
-    err.print(_summary(report, told), highlight=False)
+    if doc.revert and doc.revert.sha:
+        out.print(f"revert {doc.revert.sha} on branch {doc.revert.branch}", soft_wrap=True)
+    err.print(_summary(doc, told), highlight=False)
     written = True  # checked writable before the first run; a disk that filled meanwhile still loses no answer
     if json_out:
-        written &= _write(json_out, json.dumps(report, indent=2) + "\n", "--json", err)
+        written &= _write(json_out, doc.model_dump_json(indent=2) + "\n", "--json", err)
     if log_out:
         written &= _write(log_out, replay_log(row, problem, loaded.repo), "--log", err)
-    return (exit_code(status, told.reason) if written else OUTPUT_UNWRITTEN), report
+    return (exit_code(status, told.reason) if written else OUTPUT_UNWRITTEN), doc

@@ -12,18 +12,17 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.domain.bisect.explain import AB_KIND_VALUES, Masses, explain
-from bot.domain.bisect.ledger import entries
 from bot.domain.bisect.model import Problem, Settings
 from bot.domain.bisect.verdict import MetricRule
 from bot.domain.cost import cost_of_steps
 from bot.domain.outcome import BisectionOutcome, outcome_of
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports.store import BisectionRecord
-from bot.service.config import BisectConfig
+from bot.service.describe import config_of, describe, recorded_range
+from bot.service.document import DocStep
 from bot.service.group_rows import git_ranges
 from bot.web.followup_views import passed_over
 from bot.web.models import (
-    ABView,
     BisectionDetail,
     BisectionSummary,
     ChartData,
@@ -32,11 +31,9 @@ from bot.web.models import (
     PosteriorEntry,
     PosteriorView,
     RoundView,
-    StepView,
-    TestRowView,
     TimelineEntry,
 )
-from bot.web.views import step_view, summary, text_or_none, version
+from bot.web.views import summary, text_or_none, version
 
 
 def _config(row: BisectionRecord) -> dict:
@@ -118,22 +115,24 @@ ORDER_NOTE = (
 
 
 def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
+    """The bisection's document on the range recorded when it started (bot.service.describe), and its page."""
     stored = outcome_of(row)
     outcome = stored or BisectionOutcome()
+    problem = recorded_range(row)
+    doc = describe(row, problem)
     config = _config(row)
     steps = sorted(row.steps, key=lambda s: s.id)
     recorded = [c[0] for c in row.commits or [] if isinstance(c, list) and c and isinstance(c[0], str)]
     told = explain(row.good, row.bad, _settings(config), steps, recorded, row.flake_rate)
     verdict_of = told.verdicts
-    views = {s.id: step_view(s, verdict_of.get(s.id)) for s in steps}
+    views = {s.id: s for s in doc.steps}
     range_steps = [s for s in steps if s.kind not in AB_KIND_VALUES]
-    ab_steps = [views[s.id] for s in steps if s.kind in AB_KIND_VALUES]
 
     order, order_note = told.order, RANGE_NOTE if told.recorded else ORDER_NOTE
     position = {sha: i for i, sha in enumerate(order)}
     described = {c[0]: c for c in row.commits or [] if isinstance(c, list) and len(c) == 3}
     by_sha: dict[str, list[str]] = defaultdict(list)
-    by_sha_steps: dict[str, list[StepView]] = defaultdict(list)
+    by_sha_steps: dict[str, list[DocStep]] = defaultdict(list)
     for s in range_steps:
         by_sha_steps[s.sha].append(views[s.id])
         if s.id in verdict_of and s.state in ("done", "lost"):
@@ -141,8 +140,8 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
     posterior = _posterior(row, order, told.posterior)
     mass = {e.sha: e.probability for e in posterior.entries}
     head = summary(row, now)
-    culprit, guess = head.culprit, head.best_guess  # a culprit only once found; short of it, the best guess
-    candidates = outcome.candidates
+    culprit, guess = doc.culprit, doc.best_guess  # a culprit only once found; short of it, the best guess
+    candidates = doc.candidates
 
     def role(sha: str) -> str:
         if sha == row.good:
@@ -177,7 +176,7 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         ChartPoint(
             position=position[s.sha],
             sha=s.sha,
-            metric=views[s.id].metric,
+            metric=s.metric,
             verdict=views[s.id].verdict or s.state,
             kind=s.kind,
             step_id=s.id,
@@ -199,9 +198,9 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         culprit=position.get(culprit) if culprit else None,
     )
 
-    rounds: dict[int, list[StepView]] = defaultdict(list)
-    for s in steps:
-        rounds[s.round].append(views[s.id])
+    rounds: dict[int, list[DocStep]] = defaultdict(list)
+    for s in doc.steps:
+        rounds[s.round].append(s)
     round_views = []
     for rnd, in_round in rounds.items():
         starts = [m.started_at for m in in_round if m.started_at]
@@ -217,71 +216,32 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
         )
     round_views.sort(key=lambda r: (r.started_at or now, r.round))
 
-    ab = None
-    if outcome.ab or ab_steps:
-        ab_out = outcome.ab
-        ab = ABView(
-            head=text_or_none(ab_out and ab_out.head) or row.head,
-            revert=text_or_none(ab_out and ab_out.revert) or row.revert,
-            passed=ab_out.passed if ab_out and "passed" in ab_out.model_fields_set else None,
-            head_verdicts=ab_out.head_verdicts if ab_out else [],
-            revert_verdicts=ab_out.revert_verdicts if ab_out else [],
-            steps=ab_steps,
-        )
-    body = text_or_none(outcome.pr_body)  # the body as drafted and published (bot.service.conclude)
     # the best guess as the range recorded it: nothing was published about it (no PR of its own, no subject stored)
     unpublished = head.model_copy(update={"culprit_pr": None})
-    guess_view = culprit_view(guess, described, unpublished, BisectionOutcome()) if guess else None
     return BisectionDetail(
+        **dict(doc),
         summary=head,
-        phase=row.phase,
-        status=row.status,
-        message=text_or_none(outcome.message),
-        confidence=outcome.confidence,
-        candidates=candidates,
-        revert_error=text_or_none(outcome.revert_error) or row.revert_error,
         threshold=threshold,
         boundary=row.boundary,
+        revert_error=text_or_none(outcome.revert_error) or row.revert_error,
         outcome=stored,
         version=version(row),
         order_note=order_note,
-        steps=list(views.values()),
         timeline=timeline,
-        rounds=round_views,
+        round_views=round_views,
         chart=chart,
         posterior=posterior,
-        ab=ab,
-        cost=_cost(row, recorded) if told.recorded else "",
-        revert_pr_body=body,
+        cost=_cost(row, problem) if told.recorded else "",
+        revert_pr_body=text_or_none(outcome.pr_body),  # the body as drafted and published (bot.service.conclude)
         followup=outcome.followup,
         followup_passed_over=passed_over(outcome),
-        culprit=culprit_view(culprit, described, head, outcome) if culprit else None,
-        best_guess=guess_view,
-        tests=tests_of(row),
+        culprit_commit=culprit_view(culprit, described, head, outcome) if culprit else None,
+        best_guess_commit=culprit_view(guess, described, unpublished, BisectionOutcome()) if guess else None,
     )
 
 
-def _cost(row: BisectionRecord, recorded: list[str]) -> str:
+def _cost(row: BisectionRecord, problem: Problem) -> str:
     """Runs and GPU-hours (runner-hours for a CLI command) beside git bisect run's estimate on each red test's own
-    range (bot.service.group_rows.git_ranges) along the recorded range (`recorded`: GOOD..BAD's first-parent
-    commits, oldest first)."""
-    gpus = BisectConfig.from_json(row.settings).gpus
-    chain = [row.good, *recorded]
-    problem = Problem({sha: (parent,) for parent, sha in zip(chain, chain[1:])}, row.good, row.bad)
+    range (bot.service.group_rows.git_ranges) along the recorded range."""
+    gpus = config_of(row).gpus
     return cost_of_steps(row.steps, gpus, git_ranges(row, problem)).describe() if row.steps else ""
-
-
-def tests_of(row: BisectionRecord) -> list[TestRowView]:
-    """The bisection's tests, each with its answer and the steps that carried it."""
-    return [
-        TestRowView(
-            test=e.test,
-            status=e.word,
-            culprit=text_or_none(e.culprit),
-            best_guess=text_or_none(e.best_guess if e.status else None),
-            message=text_or_none(e.told.message),
-            steps=sum(e.test in (s.results or {}) for s in row.steps),
-            revert_pr=e.told.revert_pr,
-        )
-        for e in entries(row.tests)
-    ]

@@ -1,6 +1,7 @@
 """The dashboard's view models of a bisection: what its pages show and the JSON API answers.
 
-Built from stored rows by bot.web.views (the list's summaries, the steps) and bot.web.detail (one bisection).
+Built from stored rows by bot.web.views (the list's summaries) and bot.web.detail (one bisection: its document,
+bot.service.document, and what the page adds).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from bot.domain.outcome import BisectionOutcome
+from bot.service.document import BisectionDocument, DocStep
 
 
 class BisectionSummary(BaseModel):
@@ -39,40 +41,6 @@ class BisectionPage(BaseModel):
     page: int
     per_page: int
     has_next: bool
-
-
-class StepView(BaseModel):
-    id: int
-    sha: str
-    kind: str
-    round: int
-    state: str
-    verdict: str | None = None
-    exit_code: int | None = None
-    metric: float | None = None
-    runner: str | None = None
-    run_urls: list[str] = []
-    duration_s: float | None = None
-    infra_reason: str | None = None
-    env_key: str | None = None
-    env_reused: bool | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    tests: dict[str, str] = Field({}, description="a group's step: each test it carried and that test's verdict there")
-
-
-class TestRowView(BaseModel):
-    """One test of a group bisected together (bot.domain.bisect.group)."""
-
-    __test__ = False
-
-    test: str
-    status: str = Field(description="its phase while it runs, how it ended once it did")
-    culprit: str | None = Field(None, description="set only once its status is found")
-    best_guess: str | None = Field(None, description="the commit its answer short of found points at, never reverted")
-    message: str | None = None
-    steps: int = Field(description="steps that carried it (shared with the other tests they carried)")
-    revert_pr: int | None = None
 
 
 class TimelineEntry(BaseModel):
@@ -133,21 +101,12 @@ class PosteriorView(BaseModel):
     note: str | None = None
 
 
-class ABView(BaseModel):
-    head: str | None = None
-    revert: str | None = None
-    passed: bool | None = None
-    head_verdicts: list[str] = []
-    revert_verdicts: list[str] = []
-    steps: list[StepView] = []
-
-
 class RoundView(BaseModel):
     round: int
     kinds: list[str]
     started_at: datetime | None = None
     finished_at: datetime | None = None
-    steps: list[StepView]
+    steps: list[DocStep]
 
 
 class PassedOverView(BaseModel):
@@ -156,16 +115,15 @@ class PassedOverView(BaseModel):
     shares: str = Field("", description="the definitions (else the files) it changes that the culprit changed")
 
 
-class BisectionDetail(BaseModel):
+class BisectionDetail(BisectionDocument):
+    """The bisection's document (bot.service.document: what `bisect --json` and `status ID --json` give too), with
+    what its page adds: the summary the list shows, the commits in range order, the chart, the posterior, the rounds,
+    the publishing facts."""
+
     summary: BisectionSummary
-    phase: str
-    status: str | None = None
-    message: str | None = None
-    confidence: float | None = None
-    candidates: list[str] = []
-    revert_error: str | None = None
     threshold: float | None = None
-    boundary: float | None = None
+    boundary: float | None = Field(None, description="the same as metric_boundary")
+    revert_error: str | None = None
     outcome: BisectionOutcome | None = Field(
         None, description="the stored outcome, as the driver and the publisher wrote it"
     )
@@ -173,24 +131,21 @@ class BisectionDetail(BaseModel):
         description="changes whenever a step finishes or the bisection's row is written (the live page's signal)"
     )
     order_note: str
-    steps: list[StepView]
     timeline: list[TimelineEntry]
-    rounds: list[RoundView]
+    round_views: list[RoundView] = Field(description="the steps by round, in the order the rounds started")
     chart: ChartData
     posterior: PosteriorView
-    ab: ABView | None = None
     cost: str = Field("", description="the runs and their GPU-hours (cancelled runs included) beside git bisect run's")
     revert_pr_body: str | None = None
     followup: int | None = Field(None, description="the issue or PR the revert links as the proper fix's")
     followup_passed_over: list[PassedOverView] = Field(
         [], description="the follow-up's candidates not linked, with why (named nowhere on GitHub)"
     )
-    tests: list[TestRowView] = Field([], description="a group's tests, each with its own answer; empty for one test")
-    culprit: CommitView | None = Field(
+    culprit_commit: CommitView | None = Field(
         None, description="the culprit with its PR, title and author (from the recorded range); only once found"
     )
-    best_guess: CommitView | None = Field(
+    best_guess_commit: CommitView | None = Field(
         None,
-        description="an answer short of found (inconclusive, ambiguous): the commit it points at, as `culprit` is "
-        "shown, with `confidence` its posterior; never reverted",
+        description="an answer short of found (inconclusive, ambiguous): the commit it points at, as `culprit_commit` "
+        "is shown, with `confidence` its posterior; never reverted",
     )

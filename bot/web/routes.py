@@ -16,12 +16,13 @@ from bot.domain import trust
 from bot.domain.bisect.model import Status
 from bot.ports import CloneReads
 from bot.ports.store import PHASES, DashboardReads, FlakeCounts, HoldLog, ParkedJobs
+from bot.service.describe import aware
 from bot.web import auth
 from bot.web.chart import render_svg
 from bot.web.detail import collapse_untested, detail
 from bot.web.models import BisectionDetail, BisectionPage, BisectionSummary
 from bot.web.trust_views import TrustReportView, trust_view
-from bot.web.views import aware, matches, summary, version_text
+from bot.web.views import matches, summary, version_text
 
 PER_PAGE = 50
 EVENT_INTERVAL_S = 1.0

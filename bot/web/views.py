@@ -1,27 +1,18 @@
-"""Stored rows -> the list's summaries and the steps' views (pure: no I/O, no git); the models are bot.web.models.
+"""Stored rows -> the list's summaries (pure: no I/O, no git); the models are bot.web.models.
 
 One bisection's whole page is bot.web.detail's; the trust report's, bot.web.trust_views'.
 """
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, outcome_of
 from bot.domain.trust import repository_of
-from bot.ports.store import FINISHED_STEP_STATES, BisectionRecord, StepRecord
-from bot.web.models import BisectionSummary, StepView
-
-RUN_URL = re.compile(r"\((https?://[^()\s]+)\)")
-
-
-def aware(dt: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; everything the store writes is UTC."""
-    if dt is None:
-        return None
-    return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
+from bot.ports.store import FINISHED_STEP_STATES, BisectionRecord
+from bot.service.describe import aware
+from bot.web.models import BisectionSummary
 
 
 def age(since: datetime | None, now: datetime) -> str:
@@ -32,14 +23,6 @@ def age(since: datetime | None, now: datetime) -> str:
         if seconds >= size:
             return f"{seconds // size} {unit} ago"
     return f"{seconds} s ago"
-
-
-def run_urls(runner: str | None) -> list[str]:
-    return RUN_URL.findall(runner or "")
-
-
-def runner_label(runner: str | None) -> str:
-    return RUN_URL.sub("", runner or "").strip()
 
 
 def _int(value) -> int | None:
@@ -122,25 +105,3 @@ def version_text(finished: int, steps: int, phase: str, status: str | None, upda
     what the bot records after the bisection ends (the revert PR, a refusal)."""
     written = int(aware(updated_at).timestamp() * 1000) if updated_at else 0
     return f"{finished}/{steps}:{phase}:{status or ''}:{written}"
-
-
-def step_view(step: StepRecord, verdict: str | None = None) -> StepView:
-    return StepView(
-        id=step.id,
-        sha=step.sha,
-        kind=step.kind,
-        round=step.round,
-        state=step.state,
-        verdict=verdict or step.verdict,
-        exit_code=step.exit_code,
-        metric=step.metric,
-        runner=runner_label(step.runner) or None,
-        run_urls=run_urls(step.runner),
-        duration_s=step.duration_s,
-        infra_reason=step.infra_reason,
-        env_key=step.env_key,
-        env_reused=step.env_reused,
-        tests={t: str(r.get("verdict") or "running") for t, r in (step.results or {}).items()},
-        started_at=aware(step.started_at),
-        finished_at=aware(step.finished_at),
-    )

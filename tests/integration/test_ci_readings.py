@@ -13,6 +13,7 @@ from bot.adapters.git.repo import GitRepo
 from bot.adapters.git.revert import create_revert
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
+from bot.domain.bisect.ledger import entries
 from bot.cli.session import run_bisection
 from bot.domain.requests import CiReading
 from bot.service import setup
@@ -36,7 +37,7 @@ def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path)
     ci = [CiReading(repo.shas[i - 1], i < 29, None, f"https://github.com/o/r/actions/runs/{900 + i}") for i in every]
     code, report, store, loaded = _bisect(repo, tmp_path, "ci", ci)
     plain_code, plain, _, _ = _bisect(repo, tmp_path, "plain", [])
-    assert code == plain_code == 0 and report["culprit"] == plain["culprit"] == repo.culprit
+    assert code == plain_code == 0 and report.culprit == plain.culprit == repo.culprit
 
     row = store.get(loaded.id)
     stored = [s for s in row.steps if s.kind == "ci"]
@@ -47,7 +48,7 @@ def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path)
     runner_steps = [s for s in row.steps if s.kind != "ci"]
     tested = {s.sha for s in runner_steps if s.kind == "search"}
     assert tested and all(repo.shas.index(sha) + 1 in range(25, 33) for sha in tested)  # between CI's 24 and 32
-    assert len(runner_steps) < sum(1 for s in store.get(plain["id"]).steps)  # fewer runs spent
+    assert len(runner_steps) < sum(1 for s in store.get(plain.id).steps)  # fewer runs spent
     culprit_pos = repo.shas.index(repo.culprit)
     assert {repo.culprit, repo.shas[culprit_pos - 1]} <= {s.sha for s in runner_steps}  # the runner tested both
 
@@ -60,6 +61,7 @@ def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path)
         repo_slug="o/r",
         branch="main",
         test=FailingTest("test_x", None, None),
+        fixes=[e.test for e in entries(row.tests) if e.culprit == repo.culprit],
     )
     cells = [t.content for t in MarkdownIt("commonmark").enable("table").parse(pr.body) if t.type == "inline"]
     assert sum("CI: good" in c or "CI: bad" in c for c in cells) == len(ci)  # one verdict cell per CI reading

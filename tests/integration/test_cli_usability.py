@@ -14,6 +14,7 @@ import typer
 
 from bot.adapters.dispatch.local_pool import worktree_root
 from bot.cli.main import app
+from bot.service.document import BisectionDocument, DocStep
 from bot.service.report import summary
 from runners import locks
 from tests.support.cli import bisect_args, interrupted
@@ -83,7 +84,8 @@ def test_found_summary_in_words_and_no_worktree_or_lock_left(synth, cli, tmp_pat
     r = cli(*bisect_args(repo, "--workers", "3"))
     assert r.code == 0, r.stderr
     runs = r.json["runs_by_kind"]
-    assert sum(runs.values()) == r.json["runs"] == len(r.json["steps"])
+    ran = [s for s in r.json["steps"] if s["state"] in ("done", "lost")]  # every step is listed, cancelled ones too
+    assert sum(runs.values()) == r.json["runs"] == len(ran)
     kinds = ", ".join(
         f"{runs[kind]} {words}"
         for kind, words in (("calibrate", "calibration"), ("search", "search"), ("confirm", "confirmation"))
@@ -95,7 +97,7 @@ def test_found_summary_in_words_and_no_worktree_or_lock_left(synth, cli, tmp_pat
     assert git["runs"] == 5 and git["runner_seconds"] > 0
     sentence += f"; git bisect run: ~5 runs, ~{git['runner_seconds'] / 60:.1f} runner-minutes"
     assert set(runs) <= {"calibrate", "search", "confirm"} and "search" in runs
-    spent_s = sum(s["duration_s"] for s in r.json["steps"]) + r.json["cancelled"]["runner_seconds"]
+    spent_s = sum(s["duration_s"] for s in ran) + r.json["cancelled"]["runner_seconds"]
     assert abs(r.json["runner_seconds"] - spent_s) <= 0.1  # finished runs' durations and the cancelled ones' time
     assert sentence in r.stderr.splitlines(), r.stderr
     assert "{" not in r.stderr  # no Python dict printed
@@ -110,34 +112,39 @@ def test_not_reproducible_and_good_fails_say_what_the_endpoint_did(synth, cli):
     repo = synth(10, 99)
     r = cli(*bisect_args(repo, "--workers", "2"))
     assert r.code == 4, r.stderr
-    n = sum(s["sha"] == repo.bad for s in r.json["steps"])
+    n = sum(s["sha"] == repo.bad and s["state"] == "done" for s in r.json["steps"])
     assert f"not reproducible: BAD passed {n} of {n} runs; {r.json['runs']} runs over " in r.stderr
     r = cli(*bisect_args(repo, "--workers", "2", command=["false"]))
     assert r.code == 5, r.stderr
-    n = sum(s["sha"] == repo.good for s in r.json["steps"])
+    n = sum(s["sha"] == repo.good and s["state"] == "done" for s in r.json["steps"])
     assert f"GOOD fails too: GOOD failed {n} of {n} runs; " in r.stderr
     assert worktrees(repo) == [str(repo.path.resolve())]
 
 
-def report(status, steps, **kw):
+def report(status, steps, **kw) -> BisectionDocument:
     base = dict(
-        status=status,
-        culprit=None,
-        best_guess=None,
-        candidates=[],
-        confidence=None,
+        id=1,
+        repo="/r",
+        command=["./t.sh"],
         good="g" * 40,
         bad="b" * 40,
+        good_rev="v1",
+        bad_rev="main",
+        phase="done",
+        status=status,
         rounds=2,
         runs=len(steps),
         runs_by_kind={"calibrate": len(steps)},
+        runner_seconds=0.0,
+        cancelled={"runs": 0, "runner_seconds": 0.0},
+        git_bisect_run={"runs": 0, "runner_seconds": 0.0, "ranges": []},
         steps=steps,
     )
-    return {**base, **kw}
+    return BisectionDocument.model_validate({**base, **kw})
 
 
 def step(sha, verdict, kind="calibrate"):
-    return dict(sha=sha, kind=kind, verdict=verdict)
+    return DocStep(id=1, sha=sha, kind=kind, round=1, state="done", verdict=verdict)
 
 
 def test_summary_of_each_other_outcome():
@@ -165,10 +172,10 @@ def test_summary_of_each_other_outcome():
     assert summary(report("cancelled", [], runs_by_kind={}, rounds=0)) == "cancelled; 0 runs over 0 rounds"
     spent = report("cancelled", [], runs_by_kind={}, rounds=0, cancelled={"runs": 2, "runner_seconds": 90.0})
     assert summary(spent) == "cancelled; 0 runs over 0 rounds; 2 runs cancelled after 1.5 runner-minutes"
-    ran = report("cancelled", [step(b, "bad")], rounds=1, runner_seconds=150.0, cancelled={"runs": 0})
+    ran = report("cancelled", [step(b, "bad")], rounds=1, runner_seconds=150.0)
     assert summary(ran) == "cancelled; 1 run over 1 round (1 calibration); 2.5 runner-minutes"
-    beside = report("found", [step(b, "bad")], culprit="c" * 40, rounds=1, runner_seconds=600.0)
-    beside["git_bisect_run"] = {"runs": 8, "runner_seconds": 2400.0}
+    git = {"runs": 8, "runner_seconds": 2400.0, "ranges": [200]}
+    beside = report("found", [step(b, "bad")], culprit="c" * 40, rounds=1, runner_seconds=600.0, git_bisect_run=git)
     assert summary(beside).endswith("; 10.0 runner-minutes; git bisect run: ~8 runs, ~40.0 runner-minutes")
 
 

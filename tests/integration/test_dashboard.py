@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -25,11 +26,13 @@ from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
 from bot.app import create_app
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.explain import order_commits
-from bot.domain.bisect.model import Outcome, Problem, Run, Settings, State, Status
+from bot.domain.bisect.ledger import entries, outcome_model
+from bot.domain.bisect.model import Outcome, Phase, Problem, Run, Settings, State, Status
 from bot.domain.bisect.simulate import FlakyTest, linear_graph
+from bot.domain.outcome import parse_outcome
 from bot.service import setup
 from bot.service.config import BisectConfig
-from bot.service.group_rows import outcome_json
+from bot.service.describe import run_urls, runner_label
 from bot.settings import BotSettings
 from bot.web import detail, models, routes, views
 from bot.web.auth import is_loopback
@@ -74,6 +77,22 @@ def _bisect(home, db: str, repo, *extra: str) -> dict:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=_env(home))
     assert out.exists(), proc.stderr
     return json.loads(out.read_text())
+
+
+def progress(store: Store, bid: int, phase: str = "done", status: str | None = None, outcome=None, **view) -> None:
+    """A hand-made bisection's one test brought to `phase` (and, once it ended, `status` and `outcome`, parsed as a
+    stored one), with the engine's view (`guess`, `boundary`...): as the driver writes it, through the store."""
+    (test,) = entries(store.get(bid).tests)
+    told = parse_outcome(outcome) if outcome is not None else None
+    store.save_tests(
+        bid, [replace(test, state=State(Phase(phase)), status=Status(status) if status else None, outcome=told, **view)]
+    )
+
+
+def stored_outcome(db: str, bid: int, outcome: dict) -> None:
+    """An outcome as written by hand or by an older version, malformed perhaps: what no typed call writes."""
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as conn:
+        conn.execute("UPDATE bisections SET outcome = ? WHERE id = ?", (json.dumps(outcome), bid))
 
 
 @pytest.fixture(scope="module")
@@ -138,9 +157,7 @@ def world(tmp_path_factory):
     )
     s1 = store.add_steps(rid, [views_step(repo.shas[5], "search", 2), views_step(repo.shas[2], "search", 2)])
     store.finish_step(s1[0], report("bad", 0, 0.0061))
-    store.save_progress(
-        rid, phase="searching", guess=repo.shas[5], guess_probability=0.4, flake_rate=0.0, boundary=0.0034
-    )
+    progress(store, rid, "searching", guess=repo.shas[5], guess_probability=0.4, flake_rate=0.0, boundary=0.0034)
     ids["running"] = rid
     world_running_step = s1[1]
 
@@ -149,11 +166,8 @@ def world(tmp_path_factory):
     st = store.add_steps(cid, [views_step(repo.good, "calibrate", 1), views_step(repo.bad, "calibrate", 1)])
     store.finish_step(st[0], report("good", 0))
     store.mark_lost(cid, "cancelled: the bisection finished without it", state="cancelled")
-    store.save_progress(
-        cid,
-        phase="done",
-        status="cancelled",
-        outcome={"message": "cancelled on request before an answer", "culprit": None},
+    progress(
+        store, cid, status="cancelled", outcome={"message": "cancelled on request before an answer", "culprit": None}
     )
     ids["cancelled"] = cid
 
@@ -162,12 +176,7 @@ def world(tmp_path_factory):
     st = store.add_steps(uid, [views_step(repo.good, "calibrate", 1), views_step(repo.bad, "calibrate", 1)])
     store.finish_step(st[0], report("infra", None, infra="timed out after 60 s"))
     store.mark_lost(uid, "lost: the process driving this step stopped before it finished")
-    store.save_progress(
-        uid,
-        phase="done",
-        status="untestable",
-        outcome={"message": "an endpoint cannot be tested", "culprit": None, "candidates": []},
-    )
+    progress(store, uid, status="untestable", outcome={"message": "an endpoint cannot be tested", "culprit": None})
     ids["untestable"] = uid
 
     # zero steps, just created
@@ -188,9 +197,9 @@ def world(tmp_path_factory):
     )
     for step_id, (v, code) in zip(st, [("good", 0), ("bad", 1), ("bad", 1), ("good", 0), ("bad", 1), ("good", 0)]):
         store.finish_step(step_id, report(v, code))
-    store.save_progress(
+    progress(
+        store,
         pid,
-        phase="done",
         status="found",
         outcome={
             "message": "found",
@@ -215,12 +224,8 @@ def world(tmp_path_factory):
 
     # a malformed stored outcome must still render
     mid = new()
-    store.save_progress(
-        mid,
-        phase="done",
-        status="inconclusive",
-        outcome={"message": 5, "culprit": 3, "candidates": "x", "ab": "nope", "confidence": "high"},
-    )
+    progress(store, mid, status="inconclusive", outcome={"message": "?"})
+    stored_outcome(db, mid, {"message": 5, "culprit": 3, "candidates": "x", "ab": "nope", "confidence": "high"})
     ids["malformed"] = mid
     return SimpleNamespace(
         db=db, ids=ids, store=store, running_step=world_running_step, found_repo=found_repo, repo=repo
@@ -438,7 +443,7 @@ def test_events_follow_what_is_recorded_after_the_end(own_world, monkeypatch):
     monkeypatch.setattr(routes, "EVENT_INTERVAL_S", 0.1)
     bid = world.ids["ambiguous"]
     outcome = world.store.get(bid).outcome
-    world.store.save_progress(bid, outcome={**outcome, "note": "written after the end"})
+    world.store.save_outcome(bid, "ambiguous", parse_outcome({**outcome, "note": "written after the end"}))
     before = client.get(f"/api/bisections/{bid}").json()["version"]
     events, started = [], time.monotonic()
     with client.stream("GET", f"/bisections/{bid}/events") as r:
@@ -448,7 +453,7 @@ def test_events_follow_what_is_recorded_after_the_end(own_world, monkeypatch):
             elif line.startswith("data: "):
                 events[-1] = (events[-1], line[6:])
                 if events[-1][0] == "version" and len(events) == 3:
-                    world.store.save_progress(bid, outcome={**outcome, "revert_pr": 5})  # the publication, later
+                    world.store.save_outcome(bid, "ambiguous", parse_outcome({**outcome, "revert_pr": 5}))  # published
     elapsed = time.monotonic() - started
     kinds = [kind for kind, _ in events]
     assert kinds[-1] == "done" and set(kinds[:-1]) == {"version"}, kinds
@@ -611,19 +616,19 @@ def test_age_and_run_urls():
     now = datetime(2026, 1, 2, tzinfo=UTC)
     assert views.age(datetime(2026, 1, 1), now) == "1 d ago"
     assert views.age(datetime(2026, 1, 1, 23, 59, 30, tzinfo=UTC), now) == "30 s ago"
-    assert views.run_urls("gpu-3 (https://github.com/o/r/actions/runs/5) (http://x/y)") == [
+    assert run_urls("gpu-3 (https://github.com/o/r/actions/runs/5) (http://x/y)") == [
         "https://github.com/o/r/actions/runs/5",
         "http://x/y",
     ]
-    assert views.runner_label("gpu-3 (https://github.com/o/r/actions/runs/5)") == "gpu-3"
-    assert views.run_urls(None) == [] and views.run_urls("local/wt-0") == []
+    assert runner_label("gpu-3 (https://github.com/o/r/actions/runs/5)") == "gpu-3"
+    assert run_urls(None) == [] and run_urls("local/wt-0") == []
 
 
 def test_the_page_leads_with_the_answer(world, client, openapi):
     """The culprit (PR number linked, title, author), the A/B verdict and the chart come before the timeline."""
     bid = world.ids["published"]
     data = check(openapi, client.get(f"/api/bisections/{bid}"), "/api/bisections/{bisection_id}")
-    assert data["culprit"] == {
+    assert data["culprit"] == world.repo.shas[5] and data["culprit_commit"] == {
         "sha": world.repo.shas[5],
         "pr": 1006,
         "title": "Change 6",
@@ -659,12 +664,19 @@ def test_an_answer_short_of_found_shows_its_best_guess_never_a_culprit(own_world
     for step_id, (verdict, code) in zip(steps, [("bad", 1), ("bad", 1), ("good", 0)]):
         store.finish_step(step_id, StepReport(code, None, None, verdict, "local/wt-0", 1.0, "log"))
     said = "stopped after 3 runs without reaching confidence 0.99 (best guess P=0.930)"
-    told = outcome_json(Outcome(Status.INCONCLUSIVE, said, best_guess=guess, confidence=0.93))  # as the driver writes
-    store.save_progress(bid, phase="done", status="inconclusive", outcome=told, guess=guess, guess_probability=0.93)
+    told = outcome_model(Outcome(Status.INCONCLUSIVE, said, best_guess=guess, confidence=0.93))  # as the driver writes
+    store.save_outcome(bid, "inconclusive", told)
     data = check(openapi, client.get(f"/api/bisections/{bid}"), "/api/bisections/{bisection_id}")
     assert data["summary"]["culprit"] is None and data["summary"]["best_guess"] == guess
-    assert data["culprit"] is None and data["chart"]["culprit"] is None
-    assert data["best_guess"] == {"sha": guess, "pr": 1009, "title": "Change 9", "author": "Ada Dev", "url": None}
+    assert data["culprit"] is None and data["culprit_commit"] is None and data["chart"]["culprit"] is None
+    assert data["best_guess"] == guess and data["best_guess_subject"] == "Change 9 (#1009)"
+    assert data["best_guess_commit"] == {
+        "sha": guess,
+        "pr": 1009,
+        "title": "Change 9",
+        "author": "Ada Dev",
+        "url": None,
+    }
     assert data["outcome"]["culprit"] is None and data["outcome"]["best_guess"] == guess
     assert data["confidence"] == 0.93
     assert [e["role"] for e in data["timeline"]] == ["good", "tested", "best_guess", "bad"]
@@ -680,7 +692,8 @@ def test_an_answer_short_of_found_shows_its_best_guess_never_a_culprit(own_world
     # an ambiguous answer's last candidate is a best guess too: any of the candidates may be the first bad commit
     ambiguous = client.get(f"/api/bisections/{own_world.ids['ambiguous']}").json()
     assert ambiguous["summary"]["culprit"] is None and ambiguous["culprit"] is None
-    assert ambiguous["best_guess"]["sha"] == ambiguous["candidates"][-1] == ambiguous["summary"]["best_guess"]
+    assert ambiguous["best_guess"] == ambiguous["candidates"][-1] == ambiguous["summary"]["best_guess"]
+    assert ambiguous["best_guess_commit"]["sha"] == ambiguous["best_guess"]
 
 
 def test_the_page_states_the_runs_and_their_cost_beside_git_bisect_run(world, client, openapi):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from bot.adapters.git.clones import GIT_CLONES
 from bot.adapters.git.repo import GitRepo
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
 from bot.domain.bisect.model import Status
 from bot.service import setup
 from bot.service.config import BisectConfig
+from bot.service.describe import describe
 from bot.service.driver import Driver
-from bot.service.report import summary, to_json
+from bot.service.report import summary
 from runners.spec import StepResult, StepSpec
 from scenarios.synthetic import build
 
@@ -73,11 +73,12 @@ def test_a_result_arriving_for_a_step_cancelled_as_obsolete_is_ignored(tmp_path)
     assert backend.cancelled == {s.id for s in searched}
     # the cancelled runs are paid for: the report counts them and the runner time they held
     row = store.get(loaded.id)
-    report = to_json(row, loaded.problem, GitRepo(repo.path), GIT_CLONES)
+    doc = describe(row, loaded.problem)
     held = sum((s.finished_at - s.started_at).total_seconds() for s in searched)
-    assert report["cancelled"] == {"runs": len(searched), "runner_seconds": round(held, 1)}
-    assert report["runner_seconds"] >= report["cancelled"]["runner_seconds"]
-    assert f"{len(searched)} runs cancelled after" in summary(report)
+    assert (doc.cancelled.runs, doc.cancelled.runner_seconds) == (len(searched), round(held, 1))
+    assert doc.runner_seconds >= doc.cancelled.runner_seconds
+    assert f"{len(searched)} runs cancelled after" in summary(doc)
+    assert [s.state for s in doc.steps if s.kind == "search"] == ["cancelled"] * len(searched)  # listed, said nothing
     # BAD passing is read until a culprit failing 70% of the time would have failed there (Settings.reproduce_runs)
     bad_reads = loaded.problem.settings.reproduce_runs
     assert sorted(s.sha for s in steps if s.kind == "calibrate") == sorted([repo.good] * 2 + [repo.bad] * bad_reads)
