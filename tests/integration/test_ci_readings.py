@@ -13,7 +13,6 @@ from bot.adapters.git.repo import GitRepo
 from bot.adapters.git.revert import create_revert
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
-from bot.domain.bisect.ledger import entries
 from bot.cli.session import run_bisection
 from bot.domain.requests import CiReading
 from bot.service import setup
@@ -61,7 +60,6 @@ def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path)
         repo_slug="o/r",
         branch="main",
         test=FailingTest("test_x", None, None),
-        fixes=[e.test for e in entries(row.tests) if e.culprit == repo.culprit],
     )
     cells = [t.content for t in MarkdownIt("commonmark").enable("table").parse(pr.body) if t.type == "inline"]
     assert sum("CI: good" in c or "CI: bad" in c for c in cells) == len(ci)  # one verdict cell per CI reading
