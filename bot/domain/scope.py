@@ -32,15 +32,20 @@ class RunInfo:
     status: str = "completed"
     updated_at: datetime | None = None  # when the newest attempt last changed (its completion, once completed)
     url: str = ""  # the run's page
+    # when the run was created (its trigger fired; GitHub's `created_at`): a re-run attempt keeps it, unlike
+    # `run_started_at`, which "resets on re-run" -- a benchmark's series is ordered by it
+    created_at: datetime | None = None
+
+
+def _when(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def run_info(data: dict) -> RunInfo:
     """A workflow run (or one attempt of it) as GitHub's REST API and the workflow_run webhook write it."""
-    updated = data.get("updated_at")
-    try:
-        when = datetime.fromisoformat(updated.replace("Z", "+00:00")) if isinstance(updated, str) else None
-    except ValueError:
-        when = None
     return RunInfo(
         data["id"],
         data.get("name") or "",
@@ -52,8 +57,9 @@ def run_info(data: dict) -> RunInfo:
         head_repository=(data.get("head_repository") or {}).get("full_name"),
         run_attempt=int(data.get("run_attempt") or 1),
         status=data.get("status") or "completed",
-        updated_at=when,
+        updated_at=_when(data.get("updated_at")),
         url=data.get("html_url") or "",
+        created_at=_when(data.get("created_at")),
     )
 
 

@@ -1,10 +1,11 @@
 """What the service and the edges ask of the store, and the values they exchange with it: bisections and their
-steps, what the kill switch held back, flakes seen, webhook deliveries and the job queue, the dashboard's reads.
+steps, what the kill switch held back, flakes seen, webhook deliveries and the job queue, the dashboard's reads, the
+benchmarks' series read from CI.
 
 The records (BisectionRecord, StepRecord, HoldRecord) are Protocols of the fields read: the store hands back its
 rows (bot.adapters.store.models), which have them; nothing here needs SQLAlchemy. The implementations are in
-bot.adapters.store (Store, Holds, Flakes, Deliveries, Jobs, queries.Bisections, queries.Queue); bot.wiring and
-bot.app pass them in.
+bot.adapters.store (Store, Holds, Flakes, Deliveries, Jobs, queries.Bisections, queries.Queue, series.SeriesPoints,
+series.SeriesOrigins); bot.wiring and bot.app pass them in.
 """
 
 from __future__ import annotations
@@ -368,3 +369,63 @@ class ParkedJobs(Protocol):
 
     def parked(self, limit: int = 20) -> tuple[int, list[ParkedJob]]:
         """How many jobs are parked, and the longest-parked `limit` of them."""
+
+
+# -- benchmarks' series, read from CI (bot.service.series_intake; bot.adapters.store.series) ---------------------
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One metric of one test as one run of the watched workflow read it: its newest attempt's reading. `value` is
+    None when the run reported none (a crash, a skipped batch size, a job skipped or its log expired): kept, so the
+    series shows the gap. `started_at` orders the series: when the run was created (a re-run attempt keeps it)."""
+
+    repository: str
+    test: str
+    metric: str
+    run_id: int
+    run_attempt: int
+    sha: str
+    started_at: datetime
+    value: float | None
+    url: str = ""  # the run's page
+
+
+class SeriesLog(Protocol):
+    """The benchmarks' series as read from CI, one point per (repository, test, metric, run)
+    (bot.adapters.store.series.SeriesPoints)."""
+
+    def record(self, points: Iterable[SeriesPoint]) -> int:
+        """Store the points in one transaction: a point replaces the stored one of the same (repository, test, metric,
+        run) when its attempt is as new or newer (a re-run attempt's reading replaces the older attempt's), never an
+        older attempt's over a newer one. The number of points written."""
+
+    def series(self, repository: str, test: str, metric: str) -> list[SeriesPoint]:
+        """One metric's points, oldest first (by when the run started, then by run id)."""
+
+    def watched(self) -> list[tuple[str, str, str]]:
+        """Every (repository, test, metric) with points, sorted."""
+
+    def runs_read(self, repository: str, test: str, metric: str) -> dict[int, int]:
+        """Run id -> the attempt read of it, for every run with a point of this metric."""
+
+
+@dataclass(frozen=True)
+class SeriesBisection:
+    """A bisection started from a change point of a series: its origin says
+    {"series": {"test", "metric", "run_before", "run_after"}} (the last run before the shift, the first after)."""
+
+    id: int
+    status: str | None  # None while it runs
+    phase: str
+    test: str
+    metric: str
+    run_before: int
+    run_after: int
+
+
+class SeriesBisections(Protocol):
+    """The bisections started from a series' change points (bot.adapters.store.series.SeriesOrigins)."""
+
+    def of_series(self, repository: str, test: str, metric: str) -> list[SeriesBisection]:
+        """Newest first."""

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -160,3 +172,27 @@ class FlakeRow(Base):
     how: Mapped[str] = mapped_column(Text)  # "failed, then passed on re-run attempt 2", "passed on ... own retry"
     url: Mapped[str | None] = mapped_column(Text, nullable=True)  # the run's page
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SeriesPointRow(Base):
+    """One metric of a watched benchmark as one run of its workflow read it (bot.ports.store.SeriesPoint): one row
+    per (repository, test, metric, run), its newest attempt's reading; `value` NULL when the run reported none (a
+    crash, a skipped batch size), kept so the series shows the gap. Ordered by `started_at` (the run's creation)."""
+
+    __tablename__ = "series_points"
+    __table_args__ = (
+        UniqueConstraint("repository", "test", "metric", "run_id", name="uq_series_points_run"),
+        Index("ix_series_points_series", "repository", "test", "metric", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repository: Mapped[str] = mapped_column(String(255))
+    test: Mapped[str] = mapped_column(String(128))
+    metric: Mapped[str] = mapped_column(String(128))
+    run_id: Mapped[int] = mapped_column(BigInteger)  # GitHub's run ids are past 2**31
+    run_attempt: Mapped[int] = mapped_column(Integer)
+    sha: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    url: Mapped[str | None] = mapped_column(Text, nullable=True)  # the run's page
+    recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
