@@ -10,7 +10,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -26,8 +25,8 @@ from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
 from bot.app import create_app
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.explain import order_commits
-from bot.domain.bisect.ledger import entries, outcome_model
-from bot.domain.bisect.model import Outcome, Phase, Problem, Run, Settings, State, Status
+from bot.domain.bisect.ledger import outcome_model
+from bot.domain.bisect.model import Outcome, Problem, Run, Settings, State, Status
 from bot.domain.bisect.simulate import FlakyTest, linear_graph
 from bot.domain.outcome import parse_outcome
 from bot.service import setup
@@ -38,6 +37,7 @@ from bot.web import detail, models, routes, views
 from bot.web.auth import is_loopback
 from bot.web.chart import render_svg
 from scenarios.synthetic import build
+from tests.support.hand_rows import progress, stored_outcome
 
 LOCAL = ("127.0.0.1", 50123)
 REMOTE = ("10.0.0.5", 1234)
@@ -77,22 +77,6 @@ def _bisect(home, db: str, repo, *extra: str) -> dict:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=_env(home))
     assert out.exists(), proc.stderr
     return json.loads(out.read_text())
-
-
-def progress(store: Store, bid: int, phase: str = "done", status: str | None = None, outcome=None, **view) -> None:
-    """A hand-made bisection's one test brought to `phase` (and, once it ended, `status` and `outcome`, parsed as a
-    stored one), with the engine's view (`guess`, `boundary`...): as the driver writes it, through the store."""
-    (test,) = entries(store.get(bid).tests)
-    told = parse_outcome(outcome) if outcome is not None else None
-    store.save_tests(
-        bid, [replace(test, state=State(Phase(phase)), status=Status(status) if status else None, outcome=told, **view)]
-    )
-
-
-def stored_outcome(db: str, bid: int, outcome: dict) -> None:
-    """An outcome as written by hand or by an older version, malformed perhaps: what no typed call writes."""
-    with sqlite3.connect(db.removeprefix("sqlite:///")) as conn:
-        conn.execute("UPDATE bisections SET outcome = ? WHERE id = ?", (json.dumps(outcome), bid))
 
 
 @pytest.fixture(scope="module")

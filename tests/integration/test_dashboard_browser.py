@@ -22,11 +22,13 @@ from bot.adapters.git.repo import GitRepo
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
 from bot.app import create_app
+from bot.domain.bisect.ledger import Entry
 from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.settings import BotSettings
 from runners.spec import Needs
 from scenarios.synthetic import build
+from tests.support.hand_rows import progress
 from tests.support.net import serving
 from tests.support.sandbox import wait_for
 from tests.support.world import deliver_comment, open_reverts
@@ -99,9 +101,9 @@ def _served_store(home: Path):
         store.finish_step(
             step_id, _report(verdict, 0, metric, "gpu-1 (https://github.example/octo/gpu-kernels/actions/runs/9)")
         )
-    store.save_progress(
+    progress(
+        store,
         done,
-        phase="done",
         status="found",
         boundary=0.0034,
         flake_rate=0.0,
@@ -120,7 +122,7 @@ def _served_store(home: Path):
     store.finish_step(cal[0], _report("good", 0, 0.0003))
     store.finish_step(cal[1], _report("bad", 0, 0.0065))
     probe = store.add_steps(running, [NewStep(repo.shas[5], "search", 2)])[0]
-    store.save_progress(running, phase="searching", boundary=0.0034, guess=repo.shas[5], guess_probability=0.3)
+    progress(store, running, "searching", boundary=0.0034, guess=repo.shas[5], guess_probability=0.3)
 
     with _serving(db) as base:
         yield SimpleNamespace(base=base, store=store, done=done, running=running, probe=probe, plan=plan, repo=repo)
@@ -282,9 +284,9 @@ def _live_update_without_navigation(served, page, tmp_path):
     assert page.locator('a[href="https://github.example/octo/gpu-kernels/actions/runs/77"]').count() == 1
     assert page.locator("svg.chart circle").count() == 3
     # the bisection finishes: the page says so and stops listening
-    served.store.save_progress(
+    progress(
+        served.store,
         served.running,
-        phase="done",
         status="found",
         outcome={"message": "found it", "culprit": served.repo.shas[5], "confidence": 0.99},
     )
@@ -409,6 +411,7 @@ def _long_range(store: Store, n: int = 240, culprit: int = 170, workers: int = 3
             ).to_json(),
             origin={"repo": "sgl-project/sglang", "test": "test_decode_cache_hit"},
             commits=commits,
+            tests=(Entry("test_decode_cache_hit"),),
         ),
         "calibrating",
     )
@@ -433,9 +436,9 @@ def _long_range(store: Store, n: int = 240, culprit: int = 170, workers: int = 3
         store.finish_step(  # 15 minutes a run, as SGLang's KL test takes on its 4-GPU runner
             step_id, _report("bad" if bad else "good", int(bad), 0.0065 if bad else 0.0003, duration_s=900.0)
         )
-    store.save_progress(
+    progress(
+        store,
         bid,
-        phase="done",
         status="found",
         boundary=0.0034,
         flake_rate=0.0,
