@@ -23,7 +23,7 @@ from bot.domain.bisect.model import Status
 from bot.domain.bisect.verdict import MetricRule, RawResult, classify
 from bot.service import setup
 from bot.service.config import BisectConfig
-from bot.service.draft import PrRecord, draft
+from bot.service.draft import PrRecord, RevertCase, draft
 from bot.service.pr_body import FailingTest
 from runners.envs import EnvSpec
 from runners.spec import StepResult, StepSpec, TestRun
@@ -135,20 +135,22 @@ def run(
         return DemoResult(1, culprit, scenario.culprit)
 
     prs = {pr["sha"]: PrRecord(pr["number"], pr["title"], pr.get("author")) for pr in scenario.prs}
-    followups = [scenario.followup["number"]] if scenario.followup else []
+    followups = (scenario.followup["number"],) if scenario.followup else ()
     revert = create_revert(repo, culprit, scenario.bad)  # made during the bisection; found again here
     row = store.get(loaded.id)
     pr = draft(
-        row,
-        loaded.problem,
-        repo,
-        revert,
-        repo_slug=scenario.repo_slug,
-        branch=scenario.default_branch,
-        test=FailingTest(f"{scenario.test_file}::{cases[0]}", scenario.metric, scenario.threshold),
-        prs=prs,
-        followups=followups,
-        fixes=[e.test for e in entries(row.tests) if e.culprit == culprit],
+        RevertCase(
+            row=row,
+            problem=loaded.problem,
+            repo=repo,
+            revert=revert,
+            repo_slug=scenario.repo_slug,
+            branch=scenario.default_branch,
+            test=FailingTest(f"{scenario.test_file}::{cases[0]}", scenario.metric, scenario.threshold),
+            fixes=tuple(e.test for e in entries(row.tests) if e.culprit == culprit),
+            prs=prs,
+            followups=followups,
+        )
     )
     (workdir / "revert-pr.md").write_text(f"# {pr.title}\n\n{pr.body}")
     err.print(

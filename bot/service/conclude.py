@@ -18,7 +18,7 @@ from bot.ports import Forge, RevertFound
 from bot.ports.store import BisectionRecord, BisectionStore, HoldLog
 from bot.service.holds import held_revert, hold, kill_switch
 from bot.service.intake import Admitted
-from bot.service.publish import Publisher, Target
+from bot.service.publish import Clone, Publisher, Target
 from bot.service.workspace import Workspace
 
 log = logging.getLogger("revert_bisect.bisections")
@@ -76,19 +76,21 @@ class Conclusions:
             return "not opened (shadow mode)"
         subject = repo.subjects([culprit])[culprit]
         facts = forge.culprit_facts(culprit, pr_number(subject))
+        clone = Clone(
+            clones=self.workspace.clones,
+            repo=repo,
+            remote_url=self.workspace.clone_url(work.repo),
+            token=self.workspace.token(work.repo),
+        )
         publisher = Publisher(
             Target(
-                forge,
-                policy,
-                work.repo,
-                repo,
-                self.workspace.clone_url(work.repo),
-                self.workspace.token(work.repo),
-                row.id,
-                tests[0],
-                self.workspace.clones,
-                tests,
-                culprit[:12],
+                forge=forge,
+                policy=policy,
+                repo_slug=work.repo,
+                clone=clone,
+                bisection_id=row.id,
+                tests=tests,
+                part=culprit[:12],
             )
         )
         ab, confidence = outcome.ab or AB(), outcome.confidence or 0

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from bot.domain.bisect.confirmation import head_stand_ins
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.ledger import entry
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
-from bot.domain.bisect.verdict import Verdict
 from bot.domain.cost import cost_of_steps, git_range
-from bot.domain.outcome import AB as OutcomeAB
+from bot.domain.outcome import AB as Proof
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.ports import Git, Revert
 from bot.ports.store import BisectionRecord
@@ -29,6 +28,8 @@ from bot.service.pr_body import (
     RevertEvidence,
     Row,
     render,
+    values_text,
+    verdicts_text,
 )
 from bot.service.report import replay_log
 
@@ -40,38 +41,40 @@ class PrRecord:
     author: str | None = None
 
 
-def _summary(verdicts: list[Verdict]) -> str:
-    counts = {v: verdicts.count(v) for v in Verdict if v in verdicts}
-    return " ".join(f"{v.value}" + (f" x{c}" if c > 1 else "") for v, c in counts.items())
+@dataclass(frozen=True)
+class RevertCase:
+    """What a revert PR is drafted from: the bisection as stored (`row`) and its problem; the clone (`repo`) and the
+    revert made in it; the repository's slug and the branch it reverts on; the failing test as the tables name it;
+    the tests the culprit broke (`fixes`, never empty: each listed with its own A/B, the first one's runs make the
+    bisect table, `test` is it); the PRs known by commit (`prs`: the culprit's, others' titles for the table); the
+    follow-ups linked and what the one found shares with the culprit (`followup_why`)."""
+
+    row: BisectionRecord
+    problem: Problem
+    repo: Git
+    revert: Revert
+    repo_slug: str
+    branch: str
+    test: FailingTest
+    fixes: tuple[str, ...]
+    prs: Mapping[str, PrRecord] = field(default_factory=dict)
+    followups: tuple[int, ...] = ()
+    followup_why: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.fixes:
+            raise ValueError("a revert PR names the tests it fixes: `fixes` is empty")
 
 
-def _values(values: list[float | None], exits: list[int | None]) -> str:
-    shown = [f"{v:.4g}" for v in values if v is not None]
-    return ", ".join(shown) if shown else ", ".join("-" if e is None else str(e) for e in exits)
-
-
-def draft(
-    row: BisectionRecord,
-    problem: Problem,
-    repo: Git,
-    revert: Revert,
-    *,
-    repo_slug: str,
-    branch: str,
-    test: FailingTest,
-    prs: Mapping[str, PrRecord] = {},
-    followups: list[int] = (),
-    fixes: Sequence[str],
-    followup_why: str = "",
-) -> PullRequestDraft:
-    """The revert PR for a found, proven culprit. `fixes`: the tests of the bisection this culprit broke, each
-    listed with its own A/B; the first one's runs make the bisect table (`test` is it)."""
+def draft(case: RevertCase) -> PullRequestDraft:
+    """The revert PR for a found, proven culprit."""
+    row, repo, revert, fixes, prs = case.row, case.repo, case.revert, case.fixes, case.prs
     outcome = entry(row.tests, fixes[0]).told
     culprit = outcome.culprit
     config = BisectConfig.from_json(row.settings)
     # a group's member is judged by its own rule (a metric, or its exit code) from its own GOOD, as the search judged it
-    problems = group_of(problem, row, config.settings_for)[0].problems
-    searched = problem  # the union of its tests' ranges
+    problems = group_of(case.problem, row, config.settings_for)[0].problems
+    searched = case.problem  # the union of its tests' ranges
     problem = problems[fixes[0]]
     evidence = Evidence.of(problem, runs_of_test(row, fixes[0]))
     by_sha: dict[str, list] = defaultdict(list)
@@ -93,10 +96,10 @@ def draft(
             Row(
                 sha,
                 record.title if record else strip_pr_number(subject),
-                _summary([v for v, _ in ours]),
-                _values([r.metric for _, r in ours], [r.exit_code for _, r in ours]),
+                verdicts_text(v for v, _ in ours),
+                values_text(r for _, r in ours),
                 record.number if record else pr_number(subject),
-                ci=_summary([v for v, _ in ci]),
+                ci=verdicts_text(v for v, _ in ci),
                 ci_values=", ".join(f"{r.metric:.4g}" for _, r in ci if r.metric is not None),  # CI's passes print none
             )
         )
@@ -111,33 +114,30 @@ def draft(
         record.author if record else None,
         merge=len(parents) > 1,
     )
-    ab = _ab(problem, evidence, revert, outcome.ab)
-    fixed = []
-    for member in fixes:
-        told = entry(row.tests, member).told
-        theirs = _ab(problems[member], Evidence.of(problems[member], runs_of_test(row, member)), revert, told.ab)
-        fixed.append(
-            FixedTest(
-                member,
-                theirs.head_verdicts,
-                theirs.revert_verdicts,
-                theirs.head_values,
-                theirs.revert_values,
-                theirs.passed,
-            )
+    fixed = [
+        FixedTest(
+            test,
+            _ab(
+                problems[test],
+                Evidence.of(problems[test], runs_of_test(row, test)),
+                revert,
+                entry(row.tests, test).told.ab,
+            ),
         )
+        for test in fixes
+    ]
     metric = lambda sha: [r.metric for v, r in by_sha.get(sha, []) if r.metric is not None]  # noqa: E731
     # git is given each red test's own range, as a person would start from it: one bisection per test of a group
     ranges = git_ranges(row, searched)
     cost = cost_of_steps(row.steps, config.gpus, ranges)
     together = len(ranges)  # the tests bisected: a JUnit report's green ones were not
     body = RevertEvidence(
-        repo_slug=repo_slug,
-        branch=branch,
+        repo_slug=case.repo_slug,
+        branch=case.branch,
         culprit=culprit_info,
-        test=test,
+        test=case.test,
         rows=rows,
-        ab=ab,
+        ab=fixed[0].ab,
         files=revert.files,
         diffstat=revert.diffstat,
         replay_log=replay_log(row, problem, repo, fixes[0]).rstrip(),
@@ -152,11 +152,11 @@ def draft(
         together=together,
         before=metric(parent),
         after=metric(culprit),
-        followups=list(followups),
+        followups=list(case.followups),
         case=case_of(row, problem, repo, culprit, fixes[0]),
         good=problem.good,
         bad=problem.bad,
-        followup_why=followup_why,
+        followup_why=case.followup_why,
         fixes=fixed,
         effect=outcome.effect.words if outcome.effect else "",
     )
@@ -168,25 +168,17 @@ def runs_of_test(row: BisectionRecord, test: str):
     return [r for r in finished_runs(row) if r.test == test]
 
 
-def _ab(problem: Problem, evidence: Evidence, revert: Revert, told: OutcomeAB | None) -> AB:
-    """The A/B table's two rows. HEAD's row: its own A/B runs, or, when something stood for them (BAD's runs, or CI's
-    reproduced red reading of BAD: bot.domain.bisect.confirmation), the verdicts the A/B counted, named as such."""
+def _ab(problem: Problem, evidence: Evidence, revert: Revert, proof: Proof | None) -> AB:
+    """The A/B table's two rows: the stored proof beside the runs of each side. HEAD's: its own A/B runs, after what
+    stood for them when something did (BAD's runs, or CI's reproduced red reading of BAD:
+    bot.domain.bisect.confirmation), as many of those as the A/B counted."""
     ab_runs: dict[Kind, list] = defaultdict(list)
     for run, verdict in evidence.verdicts:
         if run.kind in (Kind.AB_HEAD, Kind.AB_REVERT):
             ab_runs[run.kind].append((verdict, run.raw))
-    head, reverted = ab_runs[Kind.AB_HEAD], ab_runs[Kind.AB_REVERT]
-    head_summary = _summary([v for v, _ in head])
-    if told and told.head_from:  # the verdicts the A/B counted, what stood for HEAD's runs among them
-        head_summary = f"{_summary([Verdict(v) for v in told.head_verdicts])} ({told.head_from})"
-        stood, n = [(v, r.raw) for r, v in head_stand_ins(problem, evidence)], len(told.head_verdicts) - len(head)
-        head = (stood[-n:] if n > 0 else []) + head  # their values beside HEAD's own A/B runs'
-    return AB(
-        revert.onto,
-        revert.sha,
-        head_summary,
-        _summary([v for v, _ in reverted]),
-        _values([r.metric for _, r in head], [r.exit_code for _, r in head]),
-        _values([r.metric for _, r in reverted], [r.exit_code for _, r in reverted]),
-        bool(told and told.passed),
-    )
+    proof = proof or Proof()
+    head = ab_runs[Kind.AB_HEAD]
+    if proof.head_from:  # their values beside HEAD's own A/B runs'
+        stood, n = [(v, r.raw) for r, v in head_stand_ins(problem, evidence)], len(proof.head_verdicts) - len(head)
+        head = (stood[-n:] if n > 0 else []) + head
+    return AB(proof, revert.onto, revert.sha, tuple(head), tuple(ab_runs[Kind.AB_REVERT]))

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.domain import markdown
+from bot.domain.bisect.verdict import RawResult, Verdict
 from bot.domain.body_limit import MAX_BODY, fit
+from bot.domain.outcome import AB as Proof
 from bot.service.case_facts import Case
 
 
@@ -47,27 +50,65 @@ class Row:
     ci_values: str = ""
 
 
+def verdicts_text(verdicts: Iterable[Verdict]) -> str:
+    """Verdicts counted, in the verdicts' order: `bad x2 good`."""
+    listed = list(verdicts)
+    counts = {v: listed.count(v) for v in Verdict if v in listed}
+    return " ".join(f"{v.value}" + (f" x{c}" if c > 1 else "") for v, c in counts.items())
+
+
+def values_text(raws: Iterable[RawResult]) -> str:
+    """What runs read: their metric, else (none read one) their exit codes (`-`: none)."""
+    raws = list(raws)
+    shown = [f"{r.metric:.4g}" for r in raws if r.metric is not None]
+    return ", ".join(shown) if shown else ", ".join("-" if r.exit_code is None else str(r.exit_code) for r in raws)
+
+
+Reading = tuple[Verdict, RawResult]  # one run as a table shows it: its verdict and what it read
+
+
 @dataclass(frozen=True)
 class AB:
+    """One test's A/B as the PR's table shows it: the stored proof (bot.domain.outcome.AB: whether it passed, the
+    verdicts it counted, what stood for HEAD's runs) beside the commits the runs ran (HEAD and the revert proposed)
+    and each side's runs. HEAD's verdicts are the proof's, named as such, when something stood for its own runs
+    (their values shown before its own runs'); else its runs'."""
+
+    proof: Proof
     head: str
     revert: str
-    head_verdicts: str
-    revert_verdicts: str
-    head_values: str
-    revert_values: str
-    passed: bool
+    head_runs: tuple[Reading, ...] = ()
+    revert_runs: tuple[Reading, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.proof.passed
+
+    @property
+    def head_verdicts(self) -> str:
+        if self.proof.head_from:
+            return f"{verdicts_text(Verdict(v) for v in self.proof.head_verdicts)} ({self.proof.head_from})"
+        return verdicts_text(v for v, _ in self.head_runs)
+
+    @property
+    def revert_verdicts(self) -> str:
+        return verdicts_text(v for v, _ in self.revert_runs)
+
+    @property
+    def head_values(self) -> str:
+        return values_text(r for _, r in self.head_runs)
+
+    @property
+    def revert_values(self) -> str:
+        return values_text(r for _, r in self.revert_runs)
 
 
 @dataclass(frozen=True)
 class FixedTest:
-    """One test of several the revert fixes (a culprit of a group: bot.domain.bisect.group), with its own A/B."""
+    """One test of those the revert fixes (the tests the culprit broke), with its own A/B."""
 
     name: str
-    head_verdicts: str
-    revert_verdicts: str
-    head_values: str
-    revert_values: str
-    passed: bool
+    ab: AB
 
 
 @dataclass(frozen=True)
@@ -101,7 +142,7 @@ class RevertEvidence:
     before: list[float] = field(default_factory=list)
     after: list[float] = field(default_factory=list)
     followups: list[int] = field(default_factory=list)
-    fixes: list[FixedTest] = field(default_factory=list)  # every test the revert fixes, when several
+    fixes: list[FixedTest] = field(default_factory=list)  # every test the revert fixes, `test` first
     case: Case | None = None  # the case point by point (bot.service.case_facts)
     good: str = ""  # the window
     bad: str = ""

@@ -12,7 +12,7 @@ from bot.domain.errors import WorkflowPushRefused
 from bot.domain.guards import Refusal
 from bot.domain.policy import Policy, RevertAction
 from bot.ports import Clones, CulpritFacts, Followups, Forge, Git, PassedOver, Revert, RevertFound
-from bot.service.draft import PrRecord
+from bot.service.draft import PrRecord, RevertCase
 from bot.service.draft import draft as draft_pr
 from bot.service.pr_body import FailingTest, PullRequestDraft
 
@@ -67,41 +67,81 @@ def branch_name(culprit_pr: int | None, culprit: str) -> str:
 
 
 @dataclass(frozen=True)
+class Clone:
+    """The bot's clone of the repository, where the revert is made and whence its branch is pushed: the clone, the
+    clones' operations, the remote and the token the push uses."""
+
+    clones: Clones
+    repo: Git
+    remote_url: str
+    token: str
+
+    def revert(self, culprit: str, onto: str) -> Revert:
+        return self.clones.create_revert(self.repo, culprit, onto)
+
+    def push(self, branch: str, sha: str) -> None:
+        """WorkflowPushRefused: GitHub refused the branch (it changes workflow files, without the permission)."""
+        self.clones.push(self.repo.path, self.remote_url, branch, sha, self.token)
+
+
+@dataclass(frozen=True)
 class Target:
-    """Where one concluded bisection publishes, and what it is about: the forge and the policy, the repository (its
-    slug, the bot's clone, the remote and the token the revert's branch is pushed with), the bisection and its test."""
+    """Where one concluded bisection publishes about one culprit: the forge and the policy, the repository's slug and
+    the bot's clone of it; the bisection, and the tests the culprit broke (never empty; the first one's runs make the
+    PR's tables). `part`: the culprit's writes' keys apart from the bisection's other culprits'."""
 
     forge: Forge
     policy: Policy
     repo_slug: str
-    repo: Git
-    remote_url: str
-    token: str
+    clone: Clone
     bisection_id: int
-    test_id: str
-    clones: Clones
-    tests: tuple[str, ...] = ()  # a culprit of a group (bot.domain.bisect.group): every test it broke, test_id first
-    part: str = ""  # a group's culprit: its writes' keys apart from the group's other culprits'
+    tests: tuple[str, ...]
+    part: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.tests:
+            raise ValueError("a culprit is published with the tests it broke: `tests` is empty")
+
+    @property
+    def test_id(self) -> str:
+        """The test whose runs make the PR's tables."""
+        return self.tests[0]
 
     @property
     def named(self) -> str:
         """The tests the culprit broke, as the comments name them."""
-        return ", ".join(f"`{t}`" for t in (self.tests or (self.test_id,)))
+        return ", ".join(f"`{t}`" for t in self.tests)
 
     def key(self, name: str) -> str:
-        """The key of one of its writes (comment_once, ensure_issue): one per bisection, and per culprit of a group."""
+        """The key of one of its writes (comment_once, ensure_issue): one per bisection, and per culprit (`part`)."""
         return f"{name}-{self.bisection_id}" + (f"-{self.part}" if self.part else "")
 
 
 class Publisher:
-    """One bisection's writes about its culprit, given the culprit's facts (bot.ports.CulpritFacts)."""
+    """One bisection's writes about one culprit, given the culprit's facts (bot.ports.CulpritFacts). Every write is
+    looked up first: re-running one after a crash changes nothing twice. (Shadow mode never gets here:
+    bot.service.conclude stops before the first write.)"""
 
     def __init__(self, target: Target):
         self.target = target
 
     def confirm(self, found: RevertFound, proof: str, facts: CulpritFacts) -> Published:
-        """The culprit is reverted on the branch already: that revert's PR gets the evidence, nothing is opened."""
-        return self.publish(None, None, proof, facts.pr, facts.author, None, already=found)
+        """The culprit is reverted on the branch already: that revert's PR gets the evidence (else a revert PR of the
+        culprit's still open, else the culprit PR); nothing is pushed or opened."""
+        t = self.target
+        existing = found.pr or self._open_revert(facts.pr, found.culprit)
+        by = f"`{found.sha[:12]}`" + (f" (#{found.pr})" if found.pr else "") if found.sha else "a later change"
+        text = ALREADY_COMMENT.format(
+            test=t.named,
+            culprit=f"#{facts.pr}" if facts.pr else f"`{found.culprit[:12]}`",
+            evidence=proof,
+            by=by,
+            base=found.ref,
+            id=t.bisection_id,
+        )
+        if on := existing or facts.pr:
+            t.forge.comment_once(on, t.key("evidence"), text)
+        return Published(existing, None, None, existing_revert=existing, evidence_on=on)
 
     def refused(self, facts: CulpritFacts, evidence: str, refusal: Refusal) -> None:
         """A guard said no: the culprit PR (if any) is told why, so its author knows without the dashboard."""
@@ -136,32 +176,35 @@ class Publisher:
     def revert(
         self, row, problem: Problem, culprit: str, facts: CulpritFacts, evidence: str, asked_followup: int | None
     ) -> tuple[Published, PullRequestDraft, int | None]:
-        """The revert on `row.head`, its PR drafted and published; and the follow-up issue it links, found (the one
-        asked for, the policy's, a cross-reference on the culprit PR) or opened when there is none."""
+        """The revert on `row.head`, its PR drafted and published as the policy's `revert.action` says (the PR
+        opened, or the evidence commented only); and the follow-up issue it links, found (the one asked for, the
+        policy's, a cross-reference on the culprit PR) or opened when there is none."""
         t = self.target
         policy, culprit_pr = t.policy, facts.pr
         comment_only = policy.revert.action is RevertAction.COMMENT_ONLY
         followup, found = self.followup(culprit_pr, asked_followup, open_tracking=not comment_only)
-        revert = t.clones.create_revert(t.repo, culprit, row.head)
-        test = policy.test(t.test_id)
-        prs = {culprit: PrRecord(culprit_pr, facts.title, facts.author)} if culprit_pr else {}
+        revert = t.clone.revert(culprit, row.head)
+        metric = policy.test(t.test_id).metric
         pr = draft_pr(
-            row,
-            problem,
-            t.repo,
-            revert,
-            repo_slug=t.repo_slug,
-            branch=policy.default_branch,
-            test=FailingTest(
-                t.test_id, test.metric.name if test.metric else None, test.metric.threshold if test.metric else None
-            ),
-            prs=prs,
-            followups=[followup] if followup else [],
-            followup_why=found.why if found and found.best else "",
-            fixes=t.tests,
+            RevertCase(
+                row=row,
+                problem=problem,
+                repo=t.clone.repo,
+                revert=revert,
+                repo_slug=t.repo_slug,
+                branch=policy.default_branch,
+                test=FailingTest(t.test_id, metric.name if metric else None, metric.threshold if metric else None),
+                fixes=t.tests,
+                prs={culprit: PrRecord(culprit_pr, facts.title, facts.author)} if culprit_pr else {},
+                followups=(followup,) if followup else (),
+                followup_why=found.why if found and found.best else "",
+            )
         )
-        why = f" ({found.why})" if found and found.best else ""
-        published = self.publish(revert, pr, evidence, culprit_pr, facts.author, followup, why=why)
+        if comment_only:
+            published = self.comment_only(revert.culprit, pr, evidence, facts)
+        else:
+            why = f" ({found.why})" if found and found.best else ""
+            published = self.open_pr(revert, pr, evidence, facts, followup, why)
         if found is not None:  # what was searched for the follow-up, said in the status comment
             told = (
                 f"#{found.best} ({found.why})"
@@ -175,95 +218,108 @@ class Publisher:
             )
         return published, pr, followup
 
-    def publish(
+    def comment_only(self, culprit: str, draft: PullRequestDraft, evidence: str, facts: CulpritFacts) -> Published:
+        """`revert.action: comment_only`: no branch, no PR; the drafted PR's evidence is commented where the culprit's
+        author looks (its PR). A revert PR of the culprit's already open gets the evidence instead."""
+        t = self.target
+        if existing := self._open_revert(facts.pr, culprit):
+            return self._confirm_open(existing, evidence, branch_name(facts.pr, culprit))
+        if facts.pr:
+            t.forge.comment_once(
+                facts.pr,
+                t.key("culprit"),
+                EVIDENCE_COMMENT.format(test=t.named, base=draft.base_branch, evidence=evidence, body=draft.body),
+            )
+        return Published(None, None, None, evidence_on=facts.pr)
+
+    def open_pr(
         self,
-        revert: Revert | None,
-        draft: PullRequestDraft | None,
+        revert: Revert,
+        draft: PullRequestDraft,
         evidence: str,
-        culprit_pr: int | None,
-        culprit_author: str | None,
-        followup: int | None,
-        already: RevertFound | None = None,
+        facts: CulpritFacts,
+        followup: int | None = None,
         why: str = "",
     ) -> Published:
-        """Every write is looked up first: re-running this after a crash changes nothing twice. (Shadow mode never
-        gets here: bot.service.conclude stops before the first write.) `already`: the culprit is reverted on the
-        branch (no `revert` or `draft` then); like an open revert PR, that revert's PR gets the evidence, else the
-        culprit PR does, and nothing is pushed or opened. The revert's branch is pushed with the target's clones.
-        `why`: what the follow-up shares with the culprit, said on it."""
+        """The revert PR: its branch pushed with the target's clone, the PR opened with the policy's labels and
+        reviewers (the culprit's author first when the policy asks), the culprit PR and the follow-up told of it
+        (`why`: what the follow-up shares with the culprit, said on it). A revert PR of the culprit's already open
+        (ours, from a publish that crashed, or a person's) gets the evidence instead; a push GitHub refuses is said
+        on the culprit PR (`_push_refused`)."""
         t = self.target
-        forge, policy, bisection_id = t.forge, t.policy, t.bisection_id
-        branch = branch_name(culprit_pr, (already or revert).culprit)
-        existing = already.pr if already else None
-        if existing is None and culprit_pr:
-            existing = forge.open_revert_of(culprit_pr, ours=branch)  # our own PR: a crashed publish, finished below
-        if existing or already:
-            if already:
-                by = (
-                    f"`{already.sha[:12]}`" + (f" (#{already.pr})" if already.pr else "")
-                    if already.sha
-                    else "a later change"
-                )
-                text = ALREADY_COMMENT.format(
-                    test=t.named,
-                    culprit=f"#{culprit_pr}" if culprit_pr else f"`{already.culprit[:12]}`",
-                    evidence=evidence,
-                    by=by,
-                    base=already.ref,
-                    id=bisection_id,
-                )
-            else:
-                text = f"revert-bisect confirms this revert ({evidence}); bisection #{bisection_id}."
-            if on := existing or culprit_pr:
-                forge.comment_once(on, t.key("evidence"), text)
-            return Published(existing, None, None if already else branch, existing_revert=existing, evidence_on=on)
-        if (
-            policy.revert.action is RevertAction.COMMENT_ONLY
-        ):  # no branch, no PR: the evidence where the culprit's author looks
-            if culprit_pr:
-                forge.comment_once(
-                    culprit_pr,
-                    t.key("culprit"),
-                    EVIDENCE_COMMENT.format(test=t.named, base=draft.base_branch, evidence=evidence, body=draft.body),
-                )
-            return Published(None, None, None, evidence_on=culprit_pr)
+        branch = branch_name(facts.pr, revert.culprit)
+        if existing := self._open_revert(facts.pr, revert.culprit):
+            return self._confirm_open(existing, evidence, branch)
         try:
-            t.clones.push(t.repo.path, t.remote_url, branch, revert.sha, t.token)
-        except WorkflowPushRefused as exc:  # said where the culprit's author and the maintainers look; the job goes on
-            why = f"GitHub answered: {exc.reason}"
-            if culprit_pr:
-                files = ", ".join(f"`{f}`" for f in exc.workflow_files(revert.files)) or "under `.github/workflows/`"
-                forge.comment_once(
-                    culprit_pr,
-                    t.key("culprit"),
-                    WORKFLOWS_REFUSED_COMMENT.format(
-                        test=t.named, base=draft.base_branch, evidence=evidence, files=files, why=why, id=bisection_id
-                    ),
-                )
-            return Published(None, None, None, evidence_on=culprit_pr, refused=exc.summary)
-        pr = forge.open_pr(
-            draft.title, draft.body, branch, draft.base_branch, draft=policy.revert.action is RevertAction.DRAFT_PR
-        )
-        forge.add_labels(pr.number, policy.revert.labels)
-        reviewers = list(policy.revert.reviewers)
-        if policy.revert.request_review_from_author and culprit_author:
-            reviewers.insert(0, culprit_author)
-        skipped = forge.request_review(pr.number, list(dict.fromkeys(reviewers))) or []  # a refused one stops nothing
-        notes = tuple(f"review not requested from {s.login}: {s.why}" for s in skipped)
+            t.clone.push(branch, revert.sha)
+        except WorkflowPushRefused as exc:
+            return self._push_refused(exc, revert, draft.base_branch, evidence, facts.pr)
+        as_draft = t.policy.revert.action is RevertAction.DRAFT_PR
+        pr = t.forge.open_pr(draft.title, draft.body, branch, draft.base_branch, draft=as_draft)
+        t.forge.add_labels(pr.number, t.policy.revert.labels)
+        notes = self._request_reviews(pr.number, facts.author)
         revert_ref = f"#{pr.number}"
-        if culprit_pr:
+        if facts.pr:
             note = f" (#{followup})" if followup else ""
-            forge.comment_once(
-                culprit_pr,
+            t.forge.comment_once(
+                facts.pr,
                 t.key("culprit"),
                 CULPRIT_COMMENT.format(
                     test=t.named, base=draft.base_branch, evidence=evidence, revert_ref=revert_ref, followup_note=note
                 ),
             )
-        if followup and culprit_pr:
-            forge.comment_once(
-                followup,
-                t.key("followup"),
-                FOLLOWUP_COMMENT.format(culprit_pr=culprit_pr, revert_ref=revert_ref, base=draft.base_branch, why=why),
-            )
+            if followup:
+                t.forge.comment_once(
+                    followup,
+                    t.key("followup"),
+                    FOLLOWUP_COMMENT.format(
+                        culprit_pr=facts.pr, revert_ref=revert_ref, base=draft.base_branch, why=why
+                    ),
+                )
         return Published(pr.number, pr.url, branch, notes=notes)
+
+    def _open_revert(self, culprit_pr: int | None, culprit: str) -> int | None:
+        """A revert PR of the culprit's that is open: ours (a publish that crashed, finished by the caller) or a
+        person's."""
+        if not culprit_pr:
+            return None
+        return self.target.forge.open_revert_of(culprit_pr, ours=branch_name(culprit_pr, culprit))
+
+    def _confirm_open(self, pr: int, evidence: str, branch: str) -> Published:
+        """An open revert PR of the culprit's gets the evidence; nothing is pushed or opened."""
+        t = self.target
+        text = f"revert-bisect confirms this revert ({evidence}); bisection #{t.bisection_id}."
+        t.forge.comment_once(pr, t.key("evidence"), text)
+        return Published(pr, None, branch, existing_revert=pr, evidence_on=pr)
+
+    def _push_refused(
+        self, exc: WorkflowPushRefused, revert: Revert, base: str, evidence: str, culprit_pr: int | None
+    ) -> Published:
+        """GitHub refused the revert branch's push (workflow files without the permission): said where the culprit's
+        author and the maintainers look, with what would let the bot open it; no PR, and the job goes on."""
+        t = self.target
+        if culprit_pr:
+            files = ", ".join(f"`{f}`" for f in exc.workflow_files(revert.files)) or "under `.github/workflows/`"
+            t.forge.comment_once(
+                culprit_pr,
+                t.key("culprit"),
+                WORKFLOWS_REFUSED_COMMENT.format(
+                    test=t.named,
+                    base=base,
+                    evidence=evidence,
+                    files=files,
+                    why=f"GitHub answered: {exc.reason}",
+                    id=t.bisection_id,
+                ),
+            )
+        return Published(None, None, None, evidence_on=culprit_pr, refused=exc.summary)
+
+    def _request_reviews(self, pr: int, culprit_author: str | None) -> tuple[str, ...]:
+        """The policy's reviewers asked (the culprit's author first when it says so); those GitHub refused, as notes:
+        a refused one stops nothing."""
+        policy = self.target.policy
+        reviewers = list(policy.revert.reviewers)
+        if policy.revert.request_review_from_author and culprit_author:
+            reviewers.insert(0, culprit_author)
+        skipped = self.target.forge.request_review(pr, list(dict.fromkeys(reviewers))) or []
+        return tuple(f"review not requested from {s.login}: {s.why}" for s in skipped)

@@ -271,7 +271,8 @@ def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_pa
     from bot.adapters.git.clones import GIT_CLONES
     from bot.adapters.github.forge import GitHubForge, connect
     from bot.adapters.policy_files import load
-    from bot.service.publish import Published, Publisher, Target
+    from bot.ports import CulpritFacts
+    from bot.service.publish import Clone, Published, Publisher, Target
     from sandbox import SandboxState, run_in_thread, seed_from_scenario
     from scenarios.mamba_track_boundary import build
 
@@ -287,18 +288,17 @@ def test_a_revert_without_a_pr_number_puts_the_evidence_on_the_culprit_pr(tmp_pa
         pulls_before = [p.number for p in forge.repo.get_pulls(state="all")]
         for _ in range(2):  # a retry comments once
             # nothing is pushed when the culprit is reverted already: the target's clone is only a directory
-            target = Target(
-                forge,
-                policy,
-                seeded.repo,
-                SimpleNamespace(path=tmp_path),
-                f"{base}/{seeded.repo}.git",
-                token,
-                5,
-                "kl",
-                GIT_CLONES,
+            clone = Clone(
+                clones=GIT_CLONES,
+                repo=SimpleNamespace(path=tmp_path),  # type: ignore[arg-type]
+                remote_url=f"{base}/{seeded.repo}.git",
+                token=token,
             )
-            result = Publisher(target).publish(None, None, "P=0.999", scenario.culprit_pr, None, None, already=found)
+            target = Target(
+                forge=forge, policy=policy, repo_slug=seeded.repo, clone=clone, bisection_id=5, tests=("kl",)
+            )
+            facts = CulpritFacts(scenario.culprit_pr, None, None, ())
+            result = Publisher(target).confirm(found, "P=0.999", facts)
             assert result == Published(None, None, None, existing_revert=None, evidence_on=scenario.culprit_pr)
         comments = [c.body for c in forge.repo.get_issue(scenario.culprit_pr).get_comments()]
         assert (

@@ -14,10 +14,11 @@ from bot.adapters.git.revert import create_revert
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
 from bot.cli.session import run_bisection
+from bot.domain.bisect.ledger import entries
 from bot.domain.requests import CiReading
 from bot.service import setup
 from bot.service.config import BisectConfig
-from bot.service.draft import draft
+from bot.service.draft import RevertCase, draft
 from bot.service.pr_body import FailingTest
 
 
@@ -53,13 +54,16 @@ def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path)
 
     git_repo = GitRepo(repo.path)
     pr = draft(
-        row,
-        loaded.problem,
-        git_repo,
-        create_revert(git_repo, repo.culprit, repo.bad),
-        repo_slug="o/r",
-        branch="main",
-        test=FailingTest("test_x", None, None),
+        RevertCase(
+            row=row,
+            problem=loaded.problem,
+            repo=git_repo,
+            revert=create_revert(git_repo, repo.culprit, repo.bad),
+            repo_slug="o/r",
+            branch="main",
+            test=FailingTest("test_x", None, None),
+            fixes=tuple(e.test for e in entries(row.tests) if e.culprit == repo.culprit),
+        )
     )
     cells = [t.content for t in MarkdownIt("commonmark").enable("table").parse(pr.body) if t.type == "inline"]
     assert sum("CI: good" in c or "CI: bad" in c for c in cells) == len(ci)  # one verdict cell per CI reading

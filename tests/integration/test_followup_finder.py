@@ -47,7 +47,9 @@ def small(tmp_path):
 
 
 def publisher(forge: GitHubForge) -> Publisher:
-    return Publisher(Target(forge, POLICY, forge.slug, None, "", "", 7, "kl", None))  # type: ignore[arg-type]
+    no_clone = None  # the finder reads the forge and the policy only
+    target = Target(forge=forge, policy=POLICY, repo_slug=forge.slug, clone=no_clone, bisection_id=7, tests=("kl",))  # type: ignore[arg-type]
+    return Publisher(target)
 
 
 DECOYS = (34001, 34002, 30437, 31488, 31622)  # same words, a method added after, two of the same class, the revert

@@ -95,8 +95,9 @@ def test_an_open_revert_of_the_culprit_gets_the_evidence_not_a_second_pr(sandbox
     from bot.adapters.git.clones import GIT_CLONES
     from bot.adapters.git.revert import Revert
     from bot.adapters.policy_files import load
+    from bot.ports import CulpritFacts
     from bot.service.pr_body import PullRequestDraft
-    from bot.service.publish import Publisher, Target
+    from bot.service.publish import Clone, Publisher, Target
 
     forge, scenario, seeded = sandbox["forge"], sandbox["scenario"], sandbox["seeded"]
     token = seeded.tokens["revert-bisect-bot"]
@@ -141,10 +142,18 @@ def test_an_open_revert_of_the_culprit_gets_the_evidence_not_a_second_pr(sandbox
     before = {p.number for p in forge.repo.get_pulls(state="open")}
     remote = f"{sandbox['base']}/{seeded.repo}.git"
     publisher = Publisher(
-        Target(forge, policy, seeded.repo, GIT_CLONES.open(clone), remote, token, 77, "kl", GIT_CLONES)
+        Target(
+            forge=forge,
+            policy=policy,
+            repo_slug=seeded.repo,
+            clone=Clone(clones=GIT_CLONES, repo=GIT_CLONES.open(clone), remote_url=remote, token=token),
+            bisection_id=77,
+            tests=("kl",),
+        )
     )
+    facts = CulpritFacts(scenario.culprit_pr, None, None, ())
     for _ in range(2):  # a retry changes nothing
-        result = publisher.publish(revert, draft, "HEAD fails, HEAD + revert passes", scenario.culprit_pr, None, None)
+        result = publisher.open_pr(revert, draft, "HEAD fails, HEAD + revert passes", facts)
         assert result.existing_revert == human.number and result.pr_number == human.number
     assert {p.number for p in forge.repo.get_pulls(state="open")} == before
     evidence = [c.body for c in forge.repo.get_issue(human.number).get_comments() if "bisection #77" in c.body]

@@ -8,9 +8,10 @@ from bot.adapters.git.repo import GitRepo
 from bot.adapters.git.revert import create_revert
 from bot.adapters.store.db import connect
 from bot.adapters.store.store import Store
+from bot.domain.bisect.ledger import entries
 from bot.domain.subjects import pr_number, strip_pr_number
 from bot.service import setup
-from bot.service.draft import PrRecord, draft
+from bot.service.draft import PrRecord, RevertCase, draft
 from bot.service.pr_body import FailingTest
 
 
@@ -50,16 +51,20 @@ def test_revert_pr_body_structure(synth, cli, tmp_path):
     revert = create_revert(git_repo, r.json["culprit"], repo.bad)  # the branch made by the run, found again
     assert revert.sha == r.json["revert"]["sha"]
     prs = {repo.culprit: PrRecord(1015, "[Mamba] Fix track boundary seqlen under overlap scheduler", "alice")}
+    row = store.get(loaded.id)
     pr = draft(
-        store.get(loaded.id),
-        loaded.problem,
-        git_repo,
-        revert,
-        repo_slug="acme/engine",
-        branch="main",
-        test=FailingTest("test_decode_cache_hit", "avg_kl_div", 0.002),
-        prs=prs,
-        followups=[4242],
+        RevertCase(
+            row=row,
+            problem=loaded.problem,
+            repo=git_repo,
+            revert=revert,
+            repo_slug="acme/engine",
+            branch="main",
+            test=FailingTest("test_decode_cache_hit", "avg_kl_div", 0.002),
+            fixes=tuple(e.test for e in entries(row.tests) if e.culprit == revert.culprit),
+            prs=prs,
+            followups=(4242,),
+        )
     )
 
     assert pr.title == 'Revert "[Mamba] Fix track boundary seqlen under overlap scheduler"'
@@ -118,6 +123,8 @@ HARD_TITLES = {
 
 
 def _evidence(culprit_title: str):
+    from bot.domain.bisect.verdict import RawResult, Verdict
+    from bot.domain.outcome import AB as Proof
     from bot.service.pr_body import AB, Culprit, RevertEvidence, Row
 
     rows = [Row(sha, title, "bad", "0.0065", 100 + i) for i, (sha, title) in enumerate(HARD_TITLES.items())]
@@ -127,7 +134,13 @@ def _evidence(culprit_title: str):
         culprit=Culprit("d" * 40, "c" * 40, culprit_title, 101, "carol"),
         test=FailingTest("test_kl|div", "avg_kl_div", 0.002),
         rows=rows,
-        ab=AB("a" * 40, "b" * 40, "bad x2", "good x2", "0.0065", "0.0003", True),
+        ab=AB(
+            Proof(passed=True, head_verdicts=["bad", "bad"], revert_verdicts=["good", "good"]),
+            "a" * 40,
+            "b" * 40,
+            head_runs=((Verdict.BAD, RawResult(1, 0.0065)),) * 2,
+            revert_runs=((Verdict.GOOD, RawResult(0, 0.0003)),) * 2,
+        ),
         files=["x.py"],
         diffstat=" x.py | 2 +-\n ```weird``` | 1 +",
         replay_log="git bisect start\n# bad: [dddd] Split on | in `parse`",

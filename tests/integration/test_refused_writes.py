@@ -18,8 +18,9 @@ from bot.adapters.github.app_auth import AppCredentials
 from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.github.push import WorkflowPushRefused, push_branch, workflow_refusal
 from bot.adapters.policy_files import load
+from bot.ports import CulpritFacts
 from bot.service.pr_body import PullRequestDraft
-from bot.service.publish import Publisher, Target
+from bot.service.publish import Clone, Publisher, Target
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from sandbox.apps import DEFAULT_PERMISSIONS
 from sandbox.workflow_push import without_workflow_scope
@@ -91,23 +92,16 @@ def reverted(world, clone: Path, culprit: str, files: list[str]) -> tuple[Revert
 def publish_it(world, clone, token, revert, draft, policy, *, bisection_id: int, author: str | None):
     scenario = world["scenario"]
     target = Target(
-        world["forge"],
-        policy,
-        world["seeded"].repo,
-        GIT_CLONES.open(clone),
-        remote(world),
-        token,
-        bisection_id,
-        "decode-cache-hit",
-        GIT_CLONES,
+        forge=world["forge"],
+        policy=policy,
+        repo_slug=world["seeded"].repo,
+        clone=Clone(clones=GIT_CLONES, repo=GIT_CLONES.open(clone), remote_url=remote(world), token=token),
+        bisection_id=bisection_id,
+        tests=("decode-cache-hit",),
     )
-    return Publisher(target).publish(
-        revert,
-        draft,
-        "HEAD fails, HEAD + revert passes",
-        scenario.culprit_pr,
-        author,
-        scenario.followup["number"],
+    facts = CulpritFacts(scenario.culprit_pr, "the culprit", author, ())
+    return Publisher(target).open_pr(
+        revert, draft, "HEAD fails, HEAD + revert passes", facts, followup=scenario.followup["number"]
     )
 
 

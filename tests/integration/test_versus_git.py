@@ -65,7 +65,7 @@ def test_a_groups_revert_pr_gives_git_one_bisection_per_red_test_and_its_window_
     """A JUnit group through the real CLI (tests/integration/test_junit_group.py's history: commit 20 breaks two
     tests, 45 a third, a fourth failed once at BAD, a fifth is green), then the revert PR of commit 20's culprit."""
     from bot.adapters.git.revert import create_revert
-    from bot.service.draft import draft
+    from bot.service.draft import RevertCase, draft
     from bot.service.pr_body import FailingTest
     from tests.integration.test_junit_group import KL4, KL8, SCRIPT, env_for
     from tests.support.cli import bisect_args
@@ -83,14 +83,16 @@ def test_a_groups_revert_pr_gives_git_one_bisection_per_red_test_and_its_window_
     loaded = setup.load(store, r.json["id"], GitRepo)
     git_repo = GitRepo(repo.path)
     pr = draft(
-        store.get(loaded.id),
-        loaded.problem,
-        git_repo,
-        create_revert(git_repo, repo.culprit, repo.bad),
-        repo_slug="o/r",
-        branch="main",
-        test=FailingTest(KL8, None, None),
-        fixes=[KL8, KL4],
+        RevertCase(
+            row=store.get(loaded.id),
+            problem=loaded.problem,
+            repo=git_repo,
+            revert=create_revert(git_repo, repo.culprit, repo.bad),
+            repo_slug="o/r",
+            branch="main",
+            test=FailingTest(KL8, None, None),
+            fixes=(KL8, KL4),
+        )
     )
     # four tests red at BAD's report were bisected together (the green one by no one): git once per test, 6 each
     assert f"tested {r.json['runs']} runs over 64 commits for 4 tests bisected together (" in pr.body

@@ -1,6 +1,8 @@
 """The revert PR's body never exceeds GitHub's 65,536 characters: the replay log, then the bisect table, shortened,
 with where the whole of them is."""
 
+from bot.domain.bisect.verdict import RawResult, Verdict
+from bot.domain.outcome import AB as Proof
 from bot.service.pr_body import AB, Culprit, FailingTest, RevertEvidence, Row, render
 
 LIMIT = 65_536  # written out, not imported from the code under test
@@ -16,7 +18,13 @@ def evidence(log_lines: int, rows: int) -> RevertEvidence:
         culprit=Culprit(culprit, "p" * 40, "The culprit", 31369, "ada"),
         test=FailingTest("kl", "avg_kl_div", 0.002),
         rows=table,
-        ab=AB("h" * 40, "r" * 40, "bad x2", "good x2", "0.0065", "0.0003", True),
+        ab=AB(
+            Proof(passed=True, head_verdicts=["bad", "bad"], revert_verdicts=["good", "good"]),
+            "h" * 40,
+            "r" * 40,
+            head_runs=((Verdict.BAD, RawResult(1, 0.0065)),) * 2,
+            revert_runs=((Verdict.GOOD, RawResult(0, 0.0003)),) * 2,
+        ),
         files=["a.py"],
         diffstat=" a.py | 2 +-",
         replay_log="\n".join(f"git bisect good {i:040x}  # a long comment " + "y" * 40 for i in range(log_lines)),
