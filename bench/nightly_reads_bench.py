@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -175,6 +176,7 @@ def side(tree: str | None) -> dict:
     out["re-run red"] = deliver(first, soon)
     state.actions.shutdown()
     stop()
+    shutil.rmtree(tmp, ignore_errors=True)
     return {story: dict(counts) for story, counts in out.items()}
 
 
