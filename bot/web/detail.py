@@ -125,7 +125,7 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
     recorded = [c[0] for c in row.commits or [] if isinstance(c, list) and c and isinstance(c[0], str)]
     told = explain(row.good, row.bad, _settings(config), steps, recorded, row.flake_rate)
     verdict_of = told.verdicts
-    views = {s.id: s for s in doc.steps}
+    views = {view.id: view for view in doc.steps}
     range_steps = [s for s in steps if s.kind not in AB_KIND_VALUES]
 
     order, order_note = told.order, RANGE_NOTE if told.recorded else ORDER_NOTE
@@ -199,8 +199,8 @@ def detail(row: BisectionRecord, now: datetime) -> BisectionDetail:
     )
 
     rounds: dict[int, list[DocStep]] = defaultdict(list)
-    for s in doc.steps:
-        rounds[s.round].append(s)
+    for view in doc.steps:
+        rounds[view.round].append(view)
     round_views = []
     for rnd, in_round in rounds.items():
         starts = [m.started_at for m in in_round if m.started_at]
