@@ -12,13 +12,16 @@ from fastapi.responses import JSONResponse
 from bot.adapters.dispatch.actions import wake_for
 from bot.adapters.git.relanded import RelandedInClones
 from bot.adapters.github.failures import classify
+from bot.adapters.policy_files import by_repository, check_dir
 from bot.adapters.store.db import connect
 from bot.adapters.store.deliveries import Jobs
 from bot.adapters.store.flakes import Flakes
 from bot.adapters.store.holds import Holds
 from bot.adapters.store.queries import Bisections, Queue
 from bot.adapters.store.recorder import Recorder
+from bot.adapters.store.series import SeriesOrigins, SeriesPoints
 from bot.domain.liveness import troubles
+from bot.ingress.jobs.series import at_start
 from bot.ingress.webhooks.router import router as webhooks
 from bot.ingress.worker import Handler, Worker
 from bot.observability import observe
@@ -27,6 +30,7 @@ from bot.observability.reachability import of as reachability_of
 from bot.observability.reachability import probe as probe_github
 from bot.settings import BotSettings, default_workspace
 from bot.web import install as install_dashboard
+from bot.web.series_routes import install as install_series
 
 
 def create_app(
@@ -58,6 +62,7 @@ def create_app(
     async def lifespan(_app: FastAPI):
         if worker:
             worker.start()
+            at_start(handlers)  # the benchmarks' series synced once, on a thread of its own: a new policy's backfill
         yield
         recorder.stop()  # what was handed over is stored (and answered) first
         if worker:
@@ -71,6 +76,8 @@ def create_app(
     # the dashboard (/, /bisections/{id}, /trust) and its JSON API, over the store's reads and the bot's clones
     relanded = RelandedInClones(default_workspace(settings))
     install_dashboard(app, Bisections(engine), Queue(engine), Holds(engine), Flakes(engine), relanded)
+    # the benchmarks' series (/series): which way each metric is worse, from the policies that load
+    install_series(app, SeriesPoints(engine), SeriesOrigins(engine), by_repository(check_dir(settings.policies)[0]))
     observe(app, engine, settings)  # /readyz, /metrics (app.state.metrics), JSON logs with secrets redacted
 
     @app.get("/healthz")

@@ -14,10 +14,12 @@ from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.policy_files import load_dir
 from bot.adapters.store.flakes import Flakes
 from bot.adapters.store.holds import Holds
+from bot.adapters.store.series import SeriesPoints
 from bot.adapters.store.store import Store
 from bot.domain.policy import Test
 from bot.ingress.jobs.command import CommandJob
 from bot.ingress.jobs.nightly import NightlyJob
+from bot.ingress.jobs.series import SYNC_AT_START, Alongside, SeriesJob, SeriesSync
 from bot.ingress.worker import Handler
 from bot.observability.github_api import install as install_github_api
 from bot.ports import BackendFor, CiReads, Git
@@ -103,9 +105,14 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
         clone_url=lambda repo: f"{git_base}/{repo}.git",
         token=token_for,
     )
+    series = SeriesPoints(engine)
     return {
         "command": CommandJob(policies, forge_for, bisections),
-        "nightly_failure": NightlyJob(policies, forge_for, bisections, Flakes(engine)),
+        # a completed run of a watched workflow: the benchmarks' series read (green or red), then the red-test intake
+        "nightly_failure": Alongside(
+            SeriesJob(policies, forge_for, series), NightlyJob(policies, forge_for, bisections, Flakes(engine))
+        ),
+        SYNC_AT_START: SeriesSync(policies, forge_for, series),  # run once at start (bot.app): a new policy's backfill
         # a merged revert of the bot's: the culprit PR is told how to re-land it (the route of `pull_request`
         # `closed` to it is bot.ingress.webhooks.routes')
         "revert_merged": RevertMerged(store, forge_for),
