@@ -73,12 +73,18 @@ class Repo:
 
 def publisher(forge: Forge, clones: Clones, tests=("kl",), action=RevertAction.OPEN_PR) -> Publisher:
     policy = POLICY.model_copy(update={"revert": POLICY.revert.model_copy(update={"action": action})})
+    # the recording forge, clones and repository have what the publisher calls of the ports
     clone = Clone(clones=clones, repo=Repo(), remote_url="https://example.invalid/o/r.git", token="t")  # type: ignore[arg-type]
-    return Publisher(
-        Target(
-            forge=forge, policy=policy, repo_slug="o/r", clone=clone, bisection_id=9, tests=tests, part="cccccccccccc"
-        )  # type: ignore[arg-type]
+    target = Target(
+        forge=forge,  # type: ignore[arg-type]
+        policy=policy,
+        repo_slug="o/r",
+        clone=clone,
+        bisection_id=9,
+        tests=tests,
+        part="cccccccccccc",
     )
+    return Publisher(target)
 
 
 def test_a_target_names_the_tests_it_publishes_for_and_refuses_none():
@@ -122,7 +128,9 @@ def test_a_refused_push_is_said_on_the_culprit_pr_and_opens_nothing():
     where, text = forge.comments["culprit-9-cccccccccccc"]
     assert where == 31 and "refused the push" in text and "`.github/workflows/ci.yml`" in text and "#9" in text
     assert (
-        published.pr_number is None and published.evidence_on == 31 and "GitHub refused the push" in published.refused
+        published.pr_number is None
+        and published.evidence_on == 31
+        and "GitHub refused the push" in (published.refused or "")
     )
 
 
