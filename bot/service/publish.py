@@ -1,7 +1,10 @@
 """Publishing a proven revert: branch, PR, labels, review request, and the two comments that link it.
 
 What to publish is decided before (bot.service.conclude runs the guards): the publisher only writes what it is
-told, each write looked up first. A Publisher is built once per concluded bisection from its Target."""
+told, each write looked up first. A Publisher is built once per culprit of a concluded bisection, from its Target;
+each way of publishing is its own method: `open_pr` (a push GitHub refuses said on the culprit PR instead),
+`comment_only` (`revert.action: comment_only`), `confirm` (the culprit reverted on the branch already), `refused`
+(a guard said no)."""
 
 from __future__ import annotations
 
