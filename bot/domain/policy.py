@@ -77,6 +77,15 @@ class Direction(str, Enum):
     LOWER_IS_WORSE = "lower_is_worse"
 
 
+class OnSlowdown(str, Enum):
+    """What the bot does once a slowdown of a watched metric (a change point of a `tests[].metrics` series in its worse
+    direction, at least `min_effect` in size) is bisected to a culprit and proven (bot.service.slowdowns)."""
+
+    COMMENT = "comment"  # the evidence on the culprit PR, and on the follow-up where the fix is worked on
+    ISSUE = "issue"  # an issue of its own with the evidence
+    REVERT = "revert"  # the revert PR, as for a red test (`revert.action` and its guards), stating the effect
+
+
 class Metric(Closed):
     """What the test's output reads (`results.log.metric`'s `value`, or the command's metric file) and which way is
     worse. With a `threshold` it is CI's cut (SGLang's KL check: `avg_kl_div` above 0.002 fails); without one it is a
@@ -141,10 +150,10 @@ class TableCell(Closed):
 
 class Series(Closed):
     """One metric of a test's output, read from each CI run's job log as a series of its own: by a regex of its own
-    (`pattern`) or a cell of a Markdown table (`table`). Read by bot.domain.perf.readings; the series intake, the
-    change-point search and the bisection of a change (issue 32, items 2-4) are not built yet: the bot reads and
-    checks these keys, and acts on none of them. The bisection judges the test's `metric` alone, read with
-    `results.log.metric`."""
+    (`pattern`) or a cell of a Markdown table (`table`) (bot.domain.perf.readings). A shift of the series in its worse
+    direction, at least `min_effect` in size, is bisected with this metric as the one judged, read the same way at
+    each commit, and acted on as the test's `on_slowdown` says (bot.domain.perf.slowdowns). A bisection of a red test
+    judges the test's `metric`, read with `results.log.metric`."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,120}$", description="The series' name, unique in the test")
     pattern: str | None = Field(
@@ -154,14 +163,14 @@ class Series(Closed):
     table: TableCell | None = Field(None, description="A cell of a Markdown table the test prints")
     direction: Direction = Field(
         description="Which way is worse (a throughput: lower_is_worse, a latency: higher_is_worse), no default: "
-        "no reading tells. Nothing acts on it yet (no change-point search)",
+        "no reading tells. Only a shift the worse way is bisected",
     )
     min_effect: float | None = Field(
         None,
         gt=0,
         lt=1,
-        description="The smallest relative change worth acting on (0.03: 3%); nothing acts on it yet (no "
-        "change-point search)",
+        description="The smallest relative change worth acting on (0.03: 3%): a smaller change point is neither "
+        "reported nor bisected. Unset: 2% (bot.domain.perf.changes.ChangeSettings)",
     )
 
     _check = field_validator("pattern")(_value_group)
@@ -299,8 +308,13 @@ class Test(Closed):
     metrics: list[Series] = Field(
         default_factory=list,
         description="The metrics its output prints, each read from a CI run's log as a series of its own (a "
-        "benchmark's throughput per batch size). Unset: `metric`, read with `results.log.metric`. Read by "
-        "bot.domain.perf.readings; no series is stored or acted on yet",
+        "benchmark's throughput per batch size), its slowdowns bisected and acted on (`on_slowdown`). Unset: "
+        "`metric`, read with `results.log.metric`",
+    )
+    on_slowdown: OnSlowdown | None = Field(
+        None,
+        description="What a proven slowdown of one of `metrics` leads to: `comment` (the evidence on the culprit PR), "
+        "`issue` or `revert`. Unset: the policy's `on_slowdown`",
     )
     probe: Probe
     requires: Requires = Field(default_factory=Requires)
@@ -316,6 +330,14 @@ class Test(Closed):
         if dupes:
             raise ValueError(f"metric names must be unique in a test (each is a series): {', '.join(dupes)}")
         return value
+
+    @model_validator(mode="after")
+    def _slowdowns_of_metrics(self) -> Test:
+        if self.on_slowdown is not None and not self.metrics:
+            raise ValueError(
+                f"test {self.id}: `on_slowdown` acts on a slowdown of a series in `metrics`, and the test has none"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_direction(self) -> Test:
@@ -424,6 +446,12 @@ class Policy(Closed):
     revert: Revert = Field(default_factory=Revert)
     commands: Commands = Field(default_factory=Commands)
     followups: dict[int, int] = Field(default_factory=dict, description="culprit PR number -> follow-up issue or PR")
+    on_slowdown: OnSlowdown = Field(
+        OnSlowdown.COMMENT,
+        description="What a proven slowdown of a test's `metrics` leads to, unless the test says otherwise: `comment` "
+        "(the evidence on the culprit PR and its follow-up), `issue` (an issue with the evidence) or `revert` (the "
+        "revert PR, under `revert`'s guards); never anything in shadow mode",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
@@ -440,6 +468,10 @@ class Policy(Closed):
                     "metric is read from the test's output"
                 )
         return self
+
+    def slowdown_action(self, test: Test) -> OnSlowdown:
+        """What a proven slowdown of the test's metrics leads to: the test's own `on_slowdown`, else the policy's."""
+        return test.on_slowdown or self.on_slowdown
 
     def test(self, test_id: str) -> Test | None:
         """The test with this id; `<id>:<file>` is one file a selector test (`probe.file: '{file}'`) covers."""

@@ -28,6 +28,30 @@ class Member:
 
 
 @dataclass(frozen=True)
+class JudgedMetric:
+    """The metric a slowdown's bisection judges in place of the test's `metric`: read from each step's output with
+    `regex` (its last match's `value`), no threshold (a benchmark: sampled against GOOD and BAD)."""
+
+    name: str
+    regex: str
+    higher_is_worse: bool
+
+
+@dataclass(frozen=True)
+class SeriesChange:
+    """A change point of a test's series that a bisection was started from: the metric, the last run before the shift
+    and the first run after it (the dashboard links the bisection from the series' page)."""
+
+    test: str
+    metric: str
+    run_before: int
+    run_after: int
+
+    def as_json(self) -> dict:
+        return dict(test=self.test, metric=self.metric, run_before=self.run_before, run_after=self.run_after)
+
+
+@dataclass(frozen=True)
 class StartRequest:
     """A validated request to bisect, handed to whatever runs bisections for this deployment: a `/revert-bisect`
     comment (`thread`, `comment_id`, `requested_by`), or a red scheduled run (`run`; no thread to answer in)."""
@@ -51,10 +75,16 @@ class StartRequest:
     # a red run's failure reproduced (a red re-run attempt, the suite runner's retry): BAD red and GOOD green as CI
     # read them are taken as read, no endpoint run before the search (Settings.trust_endpoints)
     reproduced: bool = False
+    # a slowdown's (bot.domain.perf.slowdowns): the change points it bisects, the judged metric's first, and the metric
+    # each step reads; `run` is the first run after the shift
+    series: tuple[SeriesChange, ...] = ()
+    judged: JudgedMetric | None = None
 
     @property
     def key(self) -> str:
         """One bisection per key: a retried job resumes it instead of starting another (a red run's: one per range)."""
+        if self.judged is not None:
+            return f"{self.repo}@{self.test}/{self.judged.name}:{self.good}..{self.bad}"
         if self.run is not None:
             tests = "+".join(m.test for m in self.members) or self.test
             return f"{self.repo}@{tests}:{self.good}..{self.bad}"
@@ -65,7 +95,10 @@ class StartRequest:
         if self.run is not None:
             tests = {"tests": [m.test for m in self.members]} if self.members else {}
             started = {"started": self.started} if self.started else {}
-            return dict(repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run, **tests, **started)
+            series = {"series": [c.as_json() for c in self.series], "metric": self.judged.name} if self.judged else {}
+            return dict(
+                repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run, **tests, **started, **series
+            )
         return dict(
             repo=self.repo,
             thread=self.thread,

@@ -1,0 +1,246 @@
+"""From a test's stored series to the slowdowns worth bisecting. Pure: the caller reads the points and the bisections
+already started from the store, and starts what this says (bot.service.slowdowns).
+
+- The change points are those of the test's metrics tested together (bot.domain.perf.per_metric: the night's
+  false-alarm rate across them, each metric's own `min_effect`); the same call the dashboard's series page makes.
+- A change point the metric's better way (a speed-up) is no slowdown: never acted on.
+- A slowdown that a later change point of the same metric undid -- the opposite way, to a level within the metric's
+  `min_effect` of the level before the slowdown (or better) -- is recovered: reported, never bisected.
+- The slowdowns left are grouped by the run they appeared at: the metrics of one test that got slower at the same
+  run are one bisection. A bisection judges one metric (its steps read one reading per run), so it judges the one
+  with the largest effect; the others go with it, named in its origin and in what it reports. (The engine's group
+  search is of several tests, each step running each test once: several metrics of one test as its members would
+  run the same benchmark once per metric at every step, for readings one run already prints.)
+- A slowdown is known -- bisected or being bisected -- when a bisection started from a change point of one of its
+  metrics covers runs that overlap its own (the last run before to the first after): the change point a night later
+  may sit a run away from where it was first seen, and it is the same shift.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from bot.domain.perf.changes import Change, ChangeSettings, Direction
+from bot.domain.perf.per_metric import changes
+from bot.domain.policy import Direction as PolicyDirection
+from bot.domain.policy import Series
+from bot.domain.requests import CiReading
+
+
+class Point(Protocol):
+    """One run's reading of one metric, as stored (bot.ports.store.SeriesPoint)."""
+
+    @property
+    def run_id(self) -> int: ...
+    @property
+    def run_attempt(self) -> int: ...
+    @property
+    def sha(self) -> str: ...
+    @property
+    def started_at(self) -> datetime: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def url(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: int
+    sha: str
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class SeriesTable:
+    """A test's metrics on the runs that read any of them, oldest first: `values[metric][i]` is run i's reading."""
+
+    runs: tuple[Run, ...]
+    values: Mapping[str, tuple[float | None, ...]]
+
+    @classmethod
+    def of(cls, points: Mapping[str, Iterable[Point]]) -> SeriesTable:
+        """Each metric's points on the runs of them all (each run's newest attempt), in the order the runs started."""
+        newest: dict[int, Point] = {}
+        for metric_points in points.values():
+            for p in metric_points:
+                if p.run_id not in newest or p.run_attempt > newest[p.run_id].run_attempt:
+                    newest[p.run_id] = p
+        ordered = sorted(newest.values(), key=lambda p: (p.started_at, p.run_id))
+        at = {p.run_id: k for k, p in enumerate(ordered)}
+        values: dict[str, list[float | None]] = {}
+        for name, metric_points in points.items():
+            row: list[float | None] = [None] * len(ordered)
+            for p in metric_points:
+                row[at[p.run_id]] = p.value
+            values[name] = row
+        return cls(tuple(Run(p.run_id, p.sha, p.url) for p in ordered), {k: tuple(v) for k, v in values.items()})
+
+
+@dataclass(frozen=True)
+class Shift:
+    """One metric's change point, with the runs either side of it."""
+
+    change: Change
+    before: Run  # the last run before the shift that read the metric
+    after: Run  # the first run after it
+
+    @property
+    def metric(self) -> str:
+        return self.change.metric
+
+    @property
+    def half_width(self) -> float:
+        return (self.change.high - self.change.low) / 2
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """The metrics of one test that got slower at the same run: one bisection from the run before to the run after,
+    judging `shifts[0]` (the largest effect)."""
+
+    test: str
+    shifts: tuple[Shift, ...]
+
+    @property
+    def judged(self) -> Shift:
+        return self.shifts[0]
+
+    @property
+    def before(self) -> Run:
+        return self.judged.before
+
+    @property
+    def after(self) -> Run:
+        return self.judged.after
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """A slowdown a later change point of the same metric undid."""
+
+    slowdown: Shift
+    recovery: Shift
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What a test's series says now: the slowdowns to bisect (oldest first), those already bisected, those a later
+    run recovered, and the speed-ups (none of which is acted on)."""
+
+    to_bisect: tuple[Slowdown, ...]
+    known: tuple[Slowdown, ...]
+    recovered: tuple[Recovered, ...]
+    speedups: tuple[Shift, ...]
+
+
+def way(direction: PolicyDirection) -> Direction:
+    return "lower" if direction is PolicyDirection.LOWER_IS_WORSE else "higher"
+
+
+def assess(
+    test: str,
+    series: SeriesTable,
+    specs: Mapping[str, Series],
+    known: Iterable[tuple[int, int]] = (),
+    settings: ChangeSettings | None = None,
+) -> Assessment:
+    """The test's slowdowns: `specs` declares each metric of `series` (its direction and `min_effect`), `known` holds
+    the (last run before, first run after) of each bisection already started from a change point of the test."""
+    settings = settings or ChangeSettings()
+    names = [name for name in series.values if name in specs]
+    floors = {name: _floor(specs[name], settings) for name in names}
+    found = changes(
+        [r.sha for r in series.runs],
+        {name: series.values[name] for name in names},
+        {name: way(specs[name].direction) for name in names},
+        {name: specs[name].min_effect for name in names},
+        settings,
+    )
+    shifts = [Shift(c, series.runs[c.before], series.runs[c.index]) for c in found]
+    recovered = []
+    standing: list[Shift] = []
+    for shift in (s for s in shifts if s.change.regression):
+        undone = _recovery(shift, [s for s in shifts if s.metric == shift.metric], floors[shift.metric])
+        if undone is not None:
+            recovered.append(Recovered(shift, undone))
+        else:
+            standing.append(shift)
+    by_run: dict[int, list[Shift]] = {}
+    for shift in standing:
+        by_run.setdefault(shift.change.index, []).append(shift)
+    slowdowns = [
+        Slowdown(test, tuple(sorted(group, key=lambda s: (-abs(s.change.effect), s.metric))))
+        for _, group in sorted(by_run.items())
+    ]
+    at = {r.run_id: k for k, r in enumerate(series.runs)}
+    spans = [(at[b], at[a]) for b, a in known if b in at and a in at]
+    is_known = [any(_overlap(_span(s), span) for span in spans) for s in slowdowns]
+    return Assessment(
+        to_bisect=tuple(s for s, k in zip(slowdowns, is_known) if not k),
+        known=tuple(s for s, k in zip(slowdowns, is_known) if k),
+        recovered=tuple(recovered),
+        speedups=tuple(s for s in shifts if not s.change.regression),
+    )
+
+
+def _floor(spec: Series, settings: ChangeSettings) -> float:
+    return spec.min_effect if spec.min_effect is not None else settings.min_effect
+
+
+def _recovery(shift: Shift, same_metric: Sequence[Shift], floor: float) -> Shift | None:
+    """The later change point of the metric that brought it back within `floor` of its level before `shift` (or past
+    it, the better way), if one did."""
+    start = shift.change.mean_before
+    for later in sorted(same_metric, key=lambda s: s.change.index):
+        if later.change.index <= shift.change.index or later.change.regression:
+            continue
+        level = later.change.mean_after
+        worse_by = (start - level) / start if shift.change.direction == "lower" else (level - start) / start
+        if worse_by < floor:
+            return later
+    return None
+
+
+def _span(slowdown: Slowdown) -> tuple[int, int]:
+    return slowdown.judged.change.before, slowdown.judged.change.index
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def ci_readings(series: SeriesTable, shift: Shift) -> tuple[CiReading, ...]:
+    """CI's readings of the judged metric at the run before the shift, the runs between (if any read it) and the run
+    after, oldest first: the bisection's free evidence, the one before as GOOD's, the others as the slower side's."""
+    values = series.values[shift.metric]
+    first, last = shift.change.before, shift.change.index
+    return tuple(
+        CiReading(series.runs[k].sha, k == first, value, series.runs[k].url)
+        for k in range(first, last + 1)
+        if (value := values[k]) is not None and math.isfinite(value)
+    )
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A commit's readings on the bisect runner: their median, their spread (the standard deviation over the median:
+    0.019 for 1.9%; None with fewer than two readings) and how many."""
+
+    median: float
+    spread: float | None
+    runs: int
+
+
+def spread_of(values: Sequence[float]) -> Spread | None:
+    if not values:
+        return None
+    median = statistics.median(values)
+    if len(values) < 2 or median == 0:
+        return Spread(median, None, len(values))
+    return Spread(median, statistics.stdev(values) / abs(median), len(values))
