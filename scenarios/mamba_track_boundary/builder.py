@@ -24,6 +24,7 @@ from runners.spec import TestRun
 from . import history, pools
 from .edits import Change, Tree
 from .history import AUTHORS, CULPRIT_AUTHOR, FOLLOWUP_AUTHOR
+from .slowdown import perf_tree, slowdown_change
 
 THRESHOLD = 0.002
 METRIC = "avg_kl_div"
@@ -63,6 +64,8 @@ class Scenario:
     # the commit that renamed the track-interval server flag (inside the range the demo bisects): index, sha, pr,
     # old and new flag
     flag_rename: dict = field(default_factory=dict)
+    # slowdown=True: the commit that makes decode slower (the performance nightly's culprit): index, sha, pr, title
+    slowdown: dict = field(default_factory=dict)
     # regressions=2: the second culprit (the nightly's logprob test), for tests only; None with one regression
     second_culprit: str | None = None
     second_culprit_pr: int | None = None
@@ -161,9 +164,21 @@ def _second_position(commits: int, culprit: int, seed: int, taken: set[int], spa
     raise ValueError(f"cannot place a second regression after the culprit in a history of {commits}")
 
 
+def _slowdown_position(commits: int, seed: int, taken: set[int], spare: set[int]) -> int:
+    """Where decode gets slower (slowdown=True): in the middle fifth of the history when it can (so the performance
+    nightly has nights on both sides), on a commit the plan leaves to an everyday change. Drawn apart from the plan's
+    random stream."""
+    pick = random.Random(f"mamba-track-boundary/{seed}/slowdown")
+    for low, high in ((commits * 2 // 5, commits * 3 // 5), (2, commits - 2)):
+        free = [i for i in range(max(1, low), min(commits - 1, high) + 1) if i not in taken and i not in spare]
+        if free:
+            return pick.choice(free)
+    raise ValueError(f"cannot place the slowdown in a history of {commits}")
+
+
 def _plan(
-    commits: int, seed: int, unbuildable: int, regressions: int = 1
-) -> tuple[list[Planned], int, list[int], int, int | None]:
+    commits: int, seed: int, unbuildable: int, regressions: int = 1, slows: bool = False
+) -> tuple[list[Planned], int, list[int], int, int | None, int | None]:
     if commits < 8:
         raise ValueError("--commits must be at least 8 (the culprit is kept out of the first and last 3)")
     rng = random.Random(f"mamba-track-boundary/{seed}")
@@ -200,6 +215,8 @@ def _plan(
         if regressions > 1
         else None
     )
+    taken = {0, culprit, rename, *broken, *fixes} | ({second} if second is not None else set())
+    slow = _slowdown_position(commits, seed, taken, {*releases, *pins}) if slows else None
 
     numbers = _pr_numbers(commits, rng)
     pool = [c for kind in sorted(pools.pools().items()) for c in kind[1]]
@@ -224,6 +241,8 @@ def _plan(
             change = history.flag_rename_change()
         elif i == second:
             change = history.second_culprit_change()
+        elif i == slow:
+            change = slowdown_change()
         elif i in broken_changes:
             change = broken_changes[i][0]
         elif i in fixes:
@@ -239,7 +258,7 @@ def _plan(
             change = pools.filler(fillers, rng)
             fillers += 1
         plan.append(Planned(change, numbers[i], author))
-    return plan, culprit, broken, rename, second
+    return plan, culprit, broken, rename, second, slow
 
 
 def _pr_numbers(commits: int, rng: random.Random) -> list[int]:
@@ -371,12 +390,15 @@ def build(
     force: bool = False,
     regressions: int = 1,
     followup: str = "issue",
+    slowdown: bool = False,
 ) -> Scenario:
     """Write DIR/repo and DIR/scenario.json; see the module docstring. `regressions=2`: the nightly runs two more
     accuracy files, one the culprit breaks too, and a second culprit later in the range breaks the other.
     `followup="pr"`: the follow-up is shaped like SGLang's real one (#29792): an open PR by another author, opened
     before the culprit merged, changing the culprit's function on a branch of its own, never naming the culprit; else
-    an issue that cites the culprit (the easy case)."""
+    an issue that cites the culprit (the easy case). `slowdown=True`: the performance nightly too
+    (scenarios.mamba_track_boundary.slowdown): its decode benchmark from the first commit, and one later commit that
+    makes decode slower (`Scenario.slowdown`); every other choice of the seed stays where it was."""
     if followup not in ("issue", "pr"):
         raise ValueError("followup must be 'issue' or 'pr'")
     if regressions not in (1, 2):
@@ -385,7 +407,9 @@ def build(
         raise ValueError("flake_rate must be within [0, 1]")
     if unbuildable < 0:
         raise ValueError("unbuildable must be at least 0")
-    plan, culprit_index, broken, rename_index, second_index = _plan(commits, seed, unbuildable, regressions)
+    plan, culprit_index, broken, rename_index, second_index, slow_index = _plan(
+        commits, seed, unbuildable, regressions, slowdown
+    )
     dir = Path(dir).resolve()
     repo = dir / "repo"
     if repo.exists():
@@ -406,6 +430,8 @@ def build(
             tree.update(history.initial_tree(flake_rate, FIRST_VERSION))
             if regressions > 1:
                 tree.update(history.extra_tests())
+            if slowdown:
+                perf_tree(tree)
         else:
             change.apply(tree)
         if i == culprit_index:
@@ -491,6 +517,16 @@ def build(
         second_culprit=shas[second_index] if second_index is not None else None,
         second_culprit_pr=plan[second_index].pr if second_index is not None else None,
         second_culprit_index=second_index,
+        slowdown=(
+            {
+                "index": slow_index,
+                "sha": shas[slow_index],
+                "pr": plan[slow_index].pr,
+                "title": plan[slow_index].change.title,
+            }
+            if slow_index is not None
+            else {}
+        ),
         flag_rename={
             "index": rename_index,
             "sha": shas[rename_index],
