@@ -26,8 +26,8 @@ from bot.ports.store import SeriesBisection, SeriesPoint
 
 SETTINGS = ChangeSettings()  # the false-alarm rate and interval the page states; a metric's floor is its policy's
 # The newest runs searched for change points (all runs are drawn): 100 of SGLang's every-other-day nightlies are
-# 200 days, searched in under a second for a test's 8 metrics (the search grows faster than the square of the runs:
-# 4 s at 200, 19 s at 400)
+# 200 days, searched in about half a second for a test's 8 metrics; every run searched would take 3.3 s at 200 runs and
+# 13.6 s at 400 (bench/series_bench.py, docs/benchmarks.md)
 WINDOW = 100
 
 
