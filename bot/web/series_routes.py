@@ -9,12 +9,13 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from bot.domain.perf.address import unsegment
 from bot.domain.repo_policies import RepoPolicies
 from bot.ports.store import SeriesBisections, SeriesLog
 from bot.web import auth
 from bot.web.routes import ERRORS, Detail
 from bot.web.series_chart import render_series_svg
-from bot.web.series_views import SeriesDetail, SeriesIndex, declared, detail, summary, unsegment
+from bot.web.series_views import SeriesDetail, SeriesIndex, declared, detail, summary
 
 _templates = Environment(
     loader=PackageLoader("bot.web", "templates"),

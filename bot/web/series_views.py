@@ -2,8 +2,8 @@
 runs, its change points (bot.domain.perf.changes, the test's metrics tested together: bot.domain.perf.per_metric)
 with each side's mean and interval (bot.domain.perf.bands), and the bisection each change point led to.
 
-A page's address: `/series/<owner>/<name>/<test>/<metric>`; a `/` inside a test id or a metric name (both may hold
-one) is written `~`, which neither may hold.
+A page's address: `/series/<owner>/<name>/<test>/<metric>`, a `/` inside a test id or a metric name written `~`
+(bot.domain.perf.address).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
+from bot.domain.perf.address import series_path
 from bot.domain.perf.bands import Side, sides
 from bot.domain.perf.changes import Change, ChangeSettings
 from bot.domain.perf.changes import Direction as Way
@@ -29,18 +30,6 @@ SETTINGS = ChangeSettings()  # the false-alarm rate and interval the page states
 # 200 days, searched in about half a second for a test's 8 metrics; every run searched would take 3.3 s at 200 runs and
 # 13.6 s at 400 (bench/series_bench.py, docs/benchmarks.md)
 WINDOW = 100
-
-
-def segment(name: str) -> str:
-    return name.replace("/", "~")
-
-
-def unsegment(text: str) -> str:
-    return text.replace("~", "/")
-
-
-def series_path(repository: str, test: str, metric: str) -> str:
-    return f"/series/{repository}/{segment(test)}/{segment(metric)}"
 
 
 class SeriesRef(BaseModel):

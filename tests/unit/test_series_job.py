@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.domain.patience import NotYet
+from bot.domain.perf.address import segment, series_path, unsegment
 from bot.ingress.jobs.series import SYNC_AT_START, Alongside, at_start
 from bot.ports.store import ClaimedJob, SeriesPoint
 from bot.web import series_views
-from bot.web.series_views import detail, segment, series_path, unsegment
+from bot.web.series_views import detail
 
 JOB = ClaimedJob(1, "nightly_failure", "d-1", "workflow_run", {}, 1)
 

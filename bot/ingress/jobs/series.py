@@ -44,8 +44,8 @@ class SeriesJob:
     def __call__(self, job: ClaimedJob) -> None:
         repo = (job.payload.get("repository") or {}).get("full_name")
         run = job.payload.get("workflow_run") or {}
-        policies = self.policies.get(repo)
-        if policies is None or "id" not in run or "head_sha" not in run:
+        policies = self.policies.get(repo) if isinstance(repo, str) else None
+        if policies is None or not isinstance(repo, str) or "id" not in run or "head_sha" not in run:
             return
         info = run_info(run)
         if info.status != "completed":
