@@ -8,6 +8,7 @@ run is seldom green as a whole: the bot reads the KL test's own history to choos
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 import httpx
 from rich.console import Console
 from rich.table import Table
+
+from bot.domain.bisect.ledger import entries
 
 NIGHTLY = ".github/workflows/nightly-test.yml"
 ACCURACY_JOB = "stage-b-test-accuracy"
@@ -100,7 +103,7 @@ def show_choice(err: Console, db: str, runs: list[ScheduledRun]) -> None:
     engine = create_engine(db)
     try:
         with engine.connect() as conn:
-            row = conn.execute(text("SELECT id, good FROM bisections ORDER BY id LIMIT 1")).first()
+            row = conn.execute(text("SELECT id, good, tests FROM bisections ORDER BY id LIMIT 1")).first()
             if row is None:
                 return
             counted = text("SELECT kind, count(*) FROM steps WHERE bisection_id = :b GROUP BY kind")
@@ -109,7 +112,8 @@ def show_choice(err: Console, db: str, runs: list[ScheduledRun]) -> None:
         engine.dispose()
     good = next((r for r in runs if r.sha == row[1]), None)
     how = f"scheduled run {good.run_id}, {good.conclusion} as a whole, the KL test {good.kl}" if good else "?"
-    ci = kinds.pop("ci", 0)
+    tests = json.loads(row[2]) if isinstance(row[2], str) else row[2]
+    ci = sum(len(e.ci) for e in entries(tests))
     err.print(
         f"the bot chose GOOD = {row[1][:12]} ({how}); it took {ci} CI readings as free evidence "
         f"and ran {sum(kinds.values())} runs on the bisect runner"

@@ -109,5 +109,5 @@ def _held_by_cancelled(steps: Sequence[StoredStep]) -> list[float]:
 def cost_of_steps(steps: Sequence[StoredStep], gpus: int, ranges: Sequence[int]) -> Cost:
     """A stored bisection's cost: its finished runs on the bisect runner (CI's readings are free) and its cancelled
     ones, beside git bisect run's on `ranges` (per red test, `git_range`)."""
-    ran = [s.duration_s or 0.0 for s in steps if s.state in ("done", "lost") and s.kind != "ci"]
+    ran = [s.duration_s or 0.0 for s in steps if s.state in ("done", "lost")]
     return cost_of(ran, _held_by_cancelled(steps), gpus, ranges)

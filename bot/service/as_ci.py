@@ -8,7 +8,8 @@ from dataclasses import replace
 
 from bot.domain.bisect.ci_failure import Failure, as_ci_reads, ci_failure, runner_outcome
 from bot.domain.bisect.group import Group, GroupDecision
-from bot.domain.bisect.model import Kind, Run
+from bot.domain.bisect.ledger import entries
+from bot.domain.bisect.model import Run
 from bot.domain.bisect.verdict import RawResult
 from bot.ports.store import BisectionRecord
 from runners import failure
@@ -18,11 +19,10 @@ from runners.spec import StepResult
 def ci_failures(row: BisectionRecord, group: Group) -> dict[str, Failure | None]:
     """Each test's kind of failure in CI's red run at BAD (its stored reading: the metric and the check's line)."""
     out: dict[str, Failure | None] = {}
+    readings = {e.test: e.ci for e in entries(row.tests)}
     for test, problem in group.problems.items():
-        at_bad = [
-            s for s in row.steps if s.kind == Kind.CI.value and s.sha == problem.bad and test in (s.results or {})
-        ]
-        kinds = [ci_failure(s.metric, s.log_tail or "", problem.settings.metric) for s in at_bad]
+        at_bad = [c for c in readings.get(test, ()) if c.sha == problem.bad]
+        kinds = [ci_failure(c.metric, c.line, problem.settings.metric) for c in at_bad]
         out[test] = next((k for k in reversed(kinds) if k is not None), None)
     return out
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.domain.bisect.evidence import Evidence
-from bot.domain.bisect.ledger import runs_of
+from bot.domain.bisect.ledger import ci_runs, entry, runs_of
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.case import Overlap, Reading, Spread, assertion_line, overlap, red_since, spread
@@ -29,25 +29,23 @@ class Case:
     others: int  # the window's other commits
 
 
-def case_of(row: BisectionRecord, problem: Problem, repo: Git, culprit: str, test: str | None) -> Case:
-    """`test`: the member of a group whose case it is (None: a bisection of one test)."""
-    pairs = [(step, run) for step in row.steps for run in runs_of(step) if test is None or run.test == test]
-    judged = Evidence.of(problem, [run for _, run in pairs]).verdicts
+def case_of(row: BisectionRecord, problem: Problem, repo: Git, culprit: str, test: str) -> Case:
+    """The case of `test` (one of the bisection's tests), from CI's readings of it and the runs that carried it."""
+    readings = entry(row.tests, test).ci
+    pairs = [(step, run) for step in row.steps for run in runs_of(step) if run.test == test]
+    judged = Evidence.of(problem, ci_runs([entry(row.tests, test)]) + [run for _, run in pairs]).verdicts
+    said_by_ci, judged = [v for _, v in judged[: len(readings)]], judged[len(readings) :]
     failing = [(step, run) for (step, run), (_, v) in zip(pairs, judged) if v is Verdict.BAD]
     order = {sha: i for i, sha in enumerate([problem.good, *problem.scope(()).candidates])}
     ci = sorted(
-        ((step, v) for (step, run), (_, v) in zip(pairs, judged) if run.kind is Kind.CI and v.is_evidence),
-        key=lambda sv: (order.get(sv[0].sha, len(order)), sv[0].id),
+        ((i, c, v) for i, (c, v) in enumerate(zip(readings, said_by_ci)) if v.is_evidence),
+        key=lambda icv: (order.get(icv[1].sha, len(order)), icv[0]),
     )
-    readings = [Reading(step.sha, v is Verdict.GOOD, step.runner or "") for step, v in ci]
-    green, red = red_since(readings)
-    ci_line = assertion_line(step.log_tail for step, run in failing if run.kind is Kind.CI)
+    green, red = red_since([Reading(c.sha, v is Verdict.GOOD, c.url) for _, c, v in ci])
+    ci_line = assertion_line(c.line for _, c, v in ci if v is Verdict.BAD)
     # the bot's own: a run of the culprit first, else any failing run (HEAD's in the A/B), with where it ran
     # (a step that ran several tests has one log for all: which test printed a line is not known, so none is quoted)
-    mine = sorted(
-        (p for p in failing if p[1].kind is not Kind.CI and len(p[0].results or {}) <= 1),
-        key=lambda p: p[1].sha != culprit,
-    )
+    mine = sorted((p for p in failing if len(p[0].results or {}) <= 1), key=lambda p: p[1].sha != culprit)
     said = ((assertion_line([step.log_tail], _said(run.raw.metric)), run.sha) for step, run in mine)
     ours, at = next(((line, sha) for line, sha in said if line), (None, ""))
     metric = lambda kinds, sha=None: [  # noqa: E731

@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 from bot.domain.bisect.evidence import Evidence
-from bot.domain.bisect.ledger import entries, results_of, runs_of, step_verdict
+from bot.domain.bisect.ledger import ci_runs, entries, results_of, runs_of, step_verdict
 from bot.domain.bisect.model import Kind, Problem
 from bot.domain.cost import cost_of_steps
 from bot.domain.outcome import BisectionOutcome, best_guess_of, culprit_of, outcome_of
@@ -24,6 +25,7 @@ from bot.service.document import (
     BisectionDocument,
     DocAB,
     DocCancelled,
+    DocCiReading,
     DocGitBisectRun,
     DocRevert,
     DocRevertedBy,
@@ -148,6 +150,7 @@ def describe(
                 runs=sum(e.test in (s.results or {}) for s in ran),
                 steps=sum(e.test in (s.results or {}) for s in steps),
                 revert_pr=e.told.revert_pr,
+                ci=[DocCiReading(**asdict(c)) for c in e.ci],
             )
             for e in tests
         ],
@@ -174,10 +177,12 @@ def _judged(row: BisectionRecord, problem: Problem, config: BisectConfig) -> dic
     """Each finished step's verdict as its tests' calibrated boundaries judge it now (one word for its tests:
     bot.domain.bisect.ledger.step_verdict); a step that carried no test is left out (it keeps its stored word)."""
     ran = [s for s in row.steps if s.state in RAN]
-    runs = [run for step in ran for run in runs_of(step)]  # in step order, a run per test each step carried
+    # CI's readings first (as the engine saw them), then a run per test each step carried, in step order
+    runs = ci_runs(entries(row.tests)) + [run for step in ran for run in runs_of(step)]
     problems = group_of(problem, row, config.settings_for)[0].problems if row.tests else {}  # a report not read yet
     judged = {
-        t: iter([v for _, v in Evidence.of(p, [r for r in runs if r.test == t]).verdicts]) for t, p in problems.items()
+        t: iter([v for r, v in Evidence.of(p, [r for r in runs if r.test == t]).verdicts if r.kind is not Kind.CI])
+        for t, p in problems.items()
     }
     out = {}
     for step in ran:

@@ -57,6 +57,18 @@ class DocStep(BaseModel):
     tests: dict[str, DocStepTest] = Field({}, description="each test the step carried, and its result there")
 
 
+class DocCiReading(BaseModel):
+    """CI's reading of the test in one scheduled run inside the range: free evidence, never a run of the bot's."""
+
+    model_config = _ALWAYS
+
+    sha: str
+    passed: bool
+    metric: float | None = None
+    url: str = Field(description="the run (or its job) on GitHub")
+    line: str = Field("", description="a failure's check as CI's log printed it")
+
+
 class DocTest(BaseModel):
     """One test of the bisection (a bisection of one test has one: its policy test id, or its command)."""
 
@@ -73,6 +85,9 @@ class DocTest(BaseModel):
     runs: int = Field(description="finished runs (done, lost) that carried it")
     steps: int = Field(description="steps that carried it, running and cancelled ones too")
     revert_pr: int | None = Field(None, description="the revert PR opened for its culprit, when the bot opened one")
+    ci: list[DocCiReading] = Field(
+        default_factory=list, description="CI's readings of it inside the range, oldest first (not among `runs`)"
+    )
 
 
 class DocRevertedBy(BaseModel):

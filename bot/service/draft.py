@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from bot.domain.bisect.confirmation import head_stand_ins
 from bot.domain.bisect.evidence import Evidence
-from bot.domain.bisect.ledger import entry
+from bot.domain.bisect.ledger import entries, entry
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.cost import cost_of_steps, git_range
 from bot.domain.outcome import AB as Proof
@@ -143,10 +143,10 @@ def draft(case: RevertCase) -> PullRequestDraft:
         replay_log=replay_log(row, problem, repo, fixes[0]).rstrip(),
         bisection_id=row.id,
         confidence=outcome.confidence or 0.0,
-        runs=sum(s.state in ("done", "lost") and s.kind != Kind.CI.value for s in row.steps),
+        runs=sum(s.state in ("done", "lost") for s in row.steps),
         cost=cost.held(),
         versus_git=cost.versus_git(),
-        ci_runs=sum(s.kind == Kind.CI.value for s in row.steps),
+        ci_runs=sum(len(e.ci) for e in entries(row.tests)),
         commits=git_range(problem.graph, problem.good, problem.bad),  # the window: this test's own GOOD..BAD
         searched=len(searched.graph) if together > 1 else 0,
         together=together,

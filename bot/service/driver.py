@@ -19,7 +19,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from bot.domain.bisect.group import GroupDecision, Step, decide_group
-from bot.domain.bisect.ledger import Entry, Result, entries, outcome_model, phase_of, results_of, runs_of, summary
+from bot.domain.bisect.ledger import (
+    Entry,
+    Result,
+    ci_runs,
+    entries,
+    outcome_model,
+    phase_of,
+    results_of,
+    runs_of,
+    summary,
+)
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State, Status
 from bot.domain.bisect.verdict import Verdict
 from bot.domain.outcome import BisectionOutcome
@@ -45,8 +55,9 @@ Reverter = Callable[[str, str], "tuple[str | None, str | None]"]  # (culprit, on
 
 
 def finished_runs(row: BisectionRecord) -> list[Run]:
-    """Runs the engine learns from: done and lost steps (cancelled ones said nothing), one per test they carried."""
-    return [run for step in row.steps for run in runs_of(step)]
+    """Runs the engine learns from: CI's readings of each test first, then the done and lost steps (cancelled ones
+    said nothing), one per test they carried."""
+    return ci_runs(entries(row.tests)) + [run for step in row.steps for run in runs_of(step)]
 
 
 class Driver:

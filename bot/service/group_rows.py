@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from bot.domain.bisect.group import Group
-from bot.domain.bisect.ledger import Result, entries, results_of, runs_of, step_verdict
+from bot.domain.bisect.ledger import Result, ci_runs, entries, results_of, step_verdict
 from bot.domain.bisect.model import Kind, Problem, Settings, State
 from bot.domain.bisect.verdict import SKIP_EXIT, RawResult, Verdict, classify
 from bot.domain.cost import git_range
@@ -62,7 +62,7 @@ def git_ranges(row: BisectionRecord, problem: Problem) -> list[int]:
         return []  # a JUnit report never read: no test known red
     problems = group_of(problem, row)[0].problems
     red = red_at_bad(row)
-    ci = [r for s in row.steps if s.kind == Kind.CI.value for r in runs_of(s)]
+    ci = ci_runs(entries(row.tests))
     ranges = []
     for test, mine in problems.items():
         if red is not None and test not in red:

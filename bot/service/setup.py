@@ -10,13 +10,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bot.domain.bisect.ledger import Entry, Result
-from bot.domain.bisect.model import Kind, Phase, Problem
-from bot.domain.bisect.verdict import RawResult, Verdict
+from bot.domain.bisect.ledger import Entry
+from bot.domain.bisect.model import Phase, Problem
 from bot.domain.errors import CommandError, RepoError, RevertBisectError
 from bot.domain.requests import CiReading, Member
 from bot.ports import Git
-from bot.ports.store import BisectionRecord, BisectionStore, NewBisection, NewStep, StepReport
+from bot.ports.store import BisectionRecord, BisectionStore, NewBisection
 from bot.service.config import BisectConfig
 from runners.git import run as git_run
 from runners.step import RUNNER_PYTHON
@@ -187,9 +186,10 @@ def create(
     test: str | None = None,
 ) -> Loaded:
     """The bisection stored, validated first; `cwd`: where the CLI was started (a relative test command the
-    repository's root lacks is looked for there too); `members`: the red tests bisected together, each with its
-    own GOOD and CI's readings of it (bot.domain.bisect.group), when there are several; `test`: the one test's id
-    (as asked for; its command when None)."""
+    repository's root lacks is looked for there too); `ci`: CI's readings of the one test; `members`: the red tests
+    bisected together, each with its own GOOD and CI's readings of it (bot.domain.bisect.group), when there are
+    several; `test`: the one test's id (as asked for; its command when None). CI's readings inside the range are kept
+    with their test (bot.domain.bisect.ledger.Entry.ci), never as steps: no backend ever runs them."""
     if not config.command:
         check_command(repo, config.command)  # says how to give one
     good = repo.resolve(good_rev, "--good")
@@ -212,7 +212,8 @@ def create(
             "the revert must go on a branch that has the culprit"
         )
     graph = repo.range_graph(good, bad)
-    tests = tests_of(config, members, repo, test)
+    in_range = lambda readings: tuple(c for c in readings if c.sha == good or c.sha in graph)  # noqa: E731
+    tests = tuple(replace(e, ci=in_range(e.ci)) for e in tests_of(config, members, repo, test, ci))
     new = NewBisection(
         str(repo.path),
         good_rev,
@@ -228,36 +229,22 @@ def create(
         tests,
     )
     bisection_id = store.create(new, Phase.CALIBRATING.value)
-    in_range = lambda readings: [c for c in readings if c.sha == good or c.sha in graph]  # noqa: E731
-    if ci and tests:  # the request's own readings: its (first) test's
-        record_ci(store, bisection_id, in_range(ci), tests[0].test)
-    for member in members:
-        record_ci(store, bisection_id, in_range(member.ci), member.test)
     return Loaded(
         bisection_id, repo, Problem(graph, good, bad, config.settings(), head), config, store.get(bisection_id), notes
     )
 
 
-def tests_of(config: BisectConfig, members: Sequence[Member], repo: Git, test: str | None) -> tuple[Entry, ...]:
+def tests_of(
+    config: BisectConfig, members: Sequence[Member], repo: Git, test: str | None, ci: Sequence[CiReading]
+) -> tuple[Entry, ...]:
     """The bisection's tests: a JUnit report's are learnt from BAD's report (bot.service.discovery: none until then);
-    red tests of a run, each with its own GOOD; else its one test, named as asked for (`test`) or by its command."""
+    red tests of a run, each with its own GOOD and CI's readings; else its one test, named as asked for (`test`) or by
+    its command, with `ci`."""
     if config.junit:
         return ()
     if members:
-        return tuple(Entry(m.test, good=repo.resolve(m.good, f"{m.test}'s GOOD")) for m in members)
-    return (Entry(test or shlex.join(config.command)),)
-
-
-def record_ci(store: BisectionStore, bisection_id: int, readings: Sequence[CiReading], test: str) -> None:
-    """CI's readings of `test`, stored as steps already done (kind ci, backend ci): the engine learns from them as
-    from any run, and no backend ever dispatches them. A test's readings say nothing of the others'."""
-    ids = store.add_steps(bisection_id, [NewStep(c.sha, Kind.CI.value, 0, backend="ci") for c in readings])
-    for step_id, c in zip(ids, readings):
-        verdict = Verdict.GOOD if c.passed else Verdict.BAD
-        raw = RawResult(0 if c.passed else 1, c.metric)
-        result = {test: Result.of(Kind.CI, raw, verdict)}
-        report = StepReport(raw.exit_code, c.metric, None, verdict.value, c.url, 0.0, c.line, results=result)
-        store.finish_step(step_id, report)
+        return tuple(Entry(m.test, good=repo.resolve(m.good, f"{m.test}'s GOOD"), ci=tuple(m.ci)) for m in members)
+    return (Entry(test or shlex.join(config.command), ci=tuple(ci)),)
 
 
 def load(store: BisectionStore, bisection_id: int, open_repo: Callable[[str], Git]) -> Loaded:

@@ -35,8 +35,8 @@ def render_status(
         if link:
             lines.append(f"\nRevert PR: {link}")
         lines += [f"- {text(note)}" for note in outcome.notes]  # skipped on the way, e.g. a reviewer GitHub refused
-        ran = [s for s in row.steps if s.state in ("done", "lost") and s.kind != "ci"]
-        ci = sum(s.kind == "ci" for s in row.steps)
+        ran = [s for s in row.steps if s.state in ("done", "lost")]
+        ci = sum(len(e.ci) for e in entries(row.tests))
         infra = [s for s in ran if s.infra_reason]
         lines.append(
             f"\n{len(ran)} runs"

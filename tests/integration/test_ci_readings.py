@@ -1,4 +1,4 @@
-"""CI's readings through the service: stored with the bisection as steps already done (kind ci), learnt from by
+"""CI's readings through the service: stored with their test (its ledger entry, never as steps), learnt from by
 the engine, never dispatched, and shown as CI's in the revert PR's bisect table -- against real git and a real
 store, the steps run by the local pool."""
 
@@ -36,19 +36,17 @@ def test_ci_readings_narrow_the_range_and_show_as_cis_in_the_pr(synth, tmp_path)
     every = [8, 16, 24, 32]  # scheduled runs every 8 commits: passed before the culprit, failed after
     ci = [CiReading(repo.shas[i - 1], i < 29, None, f"https://github.com/o/r/actions/runs/{900 + i}") for i in every]
     code, report, store, loaded = _bisect(repo, tmp_path, "ci", ci)
-    plain_code, plain, _, _ = _bisect(repo, tmp_path, "plain", [])
+    plain_code, plain, plain_store, _ = _bisect(repo, tmp_path, "plain", [])
     assert code == plain_code == 0 and report.culprit == plain.culprit == repo.culprit
 
     row = store.get(loaded.id)
-    stored = [s for s in row.steps if s.kind == "ci"]
-    assert [(s.sha, s.state, s.backend, s.verdict) for s in stored] == [
-        (c.sha, "done", "ci", "good" if c.passed else "bad") for c in ci
-    ]
-    assert stored[0].runner == ci[0].url
-    runner_steps = [s for s in row.steps if s.kind != "ci"]
+    (test,) = entries(row.tests)
+    assert list(test.ci) == ci  # kept with the test they read
+    runner_steps = list(row.steps)
+    assert {s.kind for s in runner_steps} <= {"calibrate", "search", "confirm", "ab_head", "ab_revert"}
     tested = {s.sha for s in runner_steps if s.kind == "search"}
     assert tested and all(repo.shas.index(sha) + 1 in range(25, 33) for sha in tested)  # between CI's 24 and 32
-    assert len(runner_steps) < sum(1 for s in store.get(plain.id).steps)  # fewer runs spent
+    assert len(runner_steps) < len(plain_store.get(plain.id).steps)  # fewer runs spent than without CI's readings
     culprit_pos = repo.shas.index(repo.culprit)
     assert {repo.culprit, repo.shas[culprit_pos - 1]} <= {s.sha for s in runner_steps}  # the runner tested both
 

@@ -20,6 +20,7 @@ from bot.adapters.store.db import _alembic_config, connect
 from bot.adapters.store.store import Store
 from bot.domain.bisect.ledger import entries, runs_of
 from bot.domain.bisect.model import Status
+from bot.domain.requests import CiReading
 from bot.service import setup
 from bot.service.config import BisectConfig
 from bot.service.driver import Driver
@@ -224,3 +225,39 @@ def test_a_row_written_by_the_code_before_0016_reads_as_its_one_test(backend, tm
         (culprit, "confirm", None, "lost: the runner vanished", "decode-kl"),
     ]
     assert row.steps[3].results == {"decode-kl": {"kind": "ab_head"}}  # in flight: its kind, no result yet
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_ci_readings_live_with_their_tests_and_0018_moves_them_both_ways(backend, tmp_path, request):
+    """CI's readings of a test are its entry's, never steps; 0018 took the steps they were stored as into their
+    tests, and gives them back on a downgrade; the bisection then ends as one that had them from the start."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    engine = connect(url)
+    store = Store(engine)
+    repo = build(tmp_path / "repo", 16, 99)
+    git = GitRepo(repo.path)
+    ci = (
+        CiReading(repo.shas[3], True, None, "https://ci/runs/3"),
+        CiReading(repo.shas[9], False, None, "https://ci/runs/9", "assert kl < 0.002"),
+        CiReading("f" * 40, False, None, "https://ci/runs/outside"),  # not in the range: not kept
+    )
+    loaded = setup.create(store, git, repo.good, repo.bad, BisectConfig(command=("true",), workers=2), ci=ci)
+    (test,) = entries(store.get(loaded.id).tests)
+    assert test.ci == ci[:2] and not store.get(loaded.id).steps  # no step stands for a reading
+
+    _migrate(engine, command.downgrade, "0017")  # as 0017 kept them: steps of kind ci, already done
+    with engine.connect() as conn:
+        steps = conn.execute(sqlalchemy.text("SELECT sha, kind, exit_code, runner, log_tail FROM steps")).all()
+        tests = conn.execute(sqlalchemy.text("SELECT tests FROM bisections")).scalar()
+    assert [tuple(s) for s in steps] == [
+        (repo.shas[3], "ci", 0, "https://ci/runs/3", ""),
+        (repo.shas[9], "ci", 1, "https://ci/runs/9", "assert kl < 0.002"),
+    ]
+    assert "ci" not in str(tests)
+    _migrate(engine, command.upgrade, "head")
+    assert entries(store.get(loaded.id).tests)[0].ci == ci[:2] and not store.get(loaded.id).steps
+
+    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, Truth(repo.shas, {None: 6})).run()
+    assert outcome.status is Status.FOUND and outcome.culprit == repo.shas[6]
+    ran = store.get(loaded.id).steps
+    assert repo.shas[3] not in {s.sha for s in ran if s.kind == "search"}  # CI's pass there was believed

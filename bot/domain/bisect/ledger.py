@@ -1,10 +1,11 @@
 """A bisection's tests and each step's result per test: one shape for a bisection of one test or several (pure).
 
-Every bisection keeps, per test, an `Entry` (its own GOOD, the engine's state, its latest view and, once it ended,
-its status and outcome) in `bisections.tests`, and every step keeps, per test it carried, a `Result` in
-`steps.results`. This module is the only place that parses and dumps them (migration 0016 wrote the bisections
-stored before as entries of one test). The bisection's own columns (phase, guess, ...) are what `summary` derives
-from its entries, for listings and displays: its phase is the least advanced test's.
+Every bisection keeps, per test, an `Entry` (its own GOOD, CI's readings of it inside the range -- free evidence,
+never a step -- the engine's state, its latest view and, once it ended, its status and outcome) in
+`bisections.tests`, and every step keeps, per test it carried, a `Result` in `steps.results`. This module is the only
+place that parses and dumps them (migration 0016 wrote the bisections stored before as entries of one test, 0018 the
+CI readings stored before as steps into their tests). The bisection's own columns (phase, guess, ...) are what
+`summary` derives from its entries, for listings and displays: its phase is the least advanced test's.
 
 The rows it reads are its own Protocols (the store's rows have these fields), so the domain imports no port.
 """
@@ -12,12 +13,13 @@ The rows it reads are its own Protocols (the store's rows have these fields), so
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Run, State, Status
 from bot.domain.bisect.verdict import RawResult, Verdict
 from bot.domain.outcome import AB, BisectionOutcome, StoredEffect, best_guess_of, culprit_of, parse_outcome
+from bot.domain.requests import CiReading
 
 _PHASES = list(Phase)
 
@@ -140,12 +142,13 @@ def step_verdict(verdicts: Iterable[Verdict]) -> Verdict:
 
 @dataclass(frozen=True)
 class Entry:
-    """One test of a bisection: its own GOOD (None: the bisection's), the engine's state, the latest view (the
-    most likely culprit and its probability, the flake rate, a metric's boundary) and, once it ended, its status and
-    outcome."""
+    """One test of a bisection: its own GOOD (None: the bisection's), CI's readings of it (scheduled runs inside
+    its range, oldest first: what CI already paid for), the engine's state, the latest view (the most likely culprit
+    and its probability, the flake rate, a metric's boundary) and, once it ended, its status and outcome."""
 
     test: str
     good: str | None = None
+    ci: tuple[CiReading, ...] = ()
     state: State = field(default_factory=State)
     guess: str | None = None
     guess_probability: float | None = None
@@ -204,6 +207,8 @@ class Entry:
         )
         if self.good is not None:
             out["good"] = self.good
+        if self.ci:
+            out["ci"] = [asdict(c) for c in self.ci]
         if self.status is not None:
             out["status"] = self.status.value
         if self.outcome is not None:
@@ -216,6 +221,7 @@ class Entry:
         return cls(
             test,
             data.get("good"),
+            tuple(CiReading(**c) for c in data.get("ci") or ()),
             state_from_json(data.get("state")),
             data.get("guess"),
             data.get("guess_probability"),
@@ -224,6 +230,14 @@ class Entry:
             Status(status) if status else None,
             parse_outcome(data["outcome"]) if data.get("outcome") else None,
         )
+
+
+def ci_runs(tests: Iterable[Entry]) -> list[Run]:
+    """What the engine learns from CI's readings of each test: a run each, of kind CI (never dispatched, never a
+    confirmation), before any of the bisection's own."""
+    return [
+        Run(c.sha, Kind.CI, RawResult(0 if c.passed else 1, c.metric), 0, e.test) for e in tests for c in e.ci
+    ]
 
 
 def entries(tests: Mapping[str, Any] | None) -> list[Entry]:
