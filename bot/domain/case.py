@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.domain.requests import CiReading
+
 # the line a failing check prints: `AssertionError: avg_kl_div=0.006489 > threshold=0.002 for ...`, or a bare
 # `<metric>=<v> > threshold=<t>` (SGLang's compare_kl_divergence), or a test runner's `FAIL:` line
 ASSERTION = re.compile(r"^.*(?:AssertionError\b.*|\b\w+=\S+ [<>]=? ?threshold=\S+.*)$", re.M)
@@ -44,17 +46,9 @@ def spread(values: Sequence[float | None]) -> Spread:
     return Spread(len(values), min(known) if known else None, max(known) if known else None)
 
 
-@dataclass(frozen=True)
-class Reading:
-    """CI's word on the test in one scheduled run, oldest first."""
-
-    sha: str
-    passed: bool
-    url: str
-
-
-def red_since(readings: Sequence[Reading]) -> tuple[Reading | None, list[Reading]]:
-    """The last run that passed and the runs that failed after it (the first of them: since when it fails)."""
+def red_since(readings: Sequence[CiReading]) -> tuple[CiReading | None, list[CiReading]]:
+    """CI's readings of the test, oldest first (as judged): the last run that passed and the runs that failed after
+    it (the first of them: since when it fails)."""
     last_pass = max((i for i, r in enumerate(readings) if r.passed), default=-1)
     green = readings[last_pass] if last_pass >= 0 else None
     return green, [r for r in readings[last_pass + 1 :] if not r.passed]

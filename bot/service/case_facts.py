@@ -4,14 +4,15 @@ and HEAD's runs read, and what the culprit changes that the window's other commi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.ledger import ci_runs, entry, runs_of
 from bot.domain.bisect.model import BISECT_KINDS, Kind, Problem
 from bot.domain.bisect.verdict import Verdict
-from bot.domain.case import Overlap, Reading, Spread, assertion_line, overlap, red_since, spread
+from bot.domain.case import Overlap, Spread, assertion_line, overlap, red_since, spread
 from bot.domain.hunks import headed_definitions
+from bot.domain.requests import CiReading
 from bot.ports import Git
 from bot.ports.store import BisectionRecord
 
@@ -21,8 +22,8 @@ class Case:
     assertion: str | None
     assertion_from_ci: bool
     assertion_at: str  # the commit the bot's run that printed it ran (when not CI's)
-    green: Reading | None  # CI's last scheduled run that passed
-    red: tuple[Reading, ...]  # CI's scheduled runs that failed since
+    green: CiReading | None  # CI's last scheduled run that passed
+    red: tuple[CiReading, ...]  # CI's scheduled runs that failed since
     culprit: Spread  # the bot's failing runs of the culprit
     head: Spread  # the A/B's runs of HEAD
     overlap: Overlap
@@ -41,7 +42,7 @@ def case_of(row: BisectionRecord, problem: Problem, repo: Git, culprit: str, tes
         ((i, c, v) for i, (c, v) in enumerate(zip(readings, said_by_ci)) if v.is_evidence),
         key=lambda icv: (order.get(icv[1].sha, len(order)), icv[0]),
     )
-    green, red = red_since([Reading(c.sha, v is Verdict.GOOD, c.url) for _, c, v in ci])
+    green, red = red_since([replace(c, passed=v is Verdict.GOOD) for _, c, v in ci])  # as the evidence judges it
     ci_line = assertion_line(c.line for _, c, v in ci if v is Verdict.BAD)
     # the bot's own: a run of the culprit first, else any failing run (HEAD's in the A/B), with where it ran
     # (a step that ran several tests has one log for all: which test printed a line is not known, so none is quoted)

@@ -1,6 +1,7 @@
 """The revert's case point by point (bot/domain/case.py): the assertion line, since when, the spread, the overlap."""
 
-from bot.domain.case import Reading, assertion_line, overlap, red_since, spread
+from bot.domain.case import assertion_line, overlap, red_since, spread
+from bot.domain.requests import CiReading
 
 CI_LINE = "AssertionError: avg_kl_div=0.006489 > threshold=0.002 for Qwen/Qwen3-Next-80B-A3B-Instruct"
 
@@ -26,10 +27,11 @@ def test_identical_on_every_retry_or_the_spread():
 
 
 def test_since_when_is_the_first_failure_after_the_last_pass():
-    runs = [Reading("a", True, "u1"), Reading("b", False, "u2"), Reading("c", True, "u3"), Reading("d", False, "u4")]
-    green, red = red_since([*runs, Reading("e", False, "u5")])
+    runs = [CiReading(sha, passed, None, url) for sha, passed, url in (("a", True, "u1"), ("b", False, "u2"))]
+    runs += [CiReading(sha, passed, None, url) for sha, passed, url in (("c", True, "u3"), ("d", False, "u4"))]
+    green, red = red_since([*runs, CiReading("e", False, None, "u5")])
     assert green == runs[2] and [r.url for r in red] == ["u4", "u5"]
-    assert red_since([Reading("x", False, "u")]) == (None, [Reading("x", False, "u")])
+    assert red_since([CiReading("x", False, None, "u")]) == (None, [CiReading("x", False, None, "u")])
 
 
 def test_why_this_commit_names_what_no_other_commit_of_the_window_touches():
