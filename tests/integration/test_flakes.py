@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
@@ -44,6 +45,15 @@ def test_a_flake_is_recorded_once_per_run_and_counted_per_test(tmp_path):
         ("o/r", "qwen3-next-models", 1),
         ("sgl-project/sglang", "other", 1),
     ]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_real_runs_id_past_2_to_the_31_is_recorded(backend, tmp_path, request):
+    """GitHub's run ids are int64 and past 2**31 today (SGLang's nightly runs number about 1.9e10)."""
+    url = f"sqlite:///{tmp_path / 's.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    flakes = Flakes(connect(url))
+    assert flakes.record(flake(19_512_345_678))
+    assert [f.last_url for f in flakes.per_test()] == [RUN.format(19_512_345_678)]
 
 
 def test_trust_shows_the_flakes_seen_per_test(tmp_path):

@@ -167,7 +167,7 @@ class FlakeRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     repository: Mapped[str] = mapped_column(String(255), index=True)
     test: Mapped[str] = mapped_column(String(128))
-    run_id: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[int] = mapped_column(BigInteger)  # GitHub's run ids are int64, past 2**31 (migration 0019)
     sha: Mapped[str] = mapped_column(String(64))
     how: Mapped[str] = mapped_column(Text)  # "failed, then passed on re-run attempt 2", "passed on ... own retry"
     url: Mapped[str | None] = mapped_column(Text, nullable=True)  # the run's page
