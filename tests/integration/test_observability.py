@@ -19,6 +19,7 @@ from bot.adapters.store.db import HEAD_REVISION, _alembic_config, connect
 from bot.adapters.store.deliveries import Deliveries, Jobs
 from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
 from bot.app import create_app
+from bot.domain.bisect.ledger import Entry
 from bot.ingress.webhooks.signature import sign
 from bot.ingress.worker import Worker
 from bot.observability import bind
@@ -26,6 +27,7 @@ from bot.observability.github_api import STATS
 from bot.observability.logs import redact, setup_logging
 from bot.observability.ready import check
 from bot.settings import BotSettings
+from tests.support.hand_rows import progress
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "webhooks"
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
@@ -252,7 +254,9 @@ def test_bisections_steps_and_durations_come_from_the_store(tmp_path, dialect, r
     assert client.get("/readyz").status_code == 200
     good, bad = tiny_repo(tmp_path / "repo")
     store = Store(connect(db))
-    new = NewBisection(str(tmp_path / "repo"), good, "main", good, bad, ["./t.sh"], {"workers": 2})
+    new = NewBisection(
+        str(tmp_path / "repo"), good, "main", good, bad, ["./t.sh"], {"workers": 2}, tests=(Entry("./t.sh"),)
+    )
     running = store.create(new, "calibrating")
     ids = store.add_steps(
         running,
@@ -270,9 +274,9 @@ def test_bisections_steps_and_durations_come_from_the_store(tmp_path, dialect, r
     store.finish_step(ids[2], StepReport(1, None, None, "bad", "local/wt-1", 4.0, "failed"))
     store.finish_step(ids[3], StepReport(125, None, None, "skip", "ssh://gpu-box", 9000.0, "skipped"))
     assert store.mark_lost(running, "lost: driver died", step_ids=[ids[4]]) == 1  # ids[4] lost; none left running
-    store.save_progress(running, phase="searching")
+    progress(store, running, phase="searching")
     finished = store.create(new, "calibrating")
-    store.save_progress(finished, phase="done", status="found")
+    progress(store, finished, phase="done", status="found", outcome={"message": "found", "culprit": bad})
     waiting = store.add_steps(finished, [NewStep(good, "confirm", 2)])  # still running: no verdict, no runner
 
     samples = scrape(client)

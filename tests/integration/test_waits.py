@@ -14,6 +14,7 @@ from bot.adapters.store.deliveries import Deliveries, Incoming, Jobs
 from bot.adapters.store.store import NewStep, StepReport, Store
 from bot.service import setup
 from bot.service.config import BisectConfig
+from tests.support.hand_rows import progress
 from tests.support.sandbox import BotWatch, wait_for
 
 ENV_ERROR = "cannot make this commit's environment: `uv pip` failed: torch was not found"
@@ -56,9 +57,7 @@ def test_a_bisection_that_ended_otherwise_fails_the_wait_with_its_status_reasons
     steps = store.add_steps(bot["bisection"], [NewStep(repo.good, "calibrate", 1), NewStep(repo.bad, "calibrate", 1)])
     for step in steps:
         store.finish_step(step, StepReport(None, None, ENV_ERROR, "skip", "local/wt-0", 1.5, "uv output"))
-    store.save_progress(
-        bot["bisection"], phase="done", status="untestable", outcome={"message": "no commit could be tested"}
-    )
+    progress(store, bot["bisection"], status="untestable", outcome={"message": "no commit could be tested"})
     message = _fails_at_once(bot)
     assert "bisection #1 ended untestable (awaited: found)" in message
     assert "status untestable" in message and "no commit could be tested" in message
@@ -67,7 +66,7 @@ def test_a_bisection_that_ended_otherwise_fails_the_wait_with_its_status_reasons
 
 
 def test_an_awaited_status_keeps_the_wait_going_until_nothing_is_left_to_run(bot):
-    bot["store"].save_progress(bot["bisection"], phase="done", status="cancelled")
+    progress(bot["store"], bot["bisection"], status="cancelled", outcome={"message": "cancelled on request"})
     with pytest.raises(AssertionError, match="timed out after 1 s"):
         wait_for(
             lambda: None, timeout=1, bot=bot["watch"], expect=("cancelled",)
