@@ -14,18 +14,20 @@ from bot.adapters.github.forge import GitHubForge, connect
 from bot.adapters.policy_files import load_dir
 from bot.adapters.store.flakes import Flakes
 from bot.adapters.store.holds import Holds
-from bot.adapters.store.series import SeriesPoints
+from bot.adapters.store.series import SeriesOrigins, SeriesPoints
 from bot.adapters.store.store import Store
 from bot.domain.policy import Test
 from bot.ingress.jobs.command import CommandJob
 from bot.ingress.jobs.nightly import NightlyJob
 from bot.ingress.jobs.series import SYNC_AT_START, Alongside, SeriesJob, SeriesSync
+from bot.ingress.jobs.slowdowns import AfterIntake, SlowdownJob
 from bot.ingress.worker import Handler
 from bot.observability.github_api import install as install_github_api
 from bot.ports import BackendFor, CiReads, Git
 from bot.service.backends import step_inputs
 from bot.service.bisections import Bisections
 from bot.service.reland import RevertMerged
+from bot.service.slowdowns import Slowdowns
 from bot.settings import BotSettings, default_workspace
 from runners.spec import Backend, StepSpec
 from runners.step import Request
@@ -109,8 +111,13 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
     return {
         "command": CommandJob(policies, forge_for, bisections),
         # a completed run of a watched workflow: the benchmarks' series read (green or red), then the red-test intake
+        # and, after the intake, the series' new slowdowns bisected and acted on (`on_slowdown`)
         "nightly_failure": Alongside(
-            SeriesJob(policies, forge_for, series), NightlyJob(policies, forge_for, bisections, Flakes(engine))
+            SeriesJob(policies, forge_for, series),
+            AfterIntake(
+                NightlyJob(policies, forge_for, bisections, Flakes(engine)),
+                SlowdownJob(policies, forge_for, Slowdowns(bisections, series, SeriesOrigins(engine))),
+            ),
         ),
         SYNC_AT_START: SeriesSync(policies, forge_for, series),  # run once at start (bot.app): a new policy's backfill
         # a merged revert of the bot's: the culprit PR is told how to re-land it (the route of `pull_request`

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from bot.domain.bisect.model import Settings
 from bot.domain.bisect.verdict import MetricRule
 from bot.domain.policy import Direction, Policy, Test
+from bot.domain.requests import JudgedMetric
 from bot.service.probe import needs, probe_argv, test_run
 from runners.envs import EnvSpec
 from runners.spec import NamedRun, Needs, TestRun
@@ -153,6 +154,16 @@ def group_config(
         timeout_s=timeout,
         members=runs,
         needs=merged.to_json() if merged != Needs() else None,
+    )
+
+
+def judged_by(config: BisectConfig, judged: JudgedMetric | None) -> BisectConfig:
+    """A slowdown's bisection: each step reads the judged metric with its own regex, no threshold (a benchmark,
+    sampled against GOOD and BAD); unchanged without one."""
+    if judged is None:
+        return config
+    return replace(
+        config, metric_regex=judged.regex, metric_file=False, threshold=None, higher_is_worse=judged.higher_is_worse
     )
 
 

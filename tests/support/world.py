@@ -22,10 +22,17 @@ from tests.support.sandbox import BotWatch, github_get, wait_for
 SECRET = "story-secret-" + uuid.uuid4().hex
 
 
-def sandbox_and_bot(tmp_path, policies: Path = ROOT / "policies", app_key: str | None = None, **settings_extra):
+def sandbox_and_bot(
+    tmp_path,
+    policies: Path = ROOT / "policies",
+    app_key: str | None = None,
+    scenario_kw: dict | None = None,
+    **settings_extra,
+):
     """The scenario in the sandbox and the bot (in this process) on loopback; with `app_key`, the bot
-    authenticates as GitHub App 4242 (that key's public half registered), else with its token."""
-    scenario = build(tmp_path / "scenario", commits=24, seed=3)
+    authenticates as GitHub App 4242 (that key's public half registered), else with its token. `scenario_kw`: the
+    scenario's build arguments besides the stories' own (24 commits, seed 3)."""
+    scenario = build(tmp_path / "scenario", **{"commits": 24, "seed": 3, **(scenario_kw or {})})
     state = SandboxState(tmp_path / "sandbox")
     seeded = seed_from_scenario(state, tmp_path / "scenario")
     auth = dict(github_token=seeded.tokens["revert-bisect-bot"])

@@ -36,7 +36,9 @@ def series_of(**levels: list[float]) -> SeriesTable:
     rng = np.random.default_rng(5)
     points = {
         name: [
-            Point(100 + i, 1, f"c{i}", T0 + timedelta(days=i), level * (1 + rng.normal(0, 0.01)), f"https://ci/{100 + i}")
+            Point(
+                100 + i, 1, f"c{i}", T0 + timedelta(days=i), level * (1 + rng.normal(0, 0.01)), f"https://ci/{100 + i}"
+            )
             for i, level in enumerate(values)
         ]
         for name, values in levels.items()
@@ -51,17 +53,22 @@ def tput(name: str, min_effect: float | None = None, direction: str = "lower_is_
 FLAT = [1000.0] * 8
 
 
-def test_a_slowdown_is_bisected_from_the_run_before_to_the_run_after():
+def test_a_slowdown_is_bisected_over_its_change_points_runs_and_one_more_each_way():
     series = series_of(tput=FLAT + [950.0] * 8)
     found = assess("bench", series, {"tput": tput("tput")})
     (slowdown,) = found.to_bisect
-    assert (slowdown.before.run_id, slowdown.after.run_id) == (107, 108)
-    assert (slowdown.before.sha, slowdown.after.sha) == ("c7", "c8")
+    assert (slowdown.before.run_id, slowdown.after.run_id) == (107, 108)  # the change point's runs
+    assert (slowdown.good.sha, slowdown.bad.sha) == ("c6", "c9")  # a run further each way: E-Divisive's run or so
     assert -0.06 < slowdown.judged.change.effect < -0.04 and slowdown.judged.change.regression
     assert not found.recovered and not found.known and not found.speedups
-    readings = ci_readings(series, slowdown.judged)
-    assert [(r.sha, r.passed, r.url) for r in readings] == [("c7", True, "https://ci/107"), ("c8", False, "https://ci/108")]
-    assert readings[0].metric == series.values["tput"][7] and readings[1].metric == series.values["tput"][8]
+    readings = ci_readings(series, slowdown)
+    assert [(r.sha, r.passed, r.url) for r in readings] == [
+        ("c6", True, "https://ci/106"),
+        ("c7", True, "https://ci/107"),
+        ("c8", False, "https://ci/108"),
+        ("c9", False, "https://ci/109"),
+    ]
+    assert [r.metric for r in readings] == list(series.values["tput"][6:10])
 
 
 def test_a_shift_below_the_metrics_min_effect_is_not_acted_on():
@@ -127,7 +134,8 @@ def test_missing_readings_keep_the_runs_either_side_that_read():
     gapped = SeriesTable(series.runs, {"tput": tuple(values)})
     (slowdown,) = assess("bench", gapped, {"tput": tput("tput")}).to_bisect
     assert (slowdown.before.run_id, slowdown.after.run_id) == (107, 109)
-    assert [r.sha for r in ci_readings(gapped, slowdown.judged)] == ["c7", "c9"]
+    assert (slowdown.good.run_id, slowdown.bad.run_id) == (106, 110)
+    assert [r.sha for r in ci_readings(gapped, slowdown)] == ["c6", "c7", "c9", "c10"]
 
 
 def test_the_spread_of_a_commits_readings():

@@ -11,6 +11,10 @@ already started from the store, and starts what this says (bot.service.slowdowns
   with the largest effect; the others go with it, named in its origin and in what it reports. (The engine's group
   search is of several tests, each step running each test once: several metrics of one test as its members would
   run the same benchmark once per metric at every step, for readings one run already prints.)
+- The bisection's range reaches one run further each way than the change point's runs: E-Divisive places a shift
+  within a run or so of where it happened (a noisy night at the edge reads like the other side), so GOOD is the
+  second-last run before the change point and BAD the second run after it (each side has at least two readings):
+  a change point a run off still holds the culprit, for a step or so more of the search.
 - A slowdown is known -- bisected or being bisected -- when a bisection started from a change point of one of its
   metrics covers runs that overlap its own (the last run before to the first after): the change point a night later
   may sit a run away from where it was first seen, and it is the same shift.
@@ -101,11 +105,13 @@ class Shift:
 
 @dataclass(frozen=True)
 class Slowdown:
-    """The metrics of one test that got slower at the same run: one bisection from the run before to the run after,
-    judging `shifts[0]` (the largest effect)."""
+    """The metrics of one test that got slower at the same run: one bisection from `good` to `bad` (a run beyond the
+    change point's each way), judging `shifts[0]` (the largest effect)."""
 
     test: str
     shifts: tuple[Shift, ...]
+    good: Run
+    bad: Run
 
     @property
     def judged(self) -> Shift:
@@ -174,10 +180,11 @@ def assess(
     by_run: dict[int, list[Shift]] = {}
     for shift in standing:
         by_run.setdefault(shift.change.index, []).append(shift)
-    slowdowns = [
-        Slowdown(test, tuple(sorted(group, key=lambda s: (-abs(s.change.effect), s.metric))))
-        for _, group in sorted(by_run.items())
-    ]
+    slowdowns = []
+    for _, group in sorted(by_run.items()):
+        ordered = tuple(sorted(group, key=lambda s: (-abs(s.change.effect), s.metric)))
+        good, bad = _reach(series, ordered[0])
+        slowdowns.append(Slowdown(test, ordered, series.runs[good], series.runs[bad]))
     at = {r.run_id: k for k, r in enumerate(series.runs)}
     spans = [(at[b], at[a]) for b, a in known if b in at and a in at]
     is_known = [any(_overlap(_span(s), span) for span in spans) for s in slowdowns]
@@ -215,15 +222,29 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-def ci_readings(series: SeriesTable, shift: Shift) -> tuple[CiReading, ...]:
-    """CI's readings of the judged metric at the run before the shift, the runs between (if any read it) and the run
-    after, oldest first: the bisection's free evidence, the one before as GOOD's, the others as the slower side's."""
+def _reading(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _reach(series: SeriesTable, shift: Shift) -> tuple[int, int]:
+    """The positions of the bisection's GOOD and BAD runs: the second-last run that read the metric before the change
+    point and the second one after it (the last and first when a side has one reading only)."""
+    read = [k for k, v in enumerate(series.values[shift.metric]) if _reading(v)]
+    at = read.index(shift.change.index)
+    return read[max(0, at - min(2, shift.change.runs_before))], read[at - 1 + min(2, shift.change.runs_after)]
+
+
+def ci_readings(series: SeriesTable, slowdown: Slowdown) -> tuple[CiReading, ...]:
+    """CI's readings of the judged metric from GOOD's run to BAD's, oldest first: the bisection's free evidence, those
+    before the change point as GOOD's side (passed), the others as the slower side's."""
+    shift = slowdown.judged
     values = series.values[shift.metric]
-    first, last = shift.change.before, shift.change.index
+    at = {r.run_id: k for k, r in enumerate(series.runs)}
+    first, last = at[slowdown.good.run_id], at[slowdown.bad.run_id]
     return tuple(
-        CiReading(series.runs[k].sha, k == first, value, series.runs[k].url)
+        CiReading(series.runs[k].sha, k < shift.change.index, value, series.runs[k].url)
         for k in range(first, last + 1)
-        if (value := values[k]) is not None and math.isfinite(value)
+        if _reading(value := values[k]) and value is not None
     )
 
 

@@ -11,7 +11,8 @@ neighbours, its temperature). The decode kernels' reduction order is pinned (seq
 kernel configuration: the build's tuned choice would move the reading whenever the engine's sources change.
 
 MINI_SGLANG_BENCH_SEED: the clock's draw is made from it and the run's id (GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT), so a
-story told twice reads the same; unset, from the operating system's randomness.
+story told twice reads the same; unset, from the operating system's randomness. MINI_SGLANG_BENCH_SPREAD: the
+clock's spread (default 0.02).
 """
 
 import os
@@ -29,7 +30,7 @@ BATCH_SIZES = (8, 32)
 INPUT_LEN, OUTPUT_LEN = 16, 32
 LAUNCH_US = 6.0  # a kernel launch and its smallest work
 ELEMENT_US = 0.002  # each element a kernel writes
-CLOCK_SPREAD = 0.02  # the device clock's run-to-run spread (relative)
+CLOCK_SPREAD = float(os.environ.get("MINI_SGLANG_BENCH_SPREAD", "0.02"))  # the clock's run-to-run spread (relative)
 
 
 class DeviceMeter(TorchFunctionMode):

@@ -1,0 +1,160 @@
+"""From change point to culprit: after a watched workflow's runs are stored in the benchmarks' series
+(bot.service.series_intake), each test with `metrics` is assessed (bot.domain.perf.slowdowns: the change points its
+worse way, at least `min_effect`, neither recovered nor bisected already), and each slowdown left is bisected and
+acted on (bot.service.slowdown_report), oldest first, one at a time.
+
+The bisection: the commits from the last run before the shift (GOOD) to the first run after it (BAD), judging the
+metric with the largest effect, read at each commit the way CI's log printed it (bot.domain.perf.step_metric; for a
+table's cell, the header of the table in CI's log of the run after), no threshold: the sampled search, with CI's
+readings of both runs as free evidence, the culprit confirmed against its parent and proven by the A/B of HEAD
+against HEAD + revert (the engine's). It runs where the test's runner says, like a red test's.
+
+A slowdown is logged when it is found, recovered, already bisected or refused; a speed-up is logged and left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from bot.domain.errors import RevertBisectError
+from bot.domain.perf.changes import ChangeSettings
+from bot.domain.perf.slowdowns import Assessment, Run, SeriesTable, Slowdown, assess, ci_readings
+from bot.domain.perf.step_metric import step_regex
+from bot.domain.policy import Direction, Policy, Series, Test
+from bot.domain.requests import JudgedMetric, SeriesChange, StartRequest
+from bot.domain.signals import fetchable
+from bot.observability.logs import bind
+from bot.ports import CiReads, Forge
+from bot.ports.store import SeriesBisections, SeriesLog
+from bot.service.bisections import Bisections
+from bot.service.drive import StatusComment, drive
+from bot.service.slowdown_report import Reported, SlowdownReports, effect_text
+
+log = logging.getLogger("revert_bisect.slowdowns")
+
+
+class ForgeWithCi(CiReads, Forge, Protocol):
+    """The series' runs and logs are read through CI; the bisection and its report go through the forge."""
+
+
+def started(slowdown: Slowdown) -> str:
+    """Why the bisection starts: the shift, as the status and the dashboard say it."""
+    shift = slowdown.judged
+    return (
+        f"`{shift.metric}` {effect_text(shift)} between scheduled runs {shift.before.run_id} and "
+        f"{shift.after.run_id} (a change point of its nightly series)"
+    )
+
+
+class Slowdowns:
+    def __init__(
+        self,
+        bisections: Bisections,
+        series: SeriesLog,
+        origins: SeriesBisections,
+        settings: ChangeSettings | None = None,
+    ):
+        self.bisections = bisections
+        self.series = series
+        self.origins = origins
+        self.settings = settings or ChangeSettings()
+        self.reports = SlowdownReports(bisections.store, bisections.conclusions)
+
+    def watch(self, forge: ForgeWithCi, policy: Policy) -> list[Reported]:
+        """Every test of the policy with `metrics`: its new slowdowns bisected and acted on; what became of each."""
+        done = []
+        for test in (t for t in policy.tests if t.metrics):
+            series, found = self.assess(policy, test)
+            self._log(policy, test, found)
+            for slowdown in found.to_bisect:
+                done.append(self.bisect(forge, policy, test, series, slowdown))
+        return done
+
+    def assess(self, policy: Policy, test: Test) -> tuple[SeriesTable, Assessment]:
+        specs = {s.name: s for s in test.metrics}
+        repo = policy.repository
+        series = SeriesTable.of({name: self.series.series(repo, test.id, name) for name in specs})
+        known = {(b.run_before, b.run_after) for name in specs for b in self.origins.of_series(repo, test.id, name)}
+        return series, assess(test.id, series, specs, known, self.settings)
+
+    def bisect(
+        self, forge: ForgeWithCi, policy: Policy, test: Test, series: SeriesTable, slowdown: Slowdown
+    ) -> Reported:
+        """One slowdown: its bisection admitted (or resumed), driven to its end, and reported."""
+        shift = slowdown.judged
+        spec = next(s for s in test.metrics if s.name == shift.metric)
+        regex = step_regex(spec, self._log_of(forge, test, shift.after) if spec.table is not None else None)
+        if regex is None:
+            why = f"CI's log of run {shift.after.run_id} prints no table with the column and row of `{spec.name}`"
+            log.warning("slowdown of %s %s not bisected: %s", policy.repository, test.id, why)
+            return Reported(None, why)
+        work = StartRequest(
+            policy.repository,
+            None,
+            None,
+            None,
+            test.id,
+            slowdown.good.sha,
+            slowdown.bad.sha,
+            None,
+            False,
+            run=shift.after.run_id,
+            ci=ci_readings(series, slowdown),
+            started=started(slowdown),
+            series=tuple(SeriesChange(test.id, s.metric, s.before.run_id, s.after.run_id) for s in slowdown.shifts),
+            judged=JudgedMetric(spec.name, regex, _higher_is_worse(spec)),
+        )
+        admitted = self.bisections.intake.admit(forge, work)
+        if admitted is None:
+            return Reported(None, "the bisection was refused (the log says why)")
+        b = self.bisections
+        with bind(bisection_id=admitted.loaded.id):
+            log.info(
+                "slowdown of %s %s: %s; bisection #%s", policy.repository, test.id, work.started, admitted.loaded.id
+            )
+            drive(forge, admitted, StatusComment(forge, None, admitted.loaded.id), b.store, b.backends, b.workspace)
+            reported = self.reports.report(forge, admitted, slowdown, policy.slowdown_action(test))
+            log.info(
+                "slowdown bisection #%s: %s",
+                admitted.loaded.id,
+                f"the evidence is on #{reported.on}" if reported.on else f"nothing written: {reported.why}",
+            )
+        return reported
+
+    def _log_of(self, forge: ForgeWithCi, test: Test, run: Run) -> str | None:
+        """CI's log of the test in the run (the first of its jobs whose log holds it), for a table's header."""
+        try:
+            for job in forge.run_jobs(run.run_id):
+                if fetchable(test, job) is None and (text := forge.job_log(job.id)):
+                    return text
+        except RevertBisectError as exc:
+            log.warning("run %s: its jobs' logs could not be read: %s", run.run_id, exc)
+        return None
+
+    def _log(self, policy: Policy, test: Test, found: Assessment) -> None:
+        where = f"{policy.repository} {test.id}"
+        for r in found.recovered:
+            log.info(
+                "%s: `%s` %s at run %s, recovered at run %s (%s): not bisected",
+                where,
+                r.slowdown.metric,
+                effect_text(r.slowdown),
+                r.slowdown.after.run_id,
+                r.recovery.after.run_id,
+                effect_text(r.recovery),
+            )
+        for s in found.known:
+            log.info("%s: `%s` at run %s: bisected already", where, s.judged.metric, s.after.run_id)
+        for shift in found.speedups:
+            log.info(
+                "%s: `%s` %s at run %s: faster, not a slowdown",
+                where,
+                shift.metric,
+                effect_text(shift),
+                shift.after.run_id,
+            )
+
+
+def _higher_is_worse(spec: Series) -> bool:
+    return spec.direction is Direction.HIGHER_IS_WORSE
