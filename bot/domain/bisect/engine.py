@@ -1,12 +1,8 @@
 """The culprit finder's decision function: given everything seen so far, what happens next.
 
 `decide` is pure. The caller persists the returned state, dispatches the returned probes, and
-calls again when results arrive. Phases (the state machine the README draws):
-
-    CALIBRATING -> SEARCHING -> CONFIRMING -> DONE
-                       ^  |  (merge culprit, descend)   |
-                       |  +-> SEARCHING (nested scope) |
-                       +------ confirmation disagreed --+
+calls again when results arrive. Its phases and the moves between them are drawn once, at the top of
+docs/algorithm.md.
 
 A test taken as deterministic (`evidence.trusted`: --flake-rate 0, or auto until a result
 contradicts that) costs about what `git bisect run` spends: one calibration run per endpoint, the
