@@ -13,6 +13,8 @@ import typer
 from bot.cli.consoles import err, out
 from bot.domain.errors import RevertBisectError
 
+DEMO_TIMEOUT_S = 900.0  # the incident's story (--perf: bot.cli.demo_perf.PERF_TIMEOUT_S)
+
 
 def sandbox(ctx: typer.Context) -> None:
     """The GitHub sandbox (a local, stateful GitHub for offline use): `revert-bisect sandbox --help`."""
@@ -60,11 +62,28 @@ def demo(
         bool, typer.Option("--keep", help="Leave the GitHub sandbox and the bot up afterwards, to browse.")
     ] = False,
     timeout: Annotated[
-        float, typer.Option(min=1, metavar="SECONDS", help="Seconds the whole story may take before the demo gives up.")
-    ] = 900,
+        float | None,
+        typer.Option(
+            min=1,
+            metavar="SECONDS",
+            help="Seconds the whole story may take before the demo gives up (default 900; 600 with --perf).",
+        ),
+    ] = None,
+    perf: Annotated[
+        bool,
+        typer.Option(
+            "--perf",
+            help="The performance story instead: about 20 green nights of a decode benchmark, one commit 4% slower; "
+            "the bot finds the change point, bisects it and comments the evidence on the culprit PR.",
+        ),
+    ] = False,
+    revert: Annotated[
+        bool, typer.Option("--revert", help="With --perf: the policy's on_slowdown is revert (the revert PR).")
+    ] = False,
 ) -> None:
     """The miniature SGLang incident end to end: a red scheduled run on a local GitHub (the sandbox), the bot
-    bisects through webhooks and opens the revert PR. --local: the same job without GitHub."""
+    bisects through webhooks and opens the revert PR. --local: the same job without GitHub. --perf: a slowdown of
+    its performance nightly, from change point to culprit."""
     from bot.cli import demo as demo_flow
 
     workdir = directory or Path(tempfile.mkdtemp(prefix="revert-bisect-demo-"))
@@ -87,8 +106,30 @@ def demo(
     if local and regressions is not None:
         err.print("revert-bisect: error: --regressions tells the GitHub story; --local bisects the KL test alone")
         raise typer.Exit(2)
+    if revert and not perf:
+        err.print("revert-bisect: error: --revert is the performance story's (--perf); a red test's story reverts")
+        raise typer.Exit(2)
+    if perf and (local or regressions is not None or flake_rate or unbuildable):
+        err.print(
+            "revert-bisect: error: --perf tells its own story through GitHub: not with --local, --regressions, "
+            "--flake-rate or --unbuildable"
+        )
+        raise typer.Exit(2)
     try:
-        if not local:
+        if perf:
+            from bot.cli import demo_perf
+
+            result = demo_perf.run(
+                workdir,
+                commits=commits,
+                seed=seed,
+                revert=revert,
+                keep=keep,
+                err=err,
+                out=out,
+                timeout_s=timeout or demo_perf.PERF_TIMEOUT_S,
+            )
+        elif not local:
             from bot.cli import demo_github
 
             result = demo_github.run(
@@ -100,7 +141,7 @@ def demo(
                 keep=keep,
                 err=err,
                 out=out,
-                timeout_s=timeout,
+                timeout_s=timeout or DEMO_TIMEOUT_S,
                 regressions=regressions or 2,
             )
         else:
@@ -114,7 +155,7 @@ def demo(
                 db=db,
                 err=err,
                 out=out,
-                timeout_s=timeout,
+                timeout_s=timeout or DEMO_TIMEOUT_S,
             )
     except RevertBisectError as exc:
         err.print(f"revert-bisect: error: {exc}", highlight=False)

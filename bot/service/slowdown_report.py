@@ -85,8 +85,8 @@ def evidence(
     ab = outcome.ab
     head = f"`{ab.head[:12]}`" if ab and ab.head else "HEAD"
     proof = (
-        f"Reverting it on {head} restores the metric: the A/B of HEAD against HEAD + revert, "
-        f"{len(ab.head_verdicts)} and {len(ab.revert_verdicts)} runs."
+        f"Reverting it on {head} restores the metric: in the A/B of HEAD against HEAD + revert, HEAD reads like the "
+        "culprit and HEAD + revert like its parent."
         if ab and ab.passed
         else "No A/B of HEAD against HEAD + revert proved the revert."
     )

@@ -11,10 +11,14 @@ already started from the store, and starts what this says (bot.service.slowdowns
   with the largest effect; the others go with it, named in its origin and in what it reports. (The engine's group
   search is of several tests, each step running each test once: several metrics of one test as its members would
   run the same benchmark once per metric at every step, for readings one run already prints.)
-- The bisection's range reaches one run further each way than the change point's runs: E-Divisive places a shift
-  within a run or so of where it happened (a noisy night at the edge reads like the other side), so GOOD is the
-  second-last run before the change point and BAD the second run after it (each side has at least two readings):
-  a change point a run off still holds the culprit, for a step or so more of the search.
+- The bisection's range covers every night the shift may have come at, not only the change point's: E-Divisive
+  places a shift where the two sides' distributions differ most, and a few noisy nights next to it can put it
+  nights away (a stretch that reads halfway between the two levels). Between its neighbouring change points, every
+  split of the metric's readings that a shift of the mean explains about as well as the best one -- its residual sum
+  of squares within the 99% likelihood-ratio bound, chi-squared with one degree of freedom (Hinkley's interval for a
+  change point's location, approximately) -- is a place the shift may be; GOOD is the last run before the earliest
+  of them and BAD the first run after the latest (E-Divisive's own among them). A wider range costs the search a
+  step per doubling; a range that misses the culprit costs the whole bisection.
 - A slowdown is known -- bisected or being bisected -- when a bisection started from a change point of one of its
   metrics covers runs that overlap its own (the last run before to the first after): the change point a night later
   may sit a run away from where it was first seen, and it is the same shift.
@@ -28,6 +32,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+import numpy as np
+from scipy import stats
 
 from bot.domain.perf.changes import Change, ChangeSettings, Direction
 from bot.domain.perf.per_metric import changes
@@ -226,12 +233,40 @@ def _reading(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
 
 
+PLACEMENT = 0.99  # the confidence of the interval of a shift's place
+
+
+def places(readings: Sequence[float], confidence: float = PLACEMENT) -> list[int]:
+    """Where a single shift of the mean may be in `readings` (k: the first k readings before it): every split whose
+    residual sum of squares is within the likelihood-ratio bound of the best one, chi-squared with one degree of
+    freedom at `confidence`, the noise's variance estimated at the best split."""
+    values = np.asarray(readings, dtype=np.float64)
+    n = len(values)
+    if n < 3:
+        return []
+    total, squares = np.cumsum(values), np.cumsum(values**2)
+    k = np.arange(1, n)
+    left = squares[k - 1] - total[k - 1] ** 2 / k
+    right = (squares[-1] - squares[k - 1]) - (total[-1] - total[k - 1]) ** 2 / (n - k)
+    rss = left + right
+    best = float(rss.min())
+    variance = best / (n - 2)
+    if variance <= 0:
+        return [int(k[int(rss.argmin())])]
+    bound = float(stats.chi2.ppf(confidence, 1))
+    return [int(j) for j, r in zip(k, rss) if (r - best) / variance <= bound]
+
+
 def _reach(series: SeriesTable, shift: Shift) -> tuple[int, int]:
-    """The positions of the bisection's GOOD and BAD runs: the second-last run that read the metric before the change
-    point and the second one after it (the last and first when a side has one reading only)."""
-    read = [k for k, v in enumerate(series.values[shift.metric]) if _reading(v)]
+    """The positions of the bisection's GOOD and BAD runs: the last run before the earliest place the shift may be,
+    and the first run after the latest one, among the metric's readings between its neighbouring change points."""
+    values = series.values[shift.metric]
+    read = [k for k, v in enumerate(values) if _reading(v)]
     at = read.index(shift.change.index)
-    return read[max(0, at - min(2, shift.change.runs_before))], read[at - 1 + min(2, shift.change.runs_after)]
+    first = at - shift.change.runs_before
+    segment = read[first : at + shift.change.runs_after]
+    splits = {shift.change.runs_before, *places([values[k] or 0.0 for k in segment])}
+    return segment[min(splits) - 1], segment[max(splits)]
 
 
 def ci_readings(series: SeriesTable, slowdown: Slowdown) -> tuple[CiReading, ...]:
