@@ -154,6 +154,8 @@ def run(
         _show_change(err, bot_url, seeded.repo)
         if revert:
             _show(err, base, seeded, scenario, found[0], state)
+            for note in _comments(base, seeded, found[0]["number"], "The slowdown this PR reverts"):
+                err.print(Panel(Markdown(note["body"]), title=f"comment on {found[0]['html_url']}"), soft_wrap=False)
             url = found[0]["html_url"]
             right = found[0]["body"].startswith(f"Reverts {seeded.repo}#{slow['pr']}")
         else:
@@ -206,12 +208,12 @@ def _show_nights(err: Console, nights: list, pr_of: dict[str, int], slow: dict) 
     err.print(f"(the slow commit, for you only: #{slow['pr']} at commit {slow['index']} of the history)")
 
 
+def _comments(base: str, seeded, number: int, words: str) -> list[dict]:
+    return [c for c in _api(base, seeded, f"/repos/{seeded.repo}/issues/{number}/comments") if words in c["body"]]
+
+
 def _evidence(base: str, seeded, pr: int) -> list[dict]:
-    return [
-        c
-        for c in _api(base, seeded, f"/repos/{seeded.repo}/issues/{pr}/comments")
-        if "bisected a slowdown" in c["body"]
-    ]
+    return _comments(base, seeded, pr, "bisected a slowdown")
 
 
 def _show_change(err: Console, bot_url: str, repo: str) -> None:

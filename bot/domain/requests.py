@@ -79,6 +79,7 @@ class StartRequest:
     # each step reads; `run` is the first run after the shift
     series: tuple[SeriesChange, ...] = ()
     judged: JudgedMetric | None = None
+    onto: str | None = None  # where the A/B reverts the culprit, and the revert is made (None: BAD)
 
     @property
     def key(self) -> str:

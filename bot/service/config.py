@@ -157,13 +157,19 @@ def group_config(
     )
 
 
-def judged_by(config: BisectConfig, judged: JudgedMetric | None) -> BisectConfig:
+def judged_by(config: BisectConfig, judged: JudgedMetric | None, onto: str | None = None) -> BisectConfig:
     """A slowdown's bisection: each step reads the judged metric with its own regex, no threshold (a benchmark,
-    sampled against GOOD and BAD); unchanged without one."""
+    sampled against GOOD and BAD), and the A/B reverts the culprit `onto` (the newest run's commit; None: BAD);
+    unchanged without a judged metric."""
     if judged is None:
         return config
     return replace(
-        config, metric_regex=judged.regex, metric_file=False, threshold=None, higher_is_worse=judged.higher_is_worse
+        config,
+        metric_regex=judged.regex,
+        metric_file=False,
+        threshold=None,
+        higher_is_worse=judged.higher_is_worse,
+        onto=onto or config.onto,
     )
 
 

@@ -143,7 +143,7 @@ class Intake:
                 config = group_config(policy, members, bad, work.dry_run, bad_sha)
             else:
                 config = bisect_config(policy, test, bad, work.dry_run, work.cases, bad_sha)
-            config = replace(judged_by(config, work.judged), trust_endpoints=work.reproduced)
+            config = replace(judged_by(config, work.judged, work.onto), trust_endpoints=work.reproduced)
             existing = self.store.by_origin_key(work.key)
             if existing is None and (
                 refusal := self._start_refusal(forge, policy, work)

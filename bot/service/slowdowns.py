@@ -6,8 +6,10 @@ acted on (bot.service.slowdown_report), oldest first, one at a time.
 The bisection: the commits from the last run before the shift (GOOD) to the first run after it (BAD), judging the
 metric with the largest effect, read at each commit the way CI's log printed it (bot.domain.perf.step_metric; for a
 table's cell, the header of the table in CI's log of the run after), no threshold: the sampled search, with CI's
-readings of both runs as free evidence, the culprit confirmed against its parent and proven by the A/B of HEAD
-against HEAD + revert (the engine's). It runs where the test's runner says, like a red test's.
+readings of the runs in the range as free evidence, the culprit confirmed against its parent and proven by the A/B
+of HEAD against HEAD + revert (the engine's), HEAD being the newest run's commit (where the branch is, still slow
+unless recovered): the revert, if `on_slowdown` asks for one, is made there too. It runs where the test's runner
+says, like a red test's.
 
 A slowdown is logged when it is found, recovered, already bisected or refused; a speed-up is logged and left alone.
 """
@@ -104,6 +106,7 @@ class Slowdowns:
             started=started(slowdown),
             series=tuple(SeriesChange(test.id, s.metric, s.before.run_id, s.after.run_id) for s in slowdown.shifts),
             judged=JudgedMetric(spec.name, regex, _higher_is_worse(spec)),
+            onto=series.runs[-1].sha,  # the newest run's commit: the A/B and the revert where the branch is now
         )
         admitted = self.bisections.intake.admit(forge, work)
         if admitted is None:
