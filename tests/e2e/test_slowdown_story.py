@@ -98,3 +98,17 @@ def test_a_slowdown_is_bisected_to_its_pr_and_a_flat_history_writes_nothing(worl
     assert not [p for p in pulls if p["title"].startswith("Revert ")]  # `on_slowdown: comment`: no revert PR
     now = dict(everything_written(world))
     assert {n: c for n, c in now.items() if dict(before).get(n) != c} == {culprit_pr: 1}  # one comment, there only
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--revert"], "--revert is the performance story's (--perf)"),
+        (["--perf", "--local"], "--perf tells its own story through GitHub"),
+        (["--perf", "--regressions", "1"], "--perf tells its own story through GitHub"),
+    ],
+)
+def test_the_demos_performance_options_refuse_what_they_do_not_tell(cli, tmp_path, args, said):
+    r = cli("demo", "--dir", str(tmp_path / "demo"), *args, timeout=60)
+    assert r.code == 2 and said in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "demo").exists()  # refused before anything was built
