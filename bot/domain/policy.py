@@ -469,10 +469,6 @@ class Policy(Closed):
                 )
         return self
 
-    def slowdown_action(self, test: Test) -> OnSlowdown:
-        """What a proven slowdown of the test's metrics leads to: the test's own `on_slowdown`, else the policy's."""
-        return test.on_slowdown or self.on_slowdown
-
     def test(self, test_id: str) -> Test | None:
         """The test with this id; `<id>:<file>` is one file a selector test (`probe.file: '{file}'`) covers."""
         found = next((t for t in self.tests if t.id == test_id), None)

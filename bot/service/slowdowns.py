@@ -21,7 +21,7 @@ from typing import Protocol
 
 from bot.domain.errors import RevertBisectError
 from bot.domain.perf.changes import ChangeSettings
-from bot.domain.perf.slowdowns import Assessment, Run, SeriesTable, Slowdown, assess, ci_readings
+from bot.domain.perf.slowdowns import Assessment, Run, SeriesTable, Slowdown, action, assess, ci_readings
 from bot.domain.perf.step_metric import step_regex
 from bot.domain.policy import Direction, Policy, Series, Test
 from bot.domain.requests import JudgedMetric, SeriesChange, StartRequest
@@ -117,7 +117,7 @@ class Slowdowns:
                 "slowdown of %s %s: %s; bisection #%s", policy.repository, test.id, work.started, admitted.loaded.id
             )
             drive(forge, admitted, StatusComment(forge, None, admitted.loaded.id), b.store, b.backends, b.workspace)
-            reported = self.reports.report(forge, admitted, slowdown, policy.slowdown_action(test))
+            reported = self.reports.report(forge, admitted, slowdown, action(policy, test))
             log.info(
                 "slowdown bisection #%s: %s",
                 admitted.loaded.id,

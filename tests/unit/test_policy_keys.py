@@ -26,10 +26,10 @@ SCHEMA = ROOT / "bot" / "policy" / "schema.py"
 # Read generically, not by attribute: `test.runner.env.model_dump()` is runners.envs.EnvSpec's JSON, whose
 # from_json reads these keys by name (test_runner_env_keys_are_envspec_fields keeps the two in step).
 GENERIC = {("RunnerEnv", name) for name in RunnerEnv.model_fields}
-# Keys of what is not built yet, whose descriptions (and policies/README.md) say nothing acts on them: a series'
-# direction and smallest effect worth acting on wait for the change-point search (issue 32, item 3). Remove them from
-# here once that search reads them.
-NOT_YET = {("Series", "direction"), ("Series", "min_effect")}
+# Keys of what is not built yet, whose descriptions (and policies/README.md) say nothing acts on them (none now: a
+# series' direction and smallest effect worth acting on are read by the slowdowns' assessment,
+# bot/domain/perf/slowdowns.py).
+NOT_YET: set[tuple[str, str]] = set()
 
 
 def _models(annotation) -> list[type[BaseModel]]:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from bot.domain.perf.slowdowns import SeriesTable, assess, ci_readings, places, spread_of
+from bot.domain.perf.slowdowns import SeriesTable, action, assess, ci_readings, places, spread_of
 from bot.domain.perf.step_metric import cell_regex, step_regex
 from bot.domain.policy import OnSlowdown, Policy, Series, TableCell
 from runners.metric import compile_metric_regex, metric_from_output
@@ -211,11 +211,11 @@ def policy(extra: str = "", test_extra: str = "") -> Policy:
 
 def test_on_slowdown_defaults_to_comment_and_a_test_may_say_otherwise():
     p = policy()
-    assert p.slowdown_action(p.tests[0]) is OnSlowdown.COMMENT
+    assert action(p, p.tests[0]) is OnSlowdown.COMMENT
     p = policy("on_slowdown: issue\n")
-    assert p.slowdown_action(p.tests[0]) is OnSlowdown.ISSUE
+    assert action(p, p.tests[0]) is OnSlowdown.ISSUE
     p = policy("on_slowdown: issue\n", "on_slowdown: revert")
-    assert p.slowdown_action(p.tests[0]) is OnSlowdown.REVERT
+    assert action(p, p.tests[0]) is OnSlowdown.REVERT
 
 
 def test_on_slowdown_is_closed_and_needs_metrics_on_a_test():

@@ -39,7 +39,7 @@ from scipy import stats
 from bot.domain.perf.changes import Change, ChangeSettings, Direction
 from bot.domain.perf.per_metric import changes
 from bot.domain.policy import Direction as PolicyDirection
-from bot.domain.policy import Series
+from bot.domain.policy import OnSlowdown, Policy, Series, Test
 from bot.domain.requests import CiReading
 
 
@@ -150,6 +150,11 @@ class Assessment:
     known: tuple[Slowdown, ...]
     recovered: tuple[Recovered, ...]
     speedups: tuple[Shift, ...]
+
+
+def action(policy: Policy, test: Test) -> OnSlowdown:
+    """What a proven slowdown of the test's metrics leads to: the test's own `on_slowdown`, else the policy's."""
+    return test.on_slowdown or policy.on_slowdown
 
 
 def way(direction: PolicyDirection) -> Direction:
