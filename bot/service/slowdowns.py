@@ -12,11 +12,15 @@ unless recovered): the revert, if `on_slowdown` asks for one, is made there too.
 says, like a red test's.
 
 A slowdown is logged when it is found, recovered, already bisected or refused; a speed-up is logged and left alone.
+One job at a time assesses a repository's series in this process: a delivery that comes while another job bisects
+one of its slowdowns (hours on a GPU runner) skips, rather than start the same bisection again before the first is
+stored or drive it twice; the delivery after the bisection ends assesses the series again.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Protocol
 
 from bot.domain.errors import RevertBisectError
@@ -62,16 +66,29 @@ class Slowdowns:
         self.origins = origins
         self.settings = settings or ChangeSettings()
         self.reports = SlowdownReports(bisections.store, bisections.conclusions)
+        self._lock = threading.Lock()
+        self._busy: set[str] = set()  # repositories whose series a job is assessing (or bisecting) now
 
     def watch(self, forge: ForgeWithCi, policy: Policy) -> list[Reported]:
-        """Every test of the policy with `metrics`: its new slowdowns bisected and acted on; what became of each."""
-        done = []
-        for test in (t for t in policy.tests if t.metrics):
-            series, found = self.assess(policy, test)
-            self._log(policy, test, found)
-            for slowdown in found.to_bisect:
-                done.append(self.bisect(forge, policy, test, series, slowdown))
-        return done
+        """Every test of the policy with `metrics`: its new slowdowns bisected and acted on; what became of each.
+        Nothing while another job of this process works on the repository's slowdowns."""
+        repo = policy.repository
+        with self._lock:
+            if repo in self._busy:
+                log.info("%s: another job is on its slowdowns; the next delivery assesses the series again", repo)
+                return []
+            self._busy.add(repo)
+        try:
+            done = []
+            for test in (t for t in policy.tests if t.metrics):
+                series, found = self.assess(policy, test)
+                self._log(policy, test, found)
+                for slowdown in found.to_bisect:
+                    done.append(self.bisect(forge, policy, test, series, slowdown))
+            return done
+        finally:
+            with self._lock:
+                self._busy.discard(repo)
 
     def assess(self, policy: Policy, test: Test) -> tuple[SeriesTable, Assessment]:
         specs = {s.name: s for s in test.metrics}
