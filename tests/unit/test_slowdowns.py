@@ -128,6 +128,13 @@ def test_metrics_slower_at_the_same_run_are_one_bisection_judging_the_largest_ef
     assert slowdown.judged.metric == "bs32"
 
 
+def test_metrics_slower_a_night_apart_are_one_bisection_over_both_ranges():
+    series = series_of(bs8=[1000.0] * 10 + [950.0] * 10, bs32=[1000.0] * 11 + [930.0] * 9)
+    (slowdown,) = assess("bench", series, {name: tput(name) for name in ("bs8", "bs32")}).to_bisect
+    assert sorted(s.after.run_id for s in slowdown.shifts) == [110, 111]
+    assert slowdown.good.run_id <= 109 and slowdown.bad.run_id >= 111
+
+
 def test_a_slowdown_already_bisected_is_known_even_a_run_away():
     series = series_of(tput=FLAT + [950.0] * 8)
     specs = {"tput": tput("tput")}

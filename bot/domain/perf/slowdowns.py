@@ -6,11 +6,12 @@ already started from the store, and starts what this says (bot.service.slowdowns
 - A change point the metric's better way (a speed-up) is no slowdown: never acted on.
 - A slowdown that a later change point of the same metric undid -- the opposite way, to a level within the metric's
   `min_effect` of the level before the slowdown (or better) -- is recovered: reported, never bisected.
-- The slowdowns left are grouped by the run they appeared at: the metrics of one test that got slower at the same
-  run are one bisection. A bisection judges one metric (its steps read one reading per run), so it judges the one
-  with the largest effect; the others go with it, named in its origin and in what it reports. (The engine's group
-  search is of several tests, each step running each test once: several metrics of one test as its members would
-  run the same benchmark once per metric at every step, for readings one run already prints.)
+- The slowdowns left are grouped by the nights they may have come at (below): the metrics of one test that got
+  slower at the same run -- or at runs E-Divisive placed a night apart, whose ranges overlap -- are one bisection,
+  over the union of their ranges. A bisection judges one metric (its steps read one reading per run), so it judges
+  the one with the largest effect; the others go with it, named in its origin and in what it reports. (The engine's
+  group search is of several tests, each step running each test once: several metrics of one test as its members
+  would run the same benchmark once per metric at every step, for readings one run already prints.)
 - The bisection's range covers every night the shift may have come at, not only the change point's: E-Divisive
   places a shift where the two sides' distributions differ most, and a few noisy nights next to it can put it
   nights away (a stretch that reads halfway between the two levels). Between its neighbouring change points, every
@@ -19,9 +20,9 @@ already started from the store, and starts what this says (bot.service.slowdowns
   change point's location, approximately) -- is a place the shift may be; GOOD is the last run before the earliest
   of them and BAD the first run after the latest (E-Divisive's own among them). A wider range costs the search a
   step per doubling; a range that misses the culprit costs the whole bisection.
-- A slowdown is known -- bisected or being bisected -- when a bisection started from a change point of one of its
-  metrics covers runs that overlap its own (the last run before to the first after): the change point a night later
-  may sit a run away from where it was first seen, and it is the same shift.
+- A slowdown is known -- bisected or being bisected -- when a bisection started from a change point of the test has
+  its change point's runs inside the slowdown's range: the change point a night later may sit a run or more away from
+  where it was first seen, and it is the same shift.
 """
 
 from __future__ import annotations
@@ -189,17 +190,25 @@ def assess(
             recovered.append(Recovered(shift, undone))
         else:
             standing.append(shift)
-    by_run: dict[int, list[Shift]] = {}
-    for shift in standing:
-        by_run.setdefault(shift.change.index, []).append(shift)
-    slowdowns = []
-    for _, group in sorted(by_run.items()):
-        ordered = tuple(sorted(group, key=lambda s: (-abs(s.change.effect), s.metric)))
-        good, bad = _reach(series, ordered[0])
-        slowdowns.append(Slowdown(test, ordered, series.runs[good], series.runs[bad]))
+    groups: list[tuple[tuple[int, int], list[Shift]]] = []  # overlapping ranges (positions of GOOD, BAD) merged
+    for span, shift in sorted(((_reach(series, s), s) for s in standing), key=lambda item: item[0]):
+        if groups and _overlap(groups[-1][0], span):
+            (low, high), members = groups[-1]
+            groups[-1] = ((low, max(high, span[1])), [*members, shift])
+        else:
+            groups.append((span, [shift]))
+    slowdowns = [
+        Slowdown(
+            test,
+            tuple(sorted(members, key=lambda s: (-abs(s.change.effect), s.metric))),
+            series.runs[good],
+            series.runs[bad],
+        )
+        for (good, bad), members in groups
+    ]
     at = {r.run_id: k for k, r in enumerate(series.runs)}
     spans = [(at[b], at[a]) for b, a in known if b in at and a in at]
-    is_known = [any(_overlap(_span(s), span) for span in spans) for s in slowdowns]
+    is_known = [any(_overlap((at[s.good.run_id], at[s.bad.run_id]), span) for span in spans) for s in slowdowns]
     return Assessment(
         to_bisect=tuple(s for s, k in zip(slowdowns, is_known) if not k),
         known=tuple(s for s, k in zip(slowdowns, is_known) if k),
@@ -224,10 +233,6 @@ def _recovery(shift: Shift, same_metric: Sequence[Shift], floor: float) -> Shift
         if worse_by < floor:
             return later
     return None
-
-
-def _span(slowdown: Slowdown) -> tuple[int, int]:
-    return slowdown.judged.change.before, slowdown.judged.change.index
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
