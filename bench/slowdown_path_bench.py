@@ -4,7 +4,7 @@ Pinpoint's fixed design bisecting the same ranges (issue 32, item 8).
 
     python bench/slowdown_path_bench.py                               # 500 histories a row (hours on 2 cores)
     python bench/slowdown_path_bench.py --histories 40 --jobs 2      # a shorter run
-    python bench/slowdown_path_bench.py --rows 0.02,0.05;0.02,0      # only these rows (noise,shift; 0: flat)
+    python bench/slowdown_path_bench.py --rows '0.02,0.05;0.02,0'    # only these rows (noise,shift; 0: flat)
 
 A history: 60 nightly runs of a throughput benchmark (lower is worse) reading 100 plus Gaussian noise of sd
 `noise` x 100; before each night 4-12 commits land (uniform) and the night reads the newest. In a shifted history
@@ -14,13 +14,13 @@ the same way (same level, same noise, a fresh draw per run).
 
 Every night from night 10 on (the policy's history so far), the bot's own decision runs on the series kept so far
 (bot.domain.perf.slowdowns.assess: E-Divisive at its default false-alarm rate of 1% a night and 2% smallest effect,
-the slowdowns its worse way, those whose runs overlap a bisection already started known), and each new slowdown is
-bisected as bot.service.slowdowns starts it: the commits from its GOOD run to its BAD run, no threshold, lower is
-worse, confidence 0.99 (the policy's default), `--workers` runners (the policy's default parallelism is 1),
-CI's readings of the runs between as free evidence (bot.domain.perf.slowdowns.ci_readings, given to the engine as
-the ledger gives them), HEAD = BAD as the bot's `onto`, the revert's A/B when the engine asks for it (HEAD + revert
-reads like the culprit's parent when the commit reverted is the culprit, like HEAD otherwise). A comment or a revert
-is written when the outcome is `found` with the A/B proven (bot.service.slowdown_report): "acted on". Runs are the
+the slowdowns its worse way, those overlapping a bisection already started known), and each new slowdown is bisected
+as bot.service.slowdowns starts it: the commits from its GOOD run to its BAD run, no threshold, lower is worse,
+confidence 0.99 (the policy's default), `--workers` runners (the policy's default parallelism is 1), CI's readings
+of the runs between as free evidence (bot.domain.perf.slowdowns.ci_readings, given to the engine as the ledger gives
+them), HEAD the newest night's commit (the bot's `onto`), the revert's A/B on it when the engine asks (HEAD + revert
+reads without the shift when the commit reverted is the culprit, like HEAD otherwise). A comment or a revert is
+written when the outcome is `found` with the A/B proven (bot.service.slowdown_report): "acted on". Runs are the
 bisect runner's: calibration, search, confirmation and A/B; CI's nightly readings are free.
 
 Pinpoint bisects each same range (GOOD and BAD as the bot's) with its fixed design as bench/noisy_bench.py models it
@@ -54,7 +54,7 @@ from noisy_bench import Pinpoint  # noqa: E402  (Pinpoint's design, as the noisy
 
 from bot.domain.bisect.engine import decide  # noqa: E402
 from bot.domain.bisect.model import Kind, Problem, Run, Settings, State, Status  # noqa: E402
-from bot.domain.bisect.simulate import NoisyMetric, linear_graph  # noqa: E402
+from bot.domain.bisect.simulate import linear_graph  # noqa: E402
 from bot.domain.bisect.verdict import MetricRule, RawResult  # noqa: E402
 from bot.domain.perf import slowdowns  # noqa: E402
 from bot.domain.policy import Direction, Series  # noqa: E402
@@ -81,6 +81,7 @@ class Bisected:
     named_right: bool  # `found`, the culprit
     acted: bool  # `found` with the A/B proven: a comment or a revert is written
     acted_right: bool
+    drift: bool  # the engine fitted a drift in time beside the culprit's shift (its effect says so)
     pin_runs: int
     pin_named: bool
     pin_right: bool
@@ -100,50 +101,63 @@ def tips_of(rng: random.Random) -> list[int]:
     return tips
 
 
+@dataclass
+class Benchmark:
+    """The history's benchmark: a commit at position `pos` reads LEVEL, `shift` lower from the culprit on (unless
+    the culprit is reverted on it), plus Gaussian noise of sd `noise` x LEVEL."""
+
+    culprit: int | None
+    shift: float
+    noise: float
+    rng: random.Random
+
+    def read(self, pos: int, reverted: int | None = None) -> float:
+        slow = self.culprit is not None and pos >= self.culprit and reverted != self.culprit
+        return LEVEL * (1 - self.shift if slow else 1.0) + self.noise * LEVEL * self.rng.gauss(0.0, 1.0)
+
+
+@dataclass
+class InRange:
+    """The benchmark on a range's commits c0 (GOOD, at `good`) .. cn, as the engine's and Pinpoint's runs name them."""
+
+    bench: Benchmark
+    good: int
+
+    def run(self, sha: str) -> RawResult:
+        return RawResult(0, metric=self.bench.read(self.good + int(sha[1:])))
+
+
 def history(noise: float, shift: float, seed: int, workers: int) -> History:
     rng = random.Random(f"{seed}/{noise}/{shift}")
     tips = tips_of(rng)
     at = rng.randint(*SHIFT_NIGHTS) if shift else None
     culprit = rng.randint(tips[at - 1] + 1, tips[at]) if at is not None else None
-    level = lambda pos: LEVEL * (1 - shift if culprit is not None and pos >= culprit else 1.0)  # noqa: E731
-    readings = [level(tips[i]) + noise * LEVEL * rng.gauss(0.0, 1.0) for i in range(NIGHTS)]
+    nightly = Benchmark(culprit, shift, noise, rng)
+    readings = [nightly.read(tips[i]) for i in range(NIGHTS)]
     runs = tuple(slowdowns.Run(i, f"c{tips[i]}") for i in range(NIGHTS))
     known: list[tuple[int, int]] = []
     done = []
     for night in range(FIRST_NIGHT, NIGHTS + 1):
         series = slowdowns.SeriesTable(runs[:night], {METRIC: tuple(readings[:night])})
         for slowdown in slowdowns.assess(TEST, series, SPECS, known).to_bisect:
-            known.append((slowdown.before.run_id, slowdown.after.run_id))
-            good, bad = tips[slowdown.good.run_id], tips[slowdown.bad.run_id]
+            # stored as bot.service.slowdowns stores its origin: each shift's runs either side
+            known += [(s.before.run_id, s.after.run_id) for s in slowdown.shifts]
+            good, bad, head = tips[slowdown.good.run_id], tips[slowdown.bad.run_id], tips[night - 1]
             ci = slowdowns.ci_readings(series, slowdown)
             draws = random.Random(f"{seed}/{noise}/{shift}/{night}/{good}")
-            done.append(bisected(night, good, bad, culprit, noise, shift, ci, draws, workers))
+            done.append(bisected(night, (good, bad, head), Benchmark(culprit, shift, noise, draws), ci, workers))
     return History(at, tuple(done))
 
 
-def bisected(
-    night: int,
-    good: int,
-    bad: int,
-    culprit: int | None,
-    noise: float,
-    shift: float,
-    ci: tuple,
-    rng: random.Random,
-    workers: int,
-) -> Bisected:
-    """The bot's bisection of commits good..bad (positions in the history) and Pinpoint's, each on its own draws."""
+def bisected(night: int, where: tuple[int, int, int], bench: Benchmark, ci: tuple, workers: int) -> Bisected:
+    """The bot's bisection of commits GOOD..BAD (positions in the history), its A/B on HEAD (the newest night's
+    commit, as bot.service.slowdowns sets `onto`), and Pinpoint's of the same range, each on its own draws."""
+    good, bad, head = where
     n = bad - good
-    # the culprit's place in the range: 1..n inside it; 0 when every commit of the range reads slower (it came
-    # before GOOD); past n when none does (after BAD, or no culprit at all)
-    local = n + 1 if culprit is None or culprit > bad else max(0, culprit - good)
-    holds = 1 <= local <= n
-
-    def metric(draws: random.Random) -> NoisyMetric:
-        return NoisyMetric(local, -shift * LEVEL, noise * LEVEL, LEVEL, draws)
-
-    runs, by_kind, status, named, ab_passed = engine(n, metric(random.Random(rng.random())), ci, good, workers)
-    pin = Pinpoint(metric(random.Random(rng.random())), n)
+    holds = bench.culprit is not None and good < bench.culprit <= bad
+    local = bench.culprit - good if holds and bench.culprit is not None else None
+    runs, by_kind, status, named, ab_passed, drift = engine(n, bench, ci, good, head, workers)
+    pin = Pinpoint(InRange(bench, good), n)  # type: ignore[arg-type]  (it reads `run(sha)` alone)
     pin_named = pin.bisect()
     acted = status is Status.FOUND and ab_passed
     return Bisected(
@@ -156,6 +170,7 @@ def bisected(
         named_right=status is Status.FOUND and named == local,
         acted=acted,
         acted_right=acted and named == local,
+        drift=drift,
         pin_runs=pin.runs,
         pin_named=pin_named is not None,
         pin_right=pin_named is not None and pin_named == local,
@@ -163,39 +178,44 @@ def bisected(
 
 
 def engine(
-    n: int, test: NoisyMetric, ci: tuple, good: int, workers: int
-) -> tuple[int, tuple[int, int, int], Status, int | None, bool]:
-    """The engine on c0 (GOOD) .. cn (BAD = HEAD) in synchronous rounds of `workers` runs, CI's readings given first
-    as the ledger gives them; the revert made when asked for. (runner runs, of them calibration / search and
-    confirmation / A/B, status, culprit's position, A/B proven)"""
+    n: int, bench: Benchmark, ci: tuple, good: int, head: int, workers: int
+) -> tuple[int, tuple[int, int, int], Status, int | None, bool, bool]:
+    """The engine on c0 (GOOD) .. cn (BAD) in synchronous rounds of `workers` runs, CI's readings given first as the
+    ledger gives them (CiReading -> a run of kind CI); HEAD at position `head` of the history, the revert made on it
+    when the engine asks. (runner runs, of them calibration / search and confirmation / A/B, status, the culprit's
+    position in the range, A/B proven, a drift fitted)"""
     graph, first, last = linear_graph(n)
-    problem = Problem(graph, first, last, SETTINGS, head=last)
+    head_sha = last if head == good + n else "HEAD"
+    problem = Problem(graph, first, last, SETTINGS, head=head_sha)
     local_sha = lambda sha: f"c{int(sha[1:]) - good}"  # noqa: E731  (the history's commit, in the range)
     runs = [Run(local_sha(c.sha), Kind.CI, RawResult(0 if c.passed else 1, c.metric)) for c in ci]
+    commits = InRange(bench, good)
     state = State()
-    reverted: str | None = None
+    reverted: int | None = None
     while True:
         decision = decide(problem, state, runs, (), workers)
         state = decision.state
         if decision.wants_revert:
-            reverted = decision.wants_revert
-            state = replace(state, revert="revert")
+            reverted = good + int(decision.wants_revert[1:])
+            state = replace(state, revert="REVERT")
             continue
         if decision.outcome is not None:
             out = decision.outcome
             named = int(out.culprit[1:]) if out.culprit else None
             count = lambda *kinds: sum(r.kind in kinds for r in runs)  # noqa: E731
             by_kind = (count(Kind.CALIBRATE), count(Kind.SEARCH, Kind.CONFIRM), count(Kind.AB_HEAD, Kind.AB_REVERT))
-            return sum(by_kind), by_kind, out.status, named, bool(out.ab and out.ab.passed)
+            drift = out.effect is not None and out.effect.drift is not None
+            return sum(by_kind), by_kind, out.status, named, bool(out.ab and out.ab.passed), drift
         if not decision.probes:
             raise RuntimeError("the engine neither probed nor finished with nothing in flight")
         for p in decision.probes:
-            if p.kind is Kind.AB_REVERT:  # HEAD + revert: the culprit's parent's level when it reverts the culprit
-                undone = reverted is not None and test.culprit is not None and reverted == f"c{test.culprit}"
-                sha = first if undone else last
+            if p.kind is Kind.AB_HEAD:
+                raw = RawResult(0, metric=bench.read(head))
+            elif p.kind is Kind.AB_REVERT:
+                raw = RawResult(0, metric=bench.read(head, reverted))
             else:
-                sha = last if p.kind is Kind.AB_HEAD else p.sha
-            runs.append(Run(p.sha, p.kind, test.run(sha), p.round))
+                raw = commits.run(p.sha)
+            runs.append(Run(p.sha, p.kind, raw, p.round))
 
 
 def share(noise: float, shift: float, seeds: range, workers: int) -> list[History]:
@@ -215,6 +235,21 @@ def _mean_median(values: list[int]) -> str:
     return f"{statistics.fmean(values):.1f} ({statistics.median(values):g})" if values else "-"
 
 
+def ratio(ours: list[int], theirs: list[int], draws: int = 2000) -> str:
+    """Mean runs over Pinpoint's on the same incidents, with a 95% bootstrap interval (incidents resampled)."""
+    if not ours:
+        return "-"
+    rng = random.Random(0)
+    pairs = list(zip(ours, theirs))
+    boot = []
+    for _ in range(draws):
+        sample = rng.choices(pairs, k=len(pairs))
+        boot.append(sum(a for a, _ in sample) / sum(b for _, b in sample))
+    boot.sort()
+    low, high = boot[int(0.025 * draws)], boot[int(0.975 * draws) - 1]
+    return f"{sum(ours) / sum(theirs):.2f}x ({low:.2f}-{high:.2f})"
+
+
 def _kinds(found: list[Bisected]) -> str:
     return " / ".join(f"{statistics.fmean(b.by_kind[i] for b in found):.1f}" for i in range(3)) if found else "-"
 
@@ -228,6 +263,7 @@ def shifted_row(noise: float, shift: float, found: list[History]) -> list[str]:
             incidents.append((h, first))
         again += [b for b in h.bisections if b.holds and b is not first]
         missing += [b for b in h.bisections if not b.holds]
+    unproven = [b for _, b in incidents if b.named_right and not b.acted]
     wrong = sum(any(b.acted and not b.acted_right for b in h.bisections) for h in found)
     pin_wrong = sum(any(b.pin_named and not b.pin_right for b in h.bisections) for h in found)
     ours = [b.runs for _, b in incidents]
@@ -243,13 +279,14 @@ def shifted_row(noise: float, shift: float, found: list[History]) -> list[str]:
         f"{statistics.median(b.commits for _, b in incidents):g}" if incidents else "-",
         interval(sum(b.named_right for _, b in incidents), len(incidents)),
         interval(sum(b.acted_right for _, b in incidents), len(incidents)),
+        f"{len(unproven)} ({sum(b.drift for b in unproven)})",
         interval(wrong, len(found)),
         _mean_median(ours),
         _kinds([b for _, b in incidents]),
         interval(sum(b.pin_right for _, b in incidents), len(incidents)),
         interval(pin_wrong, len(found)),
         _mean_median(theirs),
-        f"{statistics.fmean(ours) / statistics.fmean(theirs):.2f}x" if ours else "-",
+        ratio(ours, theirs),
         f"{len(again)} ({sum(b.acted for b in again)})",
         f"{len(missing)} ({sum(b.acted for b in missing)})",
         f"{sum(b.runs for b in every) / len(found):.1f} / {sum(b.pin_runs for b in every) / len(found):.1f}",
@@ -310,6 +347,7 @@ def main() -> None:
                 "range (commits, median)",
                 "revert-bisect names it",
                 "... and acts on it (A/B proven)",
+                "named, A/B not proven (a drift fitted)",
                 "acted on another commit",
                 "its runs, mean (median)",
                 "endpoints / search / A/B (mean)",
@@ -324,17 +362,19 @@ def main() -> None:
             shifted,
             [
                 "Shares with their 95% Clopper-Pearson interval and counts. detected: a slowdown was bisected whose "
-                "range holds the culprit, of the histories; that first such bisection is the incident. names it: "
-                "of the incidents, the culprit named (`found`); acts on it: ... with the A/B proven, hence a "
-                "comment or a revert written on it. acted on another commit / Pinpoint names another commit: of the "
-                "histories, those where any bisection of the history wrote on (named) an innocent commit. Runs: "
-                "the incident's bisection, calibration + search + confirmation + A/B; Pinpoint's on the same range "
-                "(it has no A/B). nights after the shift: median of the nights read from the culprit's on when the "
+                "range holds the culprit, of the histories; that first such bisection is the incident. names it: of "
+                "the incidents, the culprit named (`found`); acts on it: ... with the A/B proven, hence a comment or "
+                "a revert written on it. named, A/B not proven: incidents where the culprit was named but the A/B did"
+                " not prove its revert (nothing written), and how many of them had the engine fit a drift in time "
+                "beside the shift (these histories have none). acted on another commit / Pinpoint names another "
+                "commit: of the histories, those where any bisection of the history wrote on (named) an innocent "
+                "commit. Runs: the incident's bisection, calibration + search + confirmation + A/B; Pinpoint's on the"
+                " same range (it has no A/B); runs vs Pinpoint: the ratio of their means, with a 95% bootstrap "
+                "interval. nights after the shift: median of the nights read from the culprit's on when the "
                 "incident's bisection started. the shift bisected again: later bisections whose range holds the "
-                "culprit too (the change point placed elsewhere, its runs not overlapping the first's: not known), "
-                "over all histories, and how many of them were acted on again. ranges missing the culprit: "
-                "bisections of a misplaced or false change point. All runs: every bisection of the history, "
-                "Pinpoint bisecting the same ranges."
+                "culprit too (not known: the change point placed elsewhere), over all histories, and how many were "
+                "acted on again. ranges missing the culprit: bisections of a misplaced or false change point. All "
+                "runs: every bisection of the history, Pinpoint bisecting the same ranges."
             ],
         )
     if flat:
