@@ -268,7 +268,7 @@ class Driver:
         for step in row.steps:
             if step.state == "running" and step.runner_ref:
                 probes = tuple(Probe(step.sha, r.kind, step.round, t) for t, r in results_of(step).items())
-                if self.backend.adopt(self._spec(step.id, probes, states, step.runner_ref), step.started_at):
+                if probes and self.backend.adopt(self._spec(step.id, probes, states, step.runner_ref), step.started_at):
                     adopted[step.id] = probes
         return adopted
 

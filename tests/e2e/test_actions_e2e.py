@@ -200,6 +200,8 @@ def test_a_restarted_driver_adopts_runs_still_going_instead_of_losing_them(world
     from bot.adapters.git.repo import GitRepo
     from bot.adapters.store.db import connect
     from bot.adapters.store.store import NewStep, Store
+    from bot.domain.bisect.ledger import Result, entries
+    from bot.domain.bisect.model import Kind
     from bot.service import setup
     from bot.service.config import BisectConfig
     from bot.service.driver import Driver
@@ -214,7 +216,9 @@ def test_a_restarted_driver_adopts_runs_still_going_instead_of_losing_them(world
         calibration_runs=1,
     )
     loaded = setup.create(store, GitRepo(world["src"]), good, bad, config)
-    [step_id] = store.add_steps(loaded.id, [NewStep(good, "calibrate", 0, "rb-adopt-me")])
+    (test,) = entries(loaded.row.tests)  # the step carries the bisection's one test, as the driver records it
+    carried = {test.test: Result(Kind.CALIBRATE)}
+    [step_id] = store.add_steps(loaded.id, [NewStep(good, "calibrate", 0, "rb-adopt-me", results=carried)])
     before = backend(world)  # the process that dies right after dispatching
     before.submit(StepSpec(step_id, good, config.command, 60, config.metric_regex, ref="rb-adopt-me"))
     outcome = Driver(store, loaded.id, loaded.problem, loaded.config, backend(world)).run()
