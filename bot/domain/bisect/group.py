@@ -20,12 +20,13 @@ several tests is reverted once (`wants_revert` names each culprit once).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bot.domain.bisect.engine import decide
-from bot.domain.bisect.model import Decision, Kind, Outcome, Phase, Probe, Problem, Run, State
-from bot.domain.bisect.verdict import classify
+from bot.domain.bisect.model import Decision, Guess, Kind, Outcome, Phase, Probe, Problem, Run, State, Status
+from bot.domain.bisect.regression import Regression, endpoint_runs, regression
+from bot.domain.bisect.verdict import Verdict, classify
 
 # A group's test reads its BAD this many times (the red reading included) before its search goes on alone: a red run
 # of several tests often holds one that failed by a flake, and a step at BAD carries every such test at once.
@@ -104,6 +105,15 @@ def decide_group(
         decision = decide(problem, states[test], mine, flying, max(free, 1), next_round=rnd)
         decisions[test] = decision
         new_states[test] = decision.state
+    doubts: dict[str, Regression] = {}
+    if len(group.problems) > 1:
+        for test, decision in list(decisions.items()):
+            told = _doubt(group.problems[test], decision, [r for r in runs if r.test == test])
+            if told is not None and told.ruled_out:
+                decisions[test] = _no_regression(group.problems[test], decision, told)
+                new_states[test] = decisions[test].state
+            elif told is not None:
+                doubts[test] = told
     live = {t for t, d in decisions.items() if d.outcome is None}
     # A run in flight for a test that has ended, or that its test calls settled, is obsolete for that test.
     obsolete = tuple(
@@ -114,12 +124,53 @@ def decide_group(
         return GroupDecision(new_states, decisions, (), obsolete, wants)
     busy = [p for p in in_flight if p not in obsolete]
     asks = {t: [replace(p, test=t, round=rnd) for p in decisions[t].probes] for t in sorted(live)}
+    checks = set()
     if len(group.problems) > 1:
         for t in live:
-            if _unreproduced(group.problems[t], decisions[t], [r for r in runs if r.test == t], busy, t):
+            mine = [r for r in runs if r.test == t]
+            if _unreproduced(group.problems[t], decisions[t], mine, busy, t):
                 asks[t].append(Probe(group.problems[t].bad, Kind.CALIBRATE, rnd, t))
-    steps = _choose(group, asks, decisions, busy, free)
+            elif t in doubts and doubts[t].doubtful:
+                asks[t] = _endpoints(group.problems[t], mine, busy, t, rnd, max(1, len(asks[t])))
+                checks.add(t)
+    steps = _choose(group, asks, decisions, busy, free, checks)
     return GroupDecision(new_states, decisions, steps, obsolete)
+
+
+def _doubt(problem: Problem, decision: Decision, runs: Sequence[Run]) -> Regression | None:
+    """What a searching test of a group says of a regression at all, once its BAD has passed on the runner (a flaky
+    test's red reading may have been its flake: bot.domain.bisect.regression); None for a test whose BAD failed
+    every time, one declared deterministic, one judged by a metric or one searching a merge's commits."""
+    s = problem.settings
+    if (
+        decision.outcome is not None
+        or decision.state.phase is not Phase.SEARCHING
+        or decision.state.merges
+        or s.metric is not None
+        or s.flake_rate == 0
+    ):
+        return None
+    passed = any(
+        r.sha == problem.bad and r.kind is not Kind.CI and classify(r.raw, None, None) is Verdict.GOOD for r in runs
+    )
+    return regression(problem, runs) if passed else None
+
+
+def _no_regression(problem: Problem, decision: Decision, told: Regression) -> Decision:
+    """The test ends with no culprit: no regression of the stated size is there (nothing to bisect, nothing to
+    revert)."""
+    outcome = Outcome(Status.NO_CULPRIT, told.message(problem), confidence=told.probability)
+    done = replace(decision.state, phase=Phase.DONE)
+    return replace(decision, state=done, probes=(), obsolete=(), outcome=outcome, guess=Guess(None, told.probability))
+
+
+def _endpoints(
+    problem: Problem, runs: Sequence[Run], busy: Sequence[Probe], test: str, rnd: int, count: int
+) -> list[Probe]:
+    """`count` runs of the endpoints for a test that more likely has no regression than one: they tell "no
+    regression" from every culprit at once, GOOD lying below each and BAD above (bot.domain.bisect.regression)."""
+    flying = [p.sha for p in busy if p.test == test]
+    return [Probe(sha, Kind.CALIBRATE, rnd, test) for sha in endpoint_runs(problem, runs, flying, count)]
 
 
 def _unreproduced(problem: Problem, decision: Decision, runs: Sequence[Run], busy: Sequence[Probe], test: str) -> bool:
@@ -139,8 +190,10 @@ def _choose(
     decisions: Mapping[str, Decision],
     busy: Sequence[Probe],
     free: int,
+    checks: Collection[str] = (),
 ) -> tuple[Step, ...]:
-    """Up to `free` steps: each a commit some test asked for, with every test asking for it there aboard."""
+    """Up to `free` steps: each a commit some test asked for, with every test asking for it there aboard; the
+    endpoint runs of tests that likely have no regression (`checks`) after every other ask."""
     pending: dict[str, dict[str, list[Probe]]] = defaultdict(lambda: defaultdict(list))  # sha -> test -> its asks
     for test, probes in asks.items():
         for p in probes:
@@ -150,7 +203,10 @@ def _choose(
         aboard[p.sha].add(p.test)
     steps: list[Step] = []
     while len(steps) < free and pending:
-        sha = max(pending, key=lambda s: _worth(group, decisions, pending[s], s, aboard[s]))
+        sha = max(
+            pending,
+            key=lambda s: (bool(set(pending[s]) - set(checks)), *_worth(group, decisions, pending[s], s, aboard[s])),
+        )
         wanted = pending[sha]
         step = [wanted[t].pop(0) for t in sorted(wanted)]
         for t in [t for t in wanted if not wanted[t]]:

@@ -62,9 +62,11 @@ def _log_or_ninf(p: float) -> float:
 
 
 @lru_cache(maxsize=65536)
-def _bad_side(fails: int, passes: int, flakes: tuple[float, ...], always: float) -> tuple[float, ...]:
-    """log of [always [passes = 0] + (1 - always) mean_{q > max(f, Q_MIN)} q^fails (1-q)^passes] for each f
-    (always < 1). Cached: a decision asks for the same counts segment after segment, and again after each result."""
+def _bad_side(
+    fails: int, passes: int, flakes: tuple[float, ...], always: float, min_ratio: float = 1.0
+) -> tuple[float, ...]:
+    """log of [always [passes = 0] + (1 - always) mean_{q > max(min_ratio f, Q_MIN)} q^fails (1-q)^passes] for each
+    f (always < 1). Cached: a decision asks for the same counts segment after segment, and again after each result."""
     terms = [_xlog(fails, lq) + _xlog(passes, l1q) for lq, l1q in zip(_LOG_Q, _LOG_1MQ)]
     top = max(terms)
     suffix = [0.0] * (Q_STEPS + 1)  # sum of exp(terms[t:] - top)
@@ -72,7 +74,7 @@ def _bad_side(fails: int, passes: int, flakes: tuple[float, ...], always: float)
         suffix[t] = suffix[t + 1] + math.exp(terms[t] - top)
     out = []
     for f in flakes:
-        first = _first_above(f)
+        first = _first_above(f * min_ratio)
         mean = top + math.log(suffix[first] / (Q_STEPS - first)) if first < Q_STEPS else -math.inf
         certain = math.log(always) if passes == 0 and always > 0 else -math.inf
         out.append(_logsumexp((certain, math.log(1 - always) + mean)))
@@ -91,9 +93,11 @@ def intermittent_posterior(
     flakes: Sequence[tuple[float, float]],
     always: float = P_ALWAYS,
     no_culprit_prior: float = NO_CULPRIT_PRIOR,
+    min_ratio: float = 1.0,
 ) -> Posterior:
     """P(first bad position = i | results) with the culprit's failure rate and the flake rate integrated out;
-    `always`: the prior probability that a culprit fails every time (1: a test declared deterministic)."""
+    `always`: the prior probability that a culprit fails every time (1: a test declared deterministic); `min_ratio`:
+    how many times the flake rate a culprit fails at least (1: anything above it; bot.domain.bisect.regression)."""
     if always >= 1:  # a culprit always fails: the deterministic model, one flake rate (flake_prior's point mass)
         ((flake, _),) = flakes
         return Posterior.compute(n, tallies, flake, no_culprit_prior)
@@ -112,7 +116,7 @@ def intermittent_posterior(
         # the segment ending here: positions up to it good, the rest bad (the last segment: no culprit at all)
         fg, pg = fg + tally.fails, pg + tally.passes
         fb, pb = total_fails - fg, total_passes - pg
-        bad = _bad_side(fb, pb, rates, always) if fb + pb else (0.0,) * len(rates)
+        bad = _bad_side(fb, pb, rates, always, min_ratio) if fb + pb else (0.0,) * len(rates)
         good = [_xlog(fg, lf) + _xlog(pg, l1f) for lf, l1f in log_f]
         ll.append(_logsumexp([w + g + b for w, g, b in zip(log_w, good, bad)]))
     return Posterior.of_segments(n, tuple(cuts), ll, no_culprit_prior)
