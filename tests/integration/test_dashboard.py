@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -25,8 +26,8 @@ from bot.adapters.store.store import NewBisection, NewStep, StepReport, Store
 from bot.app import create_app
 from bot.domain.bisect.engine import decide
 from bot.domain.bisect.explain import order_commits
-from bot.domain.bisect.ledger import outcome_model
-from bot.domain.bisect.model import Outcome, Problem, Run, Settings, State, Status
+from bot.domain.bisect.ledger import Entry, entries, outcome_model
+from bot.domain.bisect.model import Outcome, Phase, Problem, Run, Settings, State, Status
 from bot.domain.bisect.simulate import FlakyTest, linear_graph
 from bot.domain.outcome import parse_outcome
 from bot.service import setup
@@ -160,7 +161,12 @@ def world(tmp_path_factory):
     st = store.add_steps(uid, [views_step(repo.good, "calibrate", 1), views_step(repo.bad, "calibrate", 1)])
     store.finish_step(st[0], report("infra", None, infra="timed out after 60 s"))
     store.mark_lost(uid, "lost: the process driving this step stopped before it finished")
-    progress(store, uid, status="untestable", outcome={"message": "an endpoint cannot be tested", "culprit": None})
+    progress(
+        store,
+        uid,
+        status="untestable",
+        outcome={"message": "an endpoint cannot be tested", "culprit": None, "candidates": []},
+    )
     ids["untestable"] = uid
 
     # zero steps, just created
@@ -641,15 +647,19 @@ def test_an_answer_short_of_found_shows_its_best_guess_never_a_culprit(own_world
     good, parent, guess, bad = "1" * 40, "8" * 40, "9" * 40, "2" * 40
     commits = [[parent, "Bo", "Change 8 (#1008)"], [guess, "Ada Dev", "Change 9 (#1009)"], [bad, "Bo", "Change 10"]]
     config = {"command": ["./t.sh"]}
-    bid = store.create(NewBisection("/r", "v1", "main", good, bad, ["./t.sh"], config, commits=commits), "calibrating")
+    new = NewBisection("/r", "v1", "main", good, bad, ["./t.sh"], config, commits=commits, tests=(Entry("./t.sh"),))
+    bid = store.create(new, "calibrating")
     steps = store.add_steps(
         bid, [NewStep(bad, "calibrate", 1), NewStep(guess, "search", 2), NewStep(parent, "search", 2)]
     )
     for step_id, (verdict, code) in zip(steps, [("bad", 1), ("bad", 1), ("good", 0)]):
         store.finish_step(step_id, StepReport(code, None, None, verdict, "local/wt-0", 1.0, "log"))
     said = "stopped after 3 runs without reaching confidence 0.99 (best guess P=0.930)"
-    told = outcome_model(Outcome(Status.INCONCLUSIVE, said, best_guess=guess, confidence=0.93))  # as the driver writes
-    store.save_outcome(bid, "inconclusive", told)
+    told = outcome_model(Outcome(Status.INCONCLUSIVE, said, best_guess=guess, confidence=0.93))
+    (test,) = entries(store.get(bid).tests)
+    ended = replace(test, state=State(Phase.DONE), guess=guess, guess_probability=0.93, status=Status.INCONCLUSIVE)
+    store.save_tests(bid, [replace(ended, outcome=told)])  # as the driver writes it: the bisection derives the rest
+    assert store.get(bid).status == "inconclusive" and store.get(bid).phase == "done"
     data = check(openapi, client.get(f"/api/bisections/{bid}"), "/api/bisections/{bisection_id}")
     assert data["summary"]["culprit"] is None and data["summary"]["best_guess"] == guess
     assert data["culprit"] is None and data["culprit_commit"] is None and data["chart"]["culprit"] is None
