@@ -1,22 +1,25 @@
-"""Whether a red test regressed at all, or fails by a flake anywhere (pure; a group's member, bot.domain.bisect.group).
+"""Whether a red test regressed at all, or fails by a flake anywhere (pure; for a group's member,
+bot.domain.bisect.group).
 
 A red run of several tests often holds one that fails by a flake everywhere, GOOD included, and failed at BAD by
 chance. The search's own posterior (bot.domain.bisect.intermittent) cannot dismiss it soon: there a culprit may fail
 at any rate q above the flake rate f, so "a culprit at i failing a little more often than f" explains a flaky test's
 readings about as well as "no culprit" does, however many there are. What can be said is that no regression of a
-stated size is there:
+stated size is there -- one failing at least MIN_RATIO times as often as the test flakes, and at least Q_MIN of the
+time; a culprit below that (35% over a 30% flake) is not told from no culprit, as one under Q_MIN is not by the
+search. The odds
 
     odds = L(no culprit) / mean_i L(culprit at i, q >= max(MIN_RATIO f, Q_MIN))
 
-both integrated over the flake rate and q as the search's likelihoods are (bot.domain.bisect.intermittent), the
-culprit's position uniform over the range. Under a culprit of that size the odds are a martingale of mean 1 (on
-average over that prior of its position, rate and flake rate), so by Ville's inequality they ever reach 1 / (1 - C)
-with probability at most 1 - C (C the bisection's confidence), however the runs were chosen and however long the test
-ran: a test whose odds reach it ends `no_culprit`. A culprit below the size (35% over a 30% flake) is not told from
-no culprit, as one failing under Q_MIN is not by the search. The bound is an average over the prior: a culprit just
-at the size is dismissed more often, one far above it less (docs/algorithm.md has the figures).
+are the search's model with the culprit's rate held to the size (intermittent_posterior's `min_ratio`), both sides
+integrated over the flake rate and q as there, the position uniform. Under a regression of the size drawn from that
+prior the odds are a martingale of mean 1, however each run was chosen, so by Ville's inequality they ever reach
+1 / (1 - C) with probability at most 1 - C (C the bisection's confidence): a test whose odds reach it ends
+`no_culprit`. As for a culprit the search names, the bound is an average over the prior (a culprit just at the size
+is dismissed more often than one far above it); per rate it is measured (docs/algorithm.md). The reading that made
+the test red counts as a failure at BAD like any other, which only lowers the odds.
 
-The readings that decide it fastest are the endpoints': GOOD lies below every culprit and BAD above every one.
+The readings that decide fastest are the endpoints': GOOD lies below every culprit and BAD above each.
 """
 
 from __future__ import annotations
