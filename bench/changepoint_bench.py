@@ -2,7 +2,7 @@
 libraries used bare: Apache Otava's `compute_change_points` with its defaults, and MongoDB's
 signal-processing-algorithms' `e_divisive` with its defaults when `--spa-path` points at it.
 
-    python bench/changepoint_bench.py                                   # full (~30 minutes on 2 cores)
+    python bench/changepoint_bench.py                                   # full (~55 minutes on a busy 2-core machine)
     python bench/changepoint_bench.py --series 20 --series-30 10 --flat-series 30 --flat-nights-30 4   # quick
     python bench/changepoint_bench.py --spa-path DIR    # also signal-processing-algorithms, from DIR
 
