@@ -85,6 +85,10 @@ def test_the_endpoint_runs_go_where_they_tell_most():
     flaky = [Run(sha, Kind.CALIBRATE, RawResult(int(t % 3 == 0)), t) for t in range(12) for sha in (GOOD, BAD)]
     # failing now and then at both: both ends
     assert set(endpoint_runs(PROBLEM, flaky, [], 4)) == {GOOD, BAD}
+    # a GOOD that happened to pass often draws no more than SHARE x BAD's runs: BAD is read again
+    skewed = [Run(GOOD, Kind.CALIBRATE, RawResult(int(t < 3)), t) for t in range(22)]
+    skewed += [Run(BAD, Kind.CALIBRATE, RawResult(int(t < 2)), t) for t in range(7)]
+    assert endpoint_runs(PROBLEM, skewed, [], 3) == [BAD] * 3
 
 
 def group_with_a_flaky_member(seed: int, rate: float = 1.0) -> tuple[dict[str, int | None], dict[str, RedFirst]]:

@@ -35,6 +35,7 @@ from bot.domain.bisect.posterior import Tally
 from bot.domain.bisect.verdict import RawResult, Verdict
 
 MIN_RATIO = 2.0  # a regression fails at least twice as often as the test flakes (and at least Q_MIN of the time)
+SHARE = 2  # an endpoint's runs for the odds: at most this many times the other's (+ 2)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,9 @@ class Regression:
 def endpoint_runs(problem: Problem, runs: Sequence[Run], flying: Sequence[str], count: int) -> list[str]:
     """`count` runs of the endpoints (GOOD and BAD) for a test whose odds are in doubt: each where a reading is
     expected to raise the odds more if the test only flakes (at its failure rate so far), shared out between the two
-    as runs pile up on one (`flying`: the endpoint runs of the test already in flight).
+    as runs pile up on one (`flying`: the endpoint runs of the test already in flight), and never more than
+    SHARE x the other's runs (+ 2) on one: a flaky test's GOOD that happened to pass often would otherwise draw
+    every run, while its BAD, read a few times, is what keeps a regression in play.
 
     A test that failed once and passes since gains most at BAD (a pass there is what a regression makes unlikely); a
     test failing now and then everywhere gains at both, GOOD's failures being what tells it from a regression."""
@@ -91,10 +94,15 @@ def endpoint_runs(problem: Problem, runs: Sequence[Run], flying: Sequence[str], 
         }
         gain[sha] = max(1e-9, rate * after[1] + (1 - rate) * after[0])
     pending = {sha: sum(f == sha for f in flying) for sha in gain}
+    have = {sha: sum(r.sha == sha for r in runs) + pending[sha] for sha in gain}
     out = []
     for _ in range(count):
         sha = max(gain, key=lambda e: (gain[e] / (1 + pending[e]), e == problem.good))
+        other = problem.bad if sha == problem.good else problem.good
+        if have[sha] + 1 > SHARE * have[other] + 2:
+            sha = other
         pending[sha] += 1
+        have[sha] += 1
         out.append(sha)
     return out
 
