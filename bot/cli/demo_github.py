@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 from rich.console import Console
@@ -72,28 +73,8 @@ def run(
     seeded = seed_from_scenario(state, workdir / "scenario")
     scenario = seeded.scenario
     base, stop_sandbox = run_in_thread(state)
-    secret, port = secrets.token_hex(16), free_port()
-    db = f"sqlite:///{workdir / 'bot.db'}"
-    env = {
-        **os.environ,
-        "REVERT_BISECT_WEBHOOK_SECRET": secret,
-        "REVERT_BISECT_GITHUB_URL": base,
-        "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"],
-        "REVERT_BISECT_POLICIES": str(policies),
-        "REVERT_BISECT_WORKSPACE": str(workdir / "bot-clones"),
-    }
-    bot_log = open(workdir / "bot.log", "w")
-    # A process group of its own: whatever the bot starts goes with it when the demo ends, however it ends.
-    bot = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db],
-        env=env,
-        stdout=bot_log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    bot_url = f"http://127.0.0.1:{port}"
-    logs = f"the bot's log {workdir / 'bot.log'}; the runs' logs under {workdir / 'sandbox'}"
+    served = ServedBot.start(workdir, base, seeded.tokens["revert-bisect-bot"], policies)
+    bot, bot_url, secret, logs, db = served.proc, served.url, served.secret, served.logs, served.db
     err.print(
         Panel.fit(
             f"GitHub sandbox {base}  (repository {seeded.repo}, maintainer token {seeded.tokens[seeded.maintainer]})\n"
@@ -168,11 +149,51 @@ def run(
         )
         return GithubDemoResult(130, None)
     finally:
-        stop_group(bot)
-        bot_log.close()
+        served.stop()
         state.actions.shutdown()
         stop_sandbox()
         restore()
+
+
+@dataclass
+class ServedBot:
+    """The bot serving the sandbox's webhooks, a process of the demo's: its URL, its webhook secret, its log."""
+
+    proc: subprocess.Popen
+    url: str
+    secret: str
+    log: IO[str]
+    logs: str  # where to look, in words
+    db: str  # its store's URL
+
+    @classmethod
+    def start(cls, workdir: Path, github: str, token: str, policies: Path) -> ServedBot:
+        secret, port = secrets.token_hex(16), free_port()
+        db = f"sqlite:///{workdir / 'bot.db'}"
+        env = {
+            **os.environ,
+            "REVERT_BISECT_WEBHOOK_SECRET": secret,
+            "REVERT_BISECT_GITHUB_URL": github,
+            "REVERT_BISECT_GITHUB_TOKEN": token,
+            "REVERT_BISECT_POLICIES": str(policies),
+            "REVERT_BISECT_WORKSPACE": str(workdir / "bot-clones"),
+        }
+        log = open(workdir / "bot.log", "w")
+        # A process group of its own: whatever the bot starts goes with it when the demo ends, however it ends.
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        logs = f"the bot's log {workdir / 'bot.log'}; the runs' logs under {workdir / 'sandbox'}"
+        return cls(proc, f"http://127.0.0.1:{port}", secret, log, logs, db)
+
+    def stop(self) -> None:
+        stop_group(self.proc)
+        self.log.close()
 
 
 def _explain(err: Console, ended: Ended | None, logs: str, elapsed: float) -> None:

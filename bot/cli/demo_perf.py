@@ -16,12 +16,8 @@ policies/perf/example-perf.yaml (this one). The benchmark's clock is drawn from 
 
 from __future__ import annotations
 
-import os
-import secrets
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +30,10 @@ from rich.panel import Panel
 from rich.table import Table
 
 from bot.cli import demo_ci
-from bot.cli.demo_github import _api, _revert_prs, _show, _sigterm_interrupts, _wait_up
+from bot.cli.demo_github import ServedBot, _api, _revert_prs, _show, _sigterm_interrupts, _wait_up
 from bot.cli.demo_watch import Ended, StoryWatch
 from bot.domain.joblog import plain
-from runners.proc import stop_group
-from sandbox import SandboxState, free_port, run_in_thread, seed_from_scenario
+from sandbox import SandboxState, run_in_thread, seed_from_scenario
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
 PERF = ".github/workflows/nightly-perf.yml"
@@ -85,27 +80,8 @@ def run(
     scenario = seeded.scenario
     state.actions.runner_env["MINI_SGLANG_BENCH_SEED"] = f"demo-{seed}"
     base, stop_sandbox = run_in_thread(state)
-    secret, port = secrets.token_hex(16), free_port()
-    db = f"sqlite:///{workdir / 'bot.db'}"
-    env = {
-        **os.environ,
-        "REVERT_BISECT_WEBHOOK_SECRET": secret,
-        "REVERT_BISECT_GITHUB_URL": base,
-        "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"],
-        "REVERT_BISECT_POLICIES": str(policies_for(workdir, revert)),
-        "REVERT_BISECT_WORKSPACE": str(workdir / "bot-clones"),
-    }
-    bot_log = open(workdir / "bot.log", "w")
-    bot = subprocess.Popen(  # a process group of its own: whatever the bot starts goes with it
-        [sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--db", db],
-        env=env,
-        stdout=bot_log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    bot_url = f"http://127.0.0.1:{port}"
-    logs = f"the bot's log {workdir / 'bot.log'}; the runs' logs under {workdir / 'sandbox'}"
+    served = ServedBot.start(workdir, base, seeded.tokens["revert-bisect-bot"], policies_for(workdir, revert))
+    bot, bot_url, secret, logs, db = served.proc, served.url, served.secret, served.logs, served.db
     slow = scenario["slowdown"]
     err.print(
         Panel.fit(
@@ -182,8 +158,7 @@ def run(
         )
         return PerfDemoResult(130, None)
     finally:
-        stop_group(bot)
-        bot_log.close()
+        served.stop()
         state.actions.shutdown()
         stop_sandbox()
         restore()
