@@ -9,11 +9,11 @@ from alembic import command
 
 from bot.adapters.store.db import _alembic_config, connect
 from bot.adapters.store.store import NewBisection, NewStep, Store
-from tests.support.old_rows import bisections as table
-from tests.support.old_rows import old_bisection
+from bot.domain.bisect.ledger import conclusion, entries
 from bot.domain.bisect.model import Status
 from bot.domain.outcome import AB, BisectionOutcome, outcome_of, parse_outcome
-from bot.domain.bisect.ledger import conclusion, entries
+from tests.support.old_rows import bisections as table
+from tests.support.old_rows import old_bisection
 
 
 def test_a_driver_outcome_round_trips_with_the_publishers_facts():

@@ -235,9 +235,7 @@ class Entry:
 def ci_runs(tests: Iterable[Entry]) -> list[Run]:
     """What the engine learns from CI's readings of each test: a run each, of kind CI (never dispatched, never a
     confirmation), before any of the bisection's own."""
-    return [
-        Run(c.sha, Kind.CI, RawResult(0 if c.passed else 1, c.metric), 0, e.test) for e in tests for c in e.ci
-    ]
+    return [Run(c.sha, Kind.CI, RawResult(0 if c.passed else 1, c.metric), 0, e.test) for e in tests for c in e.ci]
 
 
 def entries(tests: Mapping[str, Any] | None) -> list[Entry]:
