@@ -2,7 +2,7 @@
 series, the commits between its runs bisected by the sampled search, the culprit proven by the A/B -- against
 Pinpoint's fixed design bisecting the same ranges (issue 32, item 8).
 
-    python bench/slowdown_path_bench.py                               # 500 histories a row (hours on 2 cores)
+    python bench/slowdown_path_bench.py                               # 500 histories a row (28 minutes on 2 cores)
     python bench/slowdown_path_bench.py --histories 40 --jobs 2      # a shorter run
     python bench/slowdown_path_bench.py --rows '0.02,0.05;0.02,0'    # only these rows (noise,shift; 0: flat)
 
