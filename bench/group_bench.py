@@ -1,7 +1,8 @@
 """Benchmark: several red tests bisected together (bot.domain.bisect.group) against one bisection per test.
 
-    python bench/group_bench.py              # 400 incidents per k (~1 minute on 2 cores)
+    python bench/group_bench.py              # 400 incidents per k (~2 minutes on 2 cores)
     python bench/group_bench.py --quick      # 60 incidents per k
+    python bench/group_bench.py --three-culprits --k 3   # issue 33's suite
 
 Simulated incidents on a linear range of --commits commits: 2-6 red tests, 1-3 distinct culprits among them,
 0-2 flaky tests (no culprit: they fail anywhere with --flaky-rate, and their red reading at BAD was one such
@@ -11,8 +12,12 @@ run it comes from). The same incident, with the same tests, is bisected both way
 - together: one search, a step runs every undecided test at its commit and counts as one GPU run;
 - alone: one bisection per test, each with its own GPU runs, one after the other on the same k runners.
 
+--culprit-rate R makes every culprit intermittent (failing R of the time from its commit on); --good-as-read
+takes GOOD as read, as the CLI does by default (otherwise each test runs it in calibration).
+
 A test is right when a culprit test names its culprit (found) and a flaky test names none (no found or
-ambiguous outcome). Prints markdown tables (progress on stderr).
+ambiguous outcome); a culprit test "dismissed" ended saying there is nothing to bisect (no_culprit or
+not_reproducible). Prints markdown tables (progress on stderr).
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ sys.path.insert(0, str(ROOT))
 
 import tables  # noqa: E402  (bench/tables.py, beside this script)
 
-from bot.domain.bisect.model import Status  # noqa: E402
+from bot.domain.bisect.model import Settings, Status  # noqa: E402
 from bot.domain.bisect.simulate import FlakyTest, RedFirst, red_tests, simulate, simulate_group  # noqa: E402
 
 COMMAND = "python " + shlex.join(["bench/group_bench.py", *sys.argv[1:]])
 NAMED = (Status.FOUND, Status.AMBIGUOUS)
+DISMISSED = (Status.NO_CULPRIT, Status.NOT_REPRODUCIBLE)
 
 
 @dataclass(frozen=True)
@@ -57,10 +63,17 @@ def three_culprits(rng: random.Random, n: int) -> Incident:
     return Incident({"t0": a, "t1": a, "t2": b, "t3": c, "flaky0": None})
 
 
-def tests_of(inc: Incident, n: int, flake: float, flaky_rate: float, seed: int) -> dict[str, RedFirst]:
+def tests_of(
+    inc: Incident, n: int, flake: float, flaky_rate: float, seed: int, culprit_rate: float = 1.0
+) -> dict[str, RedFirst]:
     return {
         t: RedFirst(
-            FlakyTest(n + 1 if c is None else c, flaky_rate if c is None else flake, random.Random(seed * 1000 + i)),
+            FlakyTest(
+                n + 1 if c is None else c,
+                flaky_rate if c is None else flake,
+                random.Random(seed * 1000 + i),
+                rate=culprit_rate,
+            ),
             f"c{n}",
         )
         for i, (t, c) in enumerate(inc.culprits.items())
@@ -87,7 +100,14 @@ def main() -> None:
         help="every incident issue 33's suite: two tests broken at one commit, one each at two others, one flaky",
     )
     parser.add_argument("--k", type=int, action="append", help="runners (repeatable; default 1 and 4)")
+    parser.add_argument(
+        "--culprit-rate", type=float, default=1.0, help="how often a culprit test fails from its commit on (default 1)"
+    )
+    parser.add_argument("--good-as-read", action="store_true", help="GOOD taken as read, the CLI's default")
     args = parser.parse_args()
+    if not 0 < args.culprit_rate <= 1:
+        parser.error("--culprit-rate must be in (0, 1]")
+    settings = Settings(good_as_read=args.good_as_read)
     count = 60 if args.quick else args.incidents
     n = args.commits
     rows, by_shape = [], []
@@ -97,14 +117,14 @@ def main() -> None:
         rounds = {"together": [], "alone": []}
         ratios: list[float] = []
         good = {(how, flaky): 0 for how in ("together", "alone") for flaky in (False, True)}
+        dismissed = {"together": 0, "alone": 0}
         judged = {False: 0, True: 0}
         shapes: dict[int, list[float]] = {}
         for seed in range(count):
             inc = draw(random.Random(seed), n)
-            together = simulate_group(n, tests_of(inc, n, args.flake_rate, args.flaky_rate, seed), k)
-            alone = {
-                t: simulate(n, test, k) for t, test in tests_of(inc, n, args.flake_rate, args.flaky_rate, seed).items()
-            }
+            drawn = (inc, n, args.flake_rate, args.flaky_rate, seed, args.culprit_rate)
+            together = simulate_group(n, tests_of(*drawn), k, settings)
+            alone = {t: simulate(n, test, k, settings) for t, test in tests_of(*drawn).items()}
             spent_alone = sum(r.runs for r in alone.values())
             runs["together"].append(together.runs)
             runs["alone"].append(spent_alone)
@@ -118,6 +138,9 @@ def main() -> None:
                 out = together.outcomes[t]
                 good["together", flaky] += right(inc, t, out.status, out.culprit)
                 good["alone", flaky] += right(inc, t, alone[t].outcome.status, alone[t].outcome.culprit)
+                if not flaky:
+                    dismissed["together"] += out.status in DISMISSED
+                    dismissed["alone"] += alone[t].outcome.status in DISMISSED
             if seed % 50 == 49:
                 print(f"k={k}: {seed + 1}/{count} incidents", file=sys.stderr, flush=True)
         total = sum(runs["together"]) / sum(runs["alone"])
@@ -133,6 +156,7 @@ def main() -> None:
                         f"{good[how, flaky]}/{judged[flaky]} ({100 * good[how, flaky] / judged[flaky]:.1f}%)"
                         for flaky in (False, True)
                     ),
+                    f"{dismissed[how]}/{judged[False]}",
                     f"{total:.2f}x (median {statistics.median(ratios):.2f}x)" if how == "together" else "1",
                 ]
             )
@@ -150,6 +174,7 @@ def main() -> None:
             "rounds (mean)",
             "culprit tests right",
             "flaky tests blamed on nothing",
+            "culprit tests dismissed",
             "runs vs alone",
         ],
         rows,
@@ -160,7 +185,14 @@ def main() -> None:
                 else "Incidents: 2-6 red tests, 1-3 distinct culprits, 0-2 flaky tests"
             )
             + f" (failing anywhere at {args.flaky_rate:.0%}); every test fails a good commit at "
-            f"{args.flake_rate:.0%}. `runs vs alone`: the "
+            f"{args.flake_rate:.0%}"
+            + (
+                f", a culprit test {args.culprit_rate:.0%} of the time from its commit on"
+                if args.culprit_rate < 1
+                else ""
+            )
+            + ("; GOOD taken as read (the CLI's default)" if args.good_as_read else "")
+            + ". `runs vs alone`: the "
             "total GPU runs of all incidents together over alone, and the median of the per-incident ratios. Alone, "
             "the bisections run one after another on the same k runners, so their rounds add up."
         ],

@@ -12,12 +12,14 @@ search. The odds
     odds = L(no culprit) / mean_i L(culprit at i, q >= max(MIN_RATIO f, Q_MIN))
 
 are the search's model with the culprit's rate held to the size (intermittent_posterior's `min_ratio`), both sides
-integrated over the flake rate and q as there, the position uniform. Under a regression of the size drawn from that
-prior the odds are a martingale of mean 1, however each run was chosen, so by Ville's inequality they ever reach
-1 / (1 - C) with probability at most 1 - C (C the bisection's confidence): a test whose odds reach it ends
-`no_culprit`. As for a culprit the search names, the bound is an average over the prior (a culprit just at the size
-is dismissed more often than one far above it); per rate it is measured (docs/algorithm.md). The reading that made
-the test red counts as a failure at BAD like any other, which only lowers the odds.
+integrated over the flake rate and q as there, the position uniform -- but with no weight on a culprit that fails
+every time: the odds are asked only of a test whose BAD passed, which such a culprit never does (its weight would
+only make the odds look better). Under a regression of the size drawn from that prior the odds are a martingale of
+mean 1, however each run was chosen, so by Ville's inequality they ever reach 1 / (1 - C) with probability at most
+1 - C (C the bisection's confidence): a test whose odds reach it ends `no_culprit`. As for a culprit the search
+names, the bound is an average over the prior -- a culprit just at the size is dismissed more often than one far
+above it -- and per rate it is measured (bench/regression_bench.py, docs/algorithm.md). The reading that made the
+test red counts as a failure at BAD like any other, which only lowers the odds.
 
 The readings that decide fastest are the endpoints': GOOD lies below every culprit and BAD above each.
 """
@@ -116,7 +118,7 @@ def regression(problem: Problem, runs: Sequence[Run]) -> Regression:
     flakes = flake_prior(s.flake_rate, s.flake_floor, trusted=False)
     # even prior odds: the posterior p of "no culprit" gives the odds (the Bayes factor) as p / (1 - p)
     none = intermittent_posterior(
-        len(scope.candidates), ev.tallies(scope), flakes, no_culprit_prior=0.5, min_ratio=MIN_RATIO
+        len(scope.candidates), ev.tallies(scope), flakes, 0.0, no_culprit_prior=0.5, min_ratio=MIN_RATIO
     ).no_culprit
     log_odds = math.inf if none >= 1 else -math.inf if none <= 0 else math.log(none) - math.log1p(-none)
 
