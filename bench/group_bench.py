@@ -16,8 +16,8 @@ run it comes from). The same incident, with the same tests, is bisected both way
 takes GOOD as read, as the CLI does by default (otherwise each test runs it in calibration).
 
 A test is right when a culprit test names its culprit (found) and a flaky test names none (no found or
-ambiguous outcome); a culprit test "dismissed" ended saying there is nothing to bisect (no_culprit or
-not_reproducible). Prints markdown tables (progress on stderr).
+ambiguous outcome); a culprit test "wrong" named an innocent commit, one "dismissed" ended saying there is
+nothing to bisect (no_culprit or not_reproducible). Prints markdown tables (progress on stderr).
 """
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ def main() -> None:
         ratios: list[float] = []
         good = {(how, flaky): 0 for how in ("together", "alone") for flaky in (False, True)}
         dismissed = {"together": 0, "alone": 0}
+        wrong = {"together": 0, "alone": 0}
         judged = {False: 0, True: 0}
         shapes: dict[int, list[float]] = {}
         for seed in range(count):
@@ -139,8 +140,9 @@ def main() -> None:
                 good["together", flaky] += right(inc, t, out.status, out.culprit)
                 good["alone", flaky] += right(inc, t, alone[t].outcome.status, alone[t].outcome.culprit)
                 if not flaky:
-                    dismissed["together"] += out.status in DISMISSED
-                    dismissed["alone"] += alone[t].outcome.status in DISMISSED
+                    for how, told in (("together", out), ("alone", alone[t].outcome)):
+                        dismissed[how] += told.status in DISMISSED
+                        wrong[how] += told.culprit not in (None, f"c{culprit}")
             if seed % 50 == 49:
                 print(f"k={k}: {seed + 1}/{count} incidents", file=sys.stderr, flush=True)
         total = sum(runs["together"]) / sum(runs["alone"])
@@ -156,7 +158,7 @@ def main() -> None:
                         f"{good[how, flaky]}/{judged[flaky]} ({100 * good[how, flaky] / judged[flaky]:.1f}%)"
                         for flaky in (False, True)
                     ),
-                    f"{dismissed[how]}/{judged[False]}",
+                    f"{wrong[how]} / {dismissed[how]}",
                     f"{total:.2f}x (median {statistics.median(ratios):.2f}x)" if how == "together" else "1",
                 ]
             )
@@ -174,7 +176,7 @@ def main() -> None:
             "rounds (mean)",
             "culprit tests right",
             "flaky tests blamed on nothing",
-            "culprit tests dismissed",
+            "culprit tests wrong / dismissed",
             "runs vs alone",
         ],
         rows,

@@ -10,8 +10,11 @@ it carries and reports a result per test, so the unit of cost is the step, not t
 - each chosen step also carries every other test still searching whose result there is uncertain (a
   rider costs no runner), so tests with one culprit converge together and tests with different
   culprits part where their posteriors do;
-- a test that ends (its culprit confirmed, or no culprit: its BAD passes on a re-run, it contradicts a
-  deterministic reading, it fails at GOOD) rides no further step.
+- a test whose BAD passed on a re-run may fail by a flake anywhere: while no regression is at least as likely as
+  one of a stated size (bot.domain.bisect.regression), its own runs go to the endpoints, after every other ask,
+  and it ends `no_culprit` once the odds rule such a regression out;
+- a test that ends (its culprit confirmed, or no culprit: its BAD passes on re-runs, it contradicts a
+  deterministic reading, it fails at GOOD, its failures are flakes) rides no further step.
 
 Each test's confirmation and A/B proof follow the rules of a bisection of one; a culprit shared by
 several tests is reverted once (`wants_revert` names each culprit once).
@@ -124,7 +127,7 @@ def decide_group(
         return GroupDecision(new_states, decisions, (), obsolete, wants)
     busy = [p for p in in_flight if p not in obsolete]
     asks = {t: [replace(p, test=t, round=rnd) for p in decisions[t].probes] for t in sorted(live)}
-    checks = set()
+    checks: set[str] = set()  # tests whose asks are the endpoints' runs for their odds: after every other ask
     if len(group.problems) > 1:
         for t in live:
             mine = [r for r in runs if r.test == t]
