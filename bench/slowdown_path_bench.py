@@ -140,8 +140,8 @@ def history(noise: float, shift: float, seed: int, workers: int) -> History:
     for night in range(FIRST_NIGHT, NIGHTS + 1):
         series = slowdowns.SeriesTable(runs[:night], {METRIC: tuple(readings[:night])})
         for slowdown in slowdowns.assess(TEST, series, SPECS, known).to_bisect:
-            # stored as bot.service.slowdowns stores its origin: each shift's runs either side
-            known += [(s.before.run_id, s.after.run_id) for s in slowdown.shifts]
+            # stored as bot.service.slowdowns stores its origin: the runs of its GOOD and BAD
+            known.append((slowdown.good.run_id, slowdown.bad.run_id))
             good, bad, head = tips[slowdown.good.run_id], tips[slowdown.bad.run_id], tips[night - 1]
             ci = slowdowns.ci_readings(series, slowdown)
             draws = random.Random(f"{seed}/{noise}/{shift}/{night}/{good}")

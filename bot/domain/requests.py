@@ -40,15 +40,20 @@ class JudgedMetric:
 @dataclass(frozen=True)
 class SeriesChange:
     """A change point of a test's series that a bisection was started from: the metric, the last run before the shift
-    and the first run after it (the dashboard links the bisection from the series' page)."""
+    and the first run after it (the dashboard links the bisection from the series' page), and the runs of the
+    bisection's GOOD and BAD (the range the shift may have come in: a later night's change point of the same shift
+    falls in it, bot.domain.perf.slowdowns)."""
 
     test: str
     metric: str
     run_before: int
     run_after: int
+    run_good: int | None = None
+    run_bad: int | None = None
 
     def as_json(self) -> dict:
-        return dict(test=self.test, metric=self.metric, run_before=self.run_before, run_after=self.run_after)
+        found = dict(test=self.test, metric=self.metric, run_before=self.run_before, run_after=self.run_after)
+        return found | {k: v for k, v in (("run_good", self.run_good), ("run_bad", self.run_bad)) if v is not None}
 
 
 @dataclass(frozen=True)

@@ -413,7 +413,9 @@ class SeriesLog(Protocol):
 @dataclass(frozen=True)
 class SeriesBisection:
     """A bisection started from a change point of a series: its origin says
-    {"series": {"test", "metric", "run_before", "run_after"}} (the last run before the shift, the first after)."""
+    {"series": {"test", "metric", "run_before", "run_after", "run_good", "run_bad"}} (the last run before the shift, the
+    first after; the runs of the bisection's GOOD and BAD, those two for a bisection started before they were stored).
+    """
 
     id: int
     status: str | None  # None while it runs
@@ -422,6 +424,8 @@ class SeriesBisection:
     metric: str
     run_before: int
     run_after: int
+    run_good: int
+    run_bad: int
 
 
 class SeriesBisections(Protocol):

@@ -94,7 +94,7 @@ class Slowdowns:
         specs = {s.name: s for s in test.metrics}
         repo = policy.repository
         series = SeriesTable.of({name: self.series.series(repo, test.id, name) for name in specs})
-        known = {(b.run_before, b.run_after) for name in specs for b in self.origins.of_series(repo, test.id, name)}
+        known = {(b.run_good, b.run_bad) for name in specs for b in self.origins.of_series(repo, test.id, name)}
         return series, assess(test.id, series, specs, known, self.settings)
 
     def bisect(
@@ -121,7 +121,12 @@ class Slowdowns:
             run=shift.after.run_id,
             ci=ci_readings(series, slowdown),
             started=started(slowdown),
-            series=tuple(SeriesChange(test.id, s.metric, s.before.run_id, s.after.run_id) for s in slowdown.shifts),
+            series=tuple(
+                SeriesChange(
+                    test.id, s.metric, s.before.run_id, s.after.run_id, slowdown.good.run_id, slowdown.bad.run_id
+                )
+                for s in slowdown.shifts
+            ),
             judged=JudgedMetric(spec.name, regex, _higher_is_worse(spec)),
             onto=series.runs[-1].sha,  # the newest run's commit: the A/B and the revert where the branch is now
         )

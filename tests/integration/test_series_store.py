@@ -12,6 +12,7 @@ import pytest
 from bot.adapters.store.db import connect
 from bot.adapters.store.series import SeriesOrigins, SeriesPoints
 from bot.adapters.store.store import NewBisection, Store
+from bot.domain.requests import SeriesChange
 from bot.ports.store import SeriesPoint
 
 REPO = "sgl-project/sglang"
@@ -93,3 +94,14 @@ def test_bisections_started_from_a_change_point_are_found_by_their_origin(engine
         (first, 11, BIG_RUN, None, "searching"),
     ]
     assert origins.of_series(REPO, TEST, "bs1") == []
+    # stored before a bisection's GOOD and BAD runs were: its change point's two runs stand for its range
+    assert [(b.run_good, b.run_bad) for b in found] == [(11, BIG_RUN), (11, BIG_RUN)]
+
+
+def test_a_bisections_range_is_found_with_its_change_point(engine):
+    store, origins = Store(engine), SeriesOrigins(engine)
+    change = SeriesChange(TEST, "bs64", 11, 12, run_good=8, run_bad=BIG_RUN)
+    origin = {"repo": REPO, "series": change.as_json()}
+    made = store.create(NewBisection("/clones/sglang", "g", "b", "g" * 40, "b" * 40, ["true"], {}, origin=origin), "x")
+    (found,) = origins.of_series(REPO, TEST, "bs64")
+    assert (found.id, found.run_before, found.run_after, found.run_good, found.run_bad) == (made, 11, 12, 8, BIG_RUN)

@@ -233,3 +233,29 @@ def test_on_slowdown_is_closed_and_needs_metrics_on_a_test():
         data["tests"][0].pop("metrics")
         data["tests"][0]["on_slowdown"] = "comment"
         Policy.model_validate(data)
+
+
+# A history of bench/slowdown_path_bench.py's simulator (2% noise, 5% slower from night 33 on), as its nights read:
+# the shift is first seen between runs 30 and 31 (night 41), and a week later between 37 and 38 -- two runs E-Divisive
+# placed far apart, both inside the range the first bisection searched.
+MOVING = [
+    101.7, 99.9, 100.0, 100.9, 100.7, 103.2, 96.9, 98.5, 99.4, 98.7, 99.0, 99.4, 94.5, 99.4, 101.1, 97.0, 96.7, 99.1,
+    103.1, 96.8, 99.9, 102.2, 101.7, 98.3, 99.5, 100.1, 101.0, 99.2, 101.7, 98.5, 101.7, 97.6, 97.3, 97.3, 96.6, 96.5,
+    98.4, 96.5, 93.4, 96.1, 90.3, 91.9, 95.1, 91.6, 96.1, 92.8, 91.8, 91.6,
+]  # fmt: skip
+
+
+def test_a_shift_whose_change_point_moves_nights_later_is_bisected_once():
+    runs = [Point(i, 1, f"c{i}", T0 + timedelta(days=i), v) for i, v in enumerate(MOVING)]
+    specs = {"tput": tput("tput")}
+    known: list[tuple[int, int]] = []  # each bisection's (GOOD's run, BAD's run), as bot.service.slowdowns stores it
+    started = []
+    for night in range(10, len(MOVING) + 1):
+        found = assess("bench", SeriesTable.of({"tput": runs[:night]}), specs, known)
+        for slowdown in found.to_bisect:
+            known.append((slowdown.good.run_id, slowdown.bad.run_id))
+            started.append((night, slowdown.before.run_id, slowdown.after.run_id))
+        if started and night == len(MOVING):
+            (seen,) = found.known
+            assert seen.after.run_id > started[0][2]  # the change point moved, and is the same shift
+    assert len(started) == 1 and started[0][1:] == (30, 31), started

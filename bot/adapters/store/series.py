@@ -112,7 +112,7 @@ def _int(value: object) -> int | None:
 
 
 def _series_of(origin: dict | None) -> list[dict]:
-    """The origin's `series`: one change point ({"test", "metric", "run_before", "run_after"}) or a list of them (a
+    """The origin's `series`: one change point ({"test", "metric", "run_before", "run_after", ...}) or a list of them (a
     bisection of several metrics that shifted at the same run)."""
     found = (origin or {}).get("series")
     items = found if isinstance(found, list) else [found]
@@ -145,5 +145,7 @@ class SeriesOrigins:
             for item in _series_of(row.origin):
                 before, after = _int(item.get("run_before")), _int(item.get("run_after"))
                 if item.get("test") == test and item.get("metric") == metric and before is not None and after:
-                    out.append(SeriesBisection(row.id, row.status, row.phase, test, metric, before, after))
+                    good, bad = _int(item.get("run_good")), _int(item.get("run_bad"))
+                    span = (good, bad) if good is not None and bad is not None else (before, after)
+                    out.append(SeriesBisection(row.id, row.status, row.phase, test, metric, before, after, *span))
         return out

@@ -20,9 +20,10 @@ already started from the store, and starts what this says (bot.service.slowdowns
   change point's location, approximately) -- is a place the shift may be; GOOD is the last run before the earliest
   of them and BAD the first run after the latest (E-Divisive's own among them). A wider range costs the search a
   step per doubling; a range that misses the culprit costs the whole bisection.
-- A slowdown is known -- bisected or being bisected -- when a bisection started from a change point of the test has
-  its change point's runs inside the slowdown's range: the change point a night later may sit a run or more away from
-  where it was first seen, and it is the same shift.
+- A slowdown is known -- bisected or being bisected -- when its range (GOOD's run to BAD's) overlaps the range of a
+  bisection already started from a change point of the test: a night later the change point may sit a run or more
+  away from where it was first seen, even outside the first one's two runs, and it is the same shift as long as the
+  nights it may have come at meet those the first bisection searched.
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ def assess(
     settings: ChangeSettings | None = None,
 ) -> Assessment:
     """The test's slowdowns: `specs` declares each metric of `series` (its direction and `min_effect`), `known` holds
-    the (last run before, first run after) of each bisection already started from a change point of the test."""
+    the (GOOD's run, BAD's run) of each bisection already started from a change point of the test."""
     settings = settings or ChangeSettings()
     names = [name for name in series.values if name in specs]
     floors = {name: _floor(specs[name], settings) for name in names}
