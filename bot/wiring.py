@@ -27,6 +27,7 @@ from bot.ports import BackendFor, CiReads, Git
 from bot.service.backends import step_inputs
 from bot.service.bisections import Bisections
 from bot.service.reland import RevertMerged
+from bot.service.run_reading import Kept
 from bot.service.slowdowns import Slowdowns
 from bot.settings import BotSettings, default_workspace
 from runners.spec import Backend, StepSpec
@@ -108,14 +109,15 @@ def handlers(settings: BotSettings, engine: Engine) -> dict[str, Handler]:
         token=token_for,
     )
     series = SeriesPoints(engine)
+    kept = Kept()  # a run read once per process: by the series' sync and the red-test intake of its delivery
     return {
         "command": CommandJob(policies, forge_for, bisections),
         # a completed run of a watched workflow: the benchmarks' series read (green or red), then the red-test intake
         # and, after the intake, the series' new slowdowns bisected and acted on (`on_slowdown`)
         "nightly_failure": Alongside(
-            SeriesJob(policies, forge_for, series),
+            SeriesJob(policies, forge_for, series, kept),
             AfterIntake(
-                NightlyJob(policies, forge_for, bisections, Flakes(engine)),
+                NightlyJob(policies, forge_for, bisections, Flakes(engine), kept=kept),
                 SlowdownJob(policies, forge_for, Slowdowns(bisections, series, SeriesOrigins(engine))),
             ),
         ),

@@ -10,12 +10,18 @@ decision needs, and no more:
   run read for one failing test is not fetched again for another (`read_red`).
 
 A red run's log that cannot be downloaded fails the read (the job is tried again); an earlier run's says nothing.
+
+`Kept` holds the runs read in this process, so that the series' sync (bot.service.series_intake) and the red-test
+intake of one delivery -- and the intake's later claims of it, after the re-run grace -- share one reading of a run:
+what one fetched the other does not fetch again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from bot.domain import red_run
@@ -69,6 +75,35 @@ def fetch(ci: CiReads, policy: Policy, read: RunReading, want: Wanted, quiet: bo
     return with_log(policy, read, want, *_log(ci, want.job, quiet))
 
 
+class Kept:
+    """The readings of the last `size` run attempts read in this process, by repository, run and attempt (a newer
+    attempt is another reading: its jobs and logs are new). Safe to share between the worker's threads."""
+
+    def __init__(self, size: int = 16):
+        self.size = size
+        self._reads: OrderedDict[tuple[str, int, int], RunReading] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, repository: str, run: RunInfo) -> RunReading | None:
+        with self._lock:
+            return self._reads.get((repository.lower(), run.id, run.run_attempt))
+
+    def whole(self, repository: str, run: RunInfo) -> RunReading | None:
+        """The run's reading if every log asked of it was read (an earlier run's reader keeps a log it could not
+        download as unreadable, where the series' reader must fail and read the run again later)."""
+        read = self.get(repository, run)
+        return read if read is not None and not any(a.unread for a in read.attempts) else None
+
+    def keep(self, repository: str, read: RunReading) -> RunReading:
+        key = (repository.lower(), read.run.id, read.run.run_attempt)
+        with self._lock:
+            self._reads[key] = read
+            self._reads.move_to_end(key)
+            while len(self._reads) > self.size:
+                self._reads.popitem(last=False)
+        return read
+
+
 def read_run(ci: CiReads, policy: Policy, run: RunInfo, known: RunReading | None = None) -> RunReading:
     """The red run (or a re-run that succeeded), read for the intake piece by piece, as bot.domain.red_run.wanted
     asks (`known`: what is read of this attempt already)."""
@@ -85,15 +120,17 @@ def histories(
     red: RunInfo,
     workflow: int | str,
     tests: Sequence[tuple[Test, str | None]],
+    kept: Kept | None = None,
 ) -> dict[str, list[Signal]]:
     """Each test's signals in the earlier runs, newest first, up to and including the first run it passed in; `tests`:
-    each with the job it failed in on the red run (read first)."""
+    each with the job it failed in on the red run (read first); `kept`: the runs this process read already."""
     if not tests:
         return {}
     # newest first from now: runs newer than the red one (it may be scoped hours later, after its re-runs) come too
     listed = ci.workflow_runs(workflow, red.head_branch, list(watch.events), 2 * watch.history + 10)
     runs = earlier_runs(policy, watch, red, listed)
-    read = {run.id: RunReading(run) for run in runs}  # each run read once, for every test
+    kept = kept or Kept()
+    read = {run.id: kept.get(policy.repository, run) or RunReading(run) for run in runs}  # once, for every test
     out: dict[str, list[Signal]] = {}
     for test, first in tests:
         signals = out[test.id] = []
@@ -104,14 +141,22 @@ def histories(
             signals.append(step)
             if step.outcome is Outcome.PASSED:
                 break
+    for reading in read.values():
+        kept.keep(policy.repository, reading)
     return out
 
 
 def read_red(
-    ci: CiReads, policy: Policy, watch: Watch, run: RunInfo, workflow: int | str, known: RunReading | None = None
+    ci: CiReads,
+    policy: Policy,
+    watch: Watch,
+    run: RunInfo,
+    workflow: int | str,
+    known: RunReading | None = None,
+    kept: Kept | None = None,
 ) -> red_run.RedReading:
     """Everything the intake decides on: the run (`known`: what is read of this attempt already) and the histories of
-    the tests it failed."""
+    the tests it failed (`kept`: the earlier runs this process read already)."""
     read = read_run(ci, policy, run, known)
     failing = red_run.needs_history(policy, read)
-    return red_run.RedReading(read, histories(ci, policy, watch, run, workflow, failing))
+    return red_run.RedReading(read, histories(ci, policy, watch, run, workflow, failing, kept))

@@ -5,8 +5,8 @@ what each metric reads).
 - `read_run`: one run's points, every metric of every test that declares `metrics` (None where the run reported
   none), from the logs of its attempt's jobs that could have run the test, fetched into the run's typed reading
   (bot.domain.run_reading, bot.service.run_reading.fetch) as bot.domain.perf.run_series.wanted asks: logs one at a
-  time, and no more once every metric of the test has a value. A reading of the run made already (the red-test
-  intake's) can be handed in: nothing it holds is fetched again.
+  time, and no more once every metric of the test has a value. A reading of the run made already in this process
+  (`kept`: the red-test intake's, or the sync's own for the intake) is grown, not fetched again, and kept.
 - `sync`: the watch entry's newest `watch.history` completed runs listed (one request a page, a run just delivered
   added to them), and those not read yet, or read at an older attempt, read and stored, oldest first. Run on every
   `workflow_run` delivery of the watched workflow, it also catches a re-run attempt whose completion never came as
@@ -27,7 +27,7 @@ from bot.domain.run_reading import RunReading
 from bot.domain.scope import RunInfo
 from bot.ports import CiReads
 from bot.ports.store import SeriesLog, SeriesPoint
-from bot.service.run_reading import fetch
+from bot.service.run_reading import Kept, fetch
 
 log = logging.getLogger("revert_bisect.series")
 
@@ -37,19 +37,21 @@ def read_run(
     policy: Policy,
     run: RunInfo,
     tests: Sequence[Test] | None = None,
-    known: RunReading | None = None,
+    kept: Kept | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> list[SeriesPoint]:
     """The run's points for `tests` (default: every test of the policy that declares `metrics`), from its typed
-    reading (`known`: what is read of it already), grown with what bot.domain.perf.run_series.wanted asks for: the
-    attempt's jobs listed once, then the logs its tests need (a log that expired says nothing; one that cannot be
-    downloaded raises bot.domain.errors.RevertBisectError)."""
+    reading (`kept`: what this process read of it already), grown with what bot.domain.perf.run_series.wanted asks
+    for: the attempt's jobs listed once, then the logs its tests need (a log that expired says nothing; one that
+    cannot be downloaded raises bot.domain.errors.RevertBisectError)."""
     tests = metric_tests(policy) if tests is None else tests
     if not tests:
         return []
-    read = known if known is not None else RunReading(run)
+    read = (kept.whole(policy.repository, run) if kept else None) or RunReading(run)
     while (want := wanted(policy, tests, read)) is not None:
         read = fetch(ci, policy, read, want)  # a download that keeps failing raises: nothing is stored of the run
+    if kept is not None:
+        kept.keep(policy.repository, read)
     started = run.created_at or run.updated_at or now()
     return [
         SeriesPoint(policy.repository, test, name, run.id, run.run_attempt, run.head_sha, started, value, run.url)
@@ -73,10 +75,12 @@ def sync(
     delivered: Sequence[RunInfo] = (),
     workflow: int | str | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    kept: Kept | None = None,
 ) -> list[SeriesPoint]:
     """Read and store the watch entry's recent runs that are not read yet at their newest attempt (`delivered`: runs
     a webhook just named, in case the list does not show them yet; `workflow`: the workflow's id or path, by default
-    the watch's when it names a file); the points stored."""
+    the watch's when it names a file; `kept`: the runs this process read, shared with the red-test intake); the
+    points stored."""
     tests = metric_tests(policy)
     if not tests:
         return []
@@ -98,7 +102,7 @@ def sync(
     for run_id in sorted(to_read):
         run, needing = to_read[run_id]
         try:
-            points = read_run(ci, policy, run, needing, now=now)
+            points = read_run(ci, policy, run, needing, kept, now=now)
         except RevertBisectError as exc:  # not stored: the next sync reads it again
             log.warning("run %s: not read for its series this time: %s", run.id, exc)
             continue

@@ -30,6 +30,7 @@ from bot.domain.scope import run_info
 from bot.ingress.jobs.nightly import NightlyJob
 from bot.ingress.jobs.series import Alongside, SeriesJob, SeriesSync
 from bot.ports.store import ClaimedJob
+from bot.service.run_reading import Kept
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from scenarios.mamba_track_boundary import build
 from tests.support.perf_logs import outputs_of
@@ -227,6 +228,32 @@ def test_a_green_and_a_red_run_are_read_beside_the_red_test_intake(world, tmp_pa
         (red, 1, shas[2], runs[red]["html_url"]),
     ]
     assert points[0].started_at <= points[1].started_at
+
+
+def test_a_red_runs_perf_log_is_read_once_by_the_series_and_the_red_test_intake(world, tmp_path):
+    shas, repo = world["shas"], world["repo"]
+    crashed = outputs_of(0.98)
+    del crashed["qwen2-57b-a14b"]  # the perf test fails: the red-test intake reads the failed job's log too
+    plan(world, shas[6], crashed)
+    red = started(world, shas[6])
+    info = run_info(world["forge"].repo.get_workflow_run(red).raw_data)
+    assert info.conclusion == "failure" and info.updated_at is not None
+    policies = {repo: RepoPolicies.one(perf_policy(repo))}
+    logs: list[int] = []
+
+    class Logs(Counting):
+        def job_log(self, job_id, *args, **kwargs):
+            logs.append(job_id)
+            return self.forge.job_log(job_id, *args, **kwargs)
+
+    ci, kept = Logs(world["forge"]), Kept()
+    after_grace = info.updated_at + timedelta(hours=2)
+    intake = NightlyJob(policies, lambda r: ci, Bisections(), now=lambda: after_grace, kept=kept)
+    deliver(Alongside(SeriesJob(policies, lambda r: ci, store(tmp_path), kept), intake), world, red)
+    assert readings(store_of := store(tmp_path), repo, red) == expected(crashed), store_of
+    (perf_job,) = [j.id for j in world["forge"].run_jobs(red, None) if j.name == PERF_JOB]
+    assert logs.count(perf_job) == 1, logs  # the series' read of it served the intake
+    assert len(logs) == len(set(logs))  # no log fetched twice
 
 
 def test_a_rerun_attempts_reading_replaces_the_crashed_one_on_the_next_delivery(world, tmp_path):

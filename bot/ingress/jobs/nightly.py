@@ -40,7 +40,7 @@ from bot.domain.scope import RunInfo, Scoped, run_info
 from bot.domain.signals import Flake
 from bot.ports import CiReads, Forge
 from bot.ports.store import ClaimedJob, FlakeLog
-from bot.service.run_reading import read_red, read_run
+from bot.service.run_reading import Kept, read_red, read_run
 
 log = logging.getLogger("revert_bisect.nightly")
 
@@ -87,12 +87,14 @@ class NightlyJob:
         bisections: NightlyBisections,
         flakes: FlakeLog | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        kept: Kept | None = None,
     ):
         self.policies = policies
         self.forge_for = forge_for
         self.bisections = bisections
         self.flakes = flakes or NoFlakeLog()
         self.now = now
+        self.kept = kept or Kept()  # the runs read in this process (the series' sync of the delivery shares it)
 
     def __call__(self, job: ClaimedJob) -> None:
         repo = (job.payload.get("repository") or {}).get("full_name")
@@ -162,7 +164,7 @@ class NightlyJob:
             return _rerun_failed(now), now, None
         if run.conclusion != "failure":
             return None, now, None  # nothing failed, so nothing reproduced: no read
-        read = read_run(ci, policy, run)
+        read = self.kept.keep(policy.repository, read_run(ci, policy, run, self.kept.get(policy.repository, run)))
         if not red_run.reproduced(policy, read):
             return None, now, read
         return "the suite runner's own retry failed it again, with the same verdict", now, read
@@ -218,8 +220,10 @@ class NightlyJob:
                 "delivery %s: run %s's last attempt concluded %s: nothing to bisect", delivery, run.id, run.conclusion
             )
             return
+        read = read if read is not None else self.kept.get(repo, run)
         known = replace(read, run=run) if read is not None and read.final.number == run.run_attempt else None
-        red = read_red(forge, policy, watch, run, workflow, known)  # everything the decision needs, fetched first
+        red = read_red(forge, policy, watch, run, workflow, known, self.kept)  # all the decision needs, fetched first
+        self.kept.keep(repo, red.run)
         decided = red_run.intake(policy, red, started, reproduced)  # then decided, fetching nothing
         for flake in decided.flakes:
             self._record(flake)

@@ -25,6 +25,7 @@ from bot.domain.repo_policies import RepoPolicies
 from bot.domain.scope import run_info
 from bot.ports import CiReads
 from bot.ports.store import ClaimedJob, SeriesLog
+from bot.service.run_reading import Kept
 from bot.service.series_intake import sync, sync_all
 
 log = logging.getLogger("revert_bisect.series")
@@ -36,10 +37,17 @@ Handler = Callable[[ClaimedJob], None]
 
 
 class SeriesJob:
-    def __init__(self, policies: Mapping[str, RepoPolicies], ci_for: Callable[[str], CiReads], series: SeriesLog):
+    def __init__(
+        self,
+        policies: Mapping[str, RepoPolicies],
+        ci_for: Callable[[str], CiReads],
+        series: SeriesLog,
+        kept: Kept | None = None,
+    ):
         self.policies = policies
         self.ci_for = ci_for
         self.series = series
+        self.kept = kept  # the runs read in this process, shared with the red-test intake
 
     def __call__(self, job: ClaimedJob) -> None:
         repo = (job.payload.get("repository") or {}).get("full_name")
@@ -55,7 +63,7 @@ class SeriesJob:
             return  # unwatched, or no metrics; two policies at once is ambiguous (the intake says so)
         ((policy, watch),) = watching
         workflow = run.get("workflow_id") or info.workflow_path
-        points = sync(self.ci_for(repo), self.series, policy, watch, [info], workflow)
+        points = sync(self.ci_for(repo), self.series, policy, watch, [info], workflow, kept=self.kept)
         if points:
             log.info("delivery %s: %s series points stored for %s", job.delivery_id, len(points), repo)
 
@@ -82,10 +90,17 @@ class Alongside:
 class SeriesSync:
     """Every policy with metrics synced (run at start)."""
 
-    def __init__(self, policies: Mapping[str, RepoPolicies], ci_for: Callable[[str], CiReads], series: SeriesLog):
+    def __init__(
+        self,
+        policies: Mapping[str, RepoPolicies],
+        ci_for: Callable[[str], CiReads],
+        series: SeriesLog,
+        kept: Kept | None = None,
+    ):
         self.policies = policies
         self.ci_for = ci_for
         self.series = series
+        self.kept = kept  # the runs read in this process, shared with the red-test intake
 
     def __call__(self, job: ClaimedJob) -> None:
         every = [p for repo in self.policies.values() for p in repo]
