@@ -21,6 +21,7 @@ from bot.domain.perf.changes import Change, ChangeSettings
 from bot.domain.perf.changes import Direction as Way
 from bot.domain.perf.per_metric import changes
 from bot.domain.perf.readings import series_of
+from bot.domain.perf.recovery import recovery
 from bot.domain.policy import Direction, Series
 from bot.domain.repo_policies import RepoPolicies
 from bot.ports.store import SeriesBisection, SeriesPoint
@@ -109,7 +110,13 @@ class ChangeView(BaseModel):
     before: Band
     after: Band
     bisections: list[BisectionLink] = Field(
-        description="the bisections started from this change point (their origin's `series` names its runs)"
+        description="the bisections started from this change point: those whose range (the runs of their GOOD and "
+        "BAD, in their origin's `series`) holds its runs, also when a later night placed it a run or more away"
+    )
+    recovered_at: int | None = Field(
+        None,
+        description="a slowdown that a later change point brought back within `min_effect` of its level before (or "
+        "better): that change point's first run after. A recovered slowdown is reported, never bisected",
     )
 
 
@@ -225,7 +232,11 @@ def detail(
         for r in runs
     ]
     views = []
-    for change in (c for c in found if c.metric == metric):
+    floor = spec.min_effect if spec is not None and spec.min_effect is not None else settings.min_effect
+    own_changes = [c for c in found if c.metric == metric]
+    ranges = [(b, at.get(b.run_good), at.get(b.run_bad)) for b in bisections]
+    for change in own_changes:
+        undone = recovery(change, own_changes, floor) if spec is not None and change.regression else None
         before, after = (
             replace(side, first=side.first + start, last=side.last + start)
             for side in sides(values[metric][start:], change, settings.confidence)
@@ -252,9 +263,11 @@ def detail(
                 after=_band(after, points),
                 bisections=[
                     BisectionLink(id=b.id, status=b.status, phase=b.phase, page=f"/bisections/{b.id}")
-                    for b in bisections
+                    for b, good, bad in ranges
                     if (b.run_before, b.run_after) == (run_before, run_after)
+                    or (good is not None and bad is not None and good <= change.before and change.index <= bad)
                 ],
+                recovered_at=runs[undone.index + start].run_id if undone is not None else None,
             )
         )
     return SeriesDetail(

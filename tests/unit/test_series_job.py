@@ -11,8 +11,9 @@ import pytest
 
 from bot.domain.patience import NotYet
 from bot.domain.perf.address import segment, series_path, unsegment
+from bot.domain.policy import Series
 from bot.ingress.jobs.series import SYNC_AT_START, Alongside, at_start
-from bot.ports.store import ClaimedJob, SeriesPoint
+from bot.ports.store import ClaimedJob, SeriesBisection, SeriesPoint
 from bot.web import series_views
 from bot.web.series_views import detail
 
@@ -85,3 +86,22 @@ def test_a_long_series_is_drawn_whole_and_searched_over_its_newest_window(monkey
     assert (change.index, change.run_before, change.run_after) == (50, 1049, 1050)
     assert (change.before.first, change.before.last, change.after.first, change.after.last) == (30, 49, 50, 69)
     assert change.regression is None  # no policy says which way is worse
+
+
+def test_the_page_says_a_recovered_slowdown_and_links_a_bisection_whose_range_holds_the_change_point():
+    rng = random.Random(3)
+    t0 = datetime(2026, 9, 1, tzinfo=UTC)
+    levels = [100.0 if k < 15 else 92.0 if k < 30 else 100.0 for k in range(45)]  # 8% slower, then back
+    points = [
+        SeriesPoint("o/r", "t", "m", 1000 + k, 1, f"{k:040x}", t0 + timedelta(days=k), v * (1 + rng.gauss(0, 0.01)))
+        for k, v in enumerate(levels)
+    ]
+    spec = Series(name="m", pattern=r"m=(?P<value>[0-9.]+)", direction="lower_is_worse")
+    # started when the change point read a run earlier (1013/1014); its range, runs 1010..1016, holds it still
+    moved = SeriesBisection(7, "found", "done", "t", "m", 1013, 1014, 1010, 1016)
+    elsewhere = SeriesBisection(8, None, "searching", "t", "m", 1002, 1003, 1001, 1004)
+    view = detail("o/r", "t", "m", {"m": points}, {"m": spec}, [moved, elsewhere])
+    slower, back = view.changes
+    assert (slower.run_after, slower.regression, back.run_after, back.regression) == (1015, True, 1030, False)
+    assert slower.recovered_at == 1030 and back.recovered_at is None
+    assert [b.id for b in slower.bisections] == [7] and back.bisections == []
