@@ -470,6 +470,17 @@ def test_merge_culprit_is_descended_into():
     assert flat.outcome.culprit == "m3" and flat.outcome.first_parent_culprit == "m3"
 
 
+def test_a_merges_search_starts_no_more_runs_than_the_runners_freed():
+    runs = [Run("g", Kind.CALIBRATE, RawResult(0), 1), Run("m4", Kind.CALIBRATE, RawResult(1), 1)]
+    runs += [Run("m3", Kind.SEARCH, RawResult(1), 2), Run("m2", Kind.SEARCH, RawResult(0), 2)]
+    flying = [Probe("m1", Kind.SEARCH, 2), Probe("g", Kind.SEARCH, 2)]  # m2 passed: m1's run is obsolete
+    problem = Problem(MERGE_GRAPH, "g", "m4", Settings(descend_merges=True, flake_rate=0.0))
+    for free in (0, 1):
+        d = decide(problem, State(Phase.SEARCHING), runs, flying, free)
+        assert d.state.merges == ("m3",) and d.obsolete == (Probe("m1", Kind.SEARCH, 2),)
+        assert len(d.probes) <= free + len(d.obsolete)  # the obsolete run's runner counted once (free 0: 2 runs before)
+
+
 def test_merge_that_breaks_only_when_both_sides_meet_is_the_culprit():
     outcome_of = lambda sha: RawResult(1 if sha in {"m3", "m4"} else 0)  # noqa: E731
     d, _ = drive(Problem(MERGE_GRAPH, "g", "m4", Settings(descend_merges=True)), outcome_of, workers=2)

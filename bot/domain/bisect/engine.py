@@ -172,7 +172,9 @@ def _search(t: Turn) -> Decision:
         and not USEFUL < post.cdf(pos) < 1 - USEFUL
     )
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr not in obsolete) if p is not None]
-    # the runners the obsolete runs hold are free (and stay counted so in the phases this turn is handed on to)
+    # the runners the obsolete runs hold are free (and stay counted so in the phases this turn is handed on to; a
+    # search of a merge's commits starts over from the runners given, and finds the runs obsolete there itself)
+    given = t.free
     t = replace(t, free=t.free + len(obsolete))
     free = t.free
     runners = free + len(in_flight) - len(obsolete)
@@ -209,7 +211,8 @@ def _search(t: Turn) -> Decision:
             )
         state = t.state
         if s.descend_merges and is_merge(problem.graph, culprit) and culprit not in state.merges:
-            return _search(t.moved(phase=Phase.SEARCHING, merges=state.merges + (culprit,), confirming=None))
+            inside = t.moved(phase=Phase.SEARCHING, merges=state.merges + (culprit,), confirming=None)
+            return _search(replace(inside, free=given))
         if state.phase is Phase.CONFIRMING and state.confirming == culprit:
             return confirmation_round(t, culprit, scope.sha(block.parent), flake, block.mass, guess, trust)
         if state.phase is not Phase.CONFIRMING or state.confirming != culprit:
