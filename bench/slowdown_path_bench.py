@@ -143,7 +143,7 @@ def history(noise: float, shift: float, seed: int, workers: int) -> History:
             # stored as bot.service.slowdowns stores its origin: the runs of its GOOD and BAD
             known.append((slowdown.good.run_id, slowdown.bad.run_id))
             good, bad, head = tips[slowdown.good.run_id], tips[slowdown.bad.run_id], tips[night - 1]
-            ci = slowdowns.ci_readings(series, slowdown)
+            ci = slowdowns.ci_readings(series, slowdown, slowdown.judged)
             draws = random.Random(f"{seed}/{noise}/{shift}/{night}/{good}")
             done.append(bisected(night, (good, bad, head), Benchmark(culprit, shift, noise, draws), ci, workers))
     return History(at, tuple(done))

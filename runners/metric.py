@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
+
+from runners.spec import CaseResult, NamedMetric
 
 NO_METRIC = "no metric: "  # the step log's line naming why a run that exited 0 reported none
 
@@ -71,3 +74,24 @@ def why_no_metric(text: str, regex: re.Pattern[str] | None, path: Path) -> str:
     if found:
         return f"--metric-regex {regex.pattern!r} matched {found[-1][:160]!r}, whose value is not a finite number"
     return f"--metric-regex {regex.pattern!r} matched nothing in the output; its last line: {_last_line(text)}"
+
+
+def metric_cases(
+    metrics: Sequence[NamedMetric], output: str, code: int | None, infra: str | None
+) -> tuple[CaseResult, ...]:
+    """A case per metric of one run (its name, its last reading in `output`), each as the run alone read for that
+    metric would be judged: `good` when the run exited 0, `bad` when it failed (1..124: a crash reads no metric either,
+    and counts as bad as a whole step's would), a `skip` naming why when a run that exited 0 printed no reading of it.
+    No case for a run that said nothing of any (infrastructure, exit 125 or >= 128): its exit code speaks for every
+    metric, as for a step whose report was not read."""
+    if infra is not None or code is None or code < 0 or code == 125 or code >= 128:
+        return ()
+    cases = []
+    for m in metrics:
+        regex = compile_metric_regex(m.regex)
+        value = metric_from_output(output, regex)
+        if value is None and code == 0:
+            cases.append(CaseResult(m.name, "skip", None, f"{NO_METRIC}{why_no_metric(output, regex, Path())}"))
+        else:
+            cases.append(CaseResult(m.name, "good" if code == 0 else "bad", value))
+    return tuple(cases)

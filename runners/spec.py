@@ -138,6 +138,22 @@ class NamedRun:
 
 
 @dataclass(frozen=True)
+class NamedMetric:
+    """One of several metrics a step reads from its one run's output (a slowdown's, bot.domain.perf.step_metric): the
+    last match of `regex` (its `value` group), reported as a case named `name`."""
+
+    name: str
+    regex: str
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "regex": self.regex}
+
+    @classmethod
+    def from_json(cls, data: dict) -> NamedMetric:
+        return cls(str(data["name"]), str(data["regex"]))
+
+
+@dataclass(frozen=True)
 class StepSpec:
     step_id: int
     sha: str
@@ -154,6 +170,7 @@ class StepSpec:
     higher_is_worse: bool = True  # which way a case's metric is worse, when the step reports the worst case's
     junit: str | None = None  # a JUnit XML report the command writes, relative to the worktree: a result per case
     tests: tuple[NamedRun, ...] = ()  # several of the repository's own tests, run in turn: a result per test id
+    metrics: tuple[NamedMetric, ...] = ()  # several metrics of the one run's output: a result (case) per metric
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,16 @@ from runners.envs import EnvCache, EnvError, EnvSpec
 from runners.git import checkout as git_checkout
 from runners.git import git_auth, has_commit, revert_into, sync_clone
 from runners.git import run as git_run
-from runners.metric import NO_METRIC, compile_metric_regex, metric_from_file, metric_from_output, why_no_metric
+from runners.metric import (
+    NO_METRIC,
+    compile_metric_regex,
+    metric_cases,
+    metric_from_file,
+    metric_from_output,
+    why_no_metric,
+)
 from runners.proc import run_logged
-from runners.spec import CaseResult, NamedRun, Needs, RevertOf, StepResult, StepSpec, TestRun
+from runners.spec import CaseResult, NamedMetric, NamedRun, Needs, RevertOf, StepResult, StepSpec, TestRun
 from runners.worktrees import acquire
 
 SPEC_SCHEMA = 1
@@ -88,6 +95,7 @@ class Request:
             "higher_is_worse": s.higher_is_worse,
             "junit": s.junit,
             "tests": [t.to_json() for t in s.tests],
+            "metrics": [m.to_json() for m in s.metrics],
         }
 
     @classmethod
@@ -105,6 +113,7 @@ class Request:
             if not (isinstance(command, list) and all(isinstance(a, str) for a in command)):
                 raise SpecError("command must be a list of strings")
             tests = tuple(NamedRun.from_json(t) for t in data.get("tests") or ())
+            metrics = tuple(NamedMetric.from_json(m) for m in data.get("metrics") or ())
             if not command and test is None and not tests:
                 raise SpecError("the step spec has neither a command nor a test_run")
             sha = _sha(data["sha"], "sha")
@@ -126,6 +135,7 @@ class Request:
                 higher_is_worse=bool(data.get("higher_is_worse", True)),
                 junit=data.get("junit"),
                 tests=tests,
+                metrics=metrics,
             )
             return cls(
                 str(data["repository"]),
@@ -206,7 +216,11 @@ def run_in_tree(
             report = tree / spec.junit
             report.unlink(missing_ok=True)
             variables["REVERT_BISECT_JUNIT"] = str(report)
+        at = log_path.stat().st_size if log_path.exists() else 0
         done = run_logged(argv, tree, variables, spec.timeout_s, log_path, pidfile, started)
+        if spec.metrics:  # several metrics of this one run: a case each
+            code, infra, metric, read = _metric_cases(spec.metrics, _since(log_path, at), done.code, done.infra, log)
+            return finish(code, infra, metric, env, read)
         if report is not None:
             code, infra, reported = _junit_cases(done.code, done.infra, report, spec.junit or "", log)
             return finish(code, infra, None, env, reported)
@@ -223,6 +237,26 @@ def run_in_tree(
         return finish(code, infra, None, env, per_test)
     code, infra, metric, cases = _own_test(spec, spec.test, tree, variables, log_path, log, pidfile, started)
     return finish(code, infra, metric, env, cases)
+
+
+def _since(log_path: Path, at: int) -> str:
+    """What the step's log gained from byte `at` on: the test's own output."""
+    with open(log_path, "rb") as f:
+        f.seek(at)
+        return f.read().decode(errors="replace")
+
+
+def _metric_cases(
+    metrics: tuple[NamedMetric, ...], output: str, code: int | None, infra: str | None, log
+) -> tuple[int | None, str | None, float | None, tuple[CaseResult, ...]]:
+    """(exit code, infra reason, the first metric's reading, a case per metric) of a run read for several metrics
+    (runners.metric.metric_cases); each case is logged with its reading or why it has none."""
+    cases = metric_cases(metrics, output, code, infra)
+    for case in cases:
+        reading = "" if case.metric is None else f", metric {case.metric:g}"
+        log(f"revert-bisect: {case.case}: {case.outcome}{reading}{f' ({case.why})' if case.why else ''}")
+    first = cases[0].metric if cases else None
+    return code, infra, first, cases
 
 
 def _own_tests(
@@ -327,15 +361,16 @@ def _own_test(
     finally:
         if held is not None:
             held.release()
-    with open(log_path, "rb") as f:
-        f.seek(at)
-        output = f.read().decode(errors="replace")
+    output = _since(log_path, at)
     regex = compile_metric_regex(spec.metric_regex) if spec.metric_regex else None
     cases = testrun.cases_of(run, output, regex)
     for case in cases:
         reading = "" if case.metric is None else f", metric {case.metric:g}"
         log(f"revert-bisect: {case.case}: {case.outcome}{reading}{f' ({case.why})' if case.why else ''}")
     code, infra = testrun.verdict(cases, done.code)
+    if spec.metrics:  # several metrics of this one run: a case each, read from the test's output
+        code, infra, metric, read = _metric_cases(spec.metrics, output, code, done.infra or infra, log)
+        return code, infra, metric, list(read)
     return code, done.infra or infra, testrun.worst(cases, spec.higher_is_worse), cases
 
 

@@ -151,9 +151,10 @@ class TableCell(Closed):
 class Series(Closed):
     """One metric of a test's output, read from each CI run's job log as a series of its own: by a regex of its own
     (`pattern`) or a cell of a Markdown table (`table`) (bot.domain.perf.readings). A shift of the series in its worse
-    direction, at least `min_effect` in size, is bisected with this metric as the one judged, read the same way at
-    each commit, and acted on as the test's `on_slowdown` says (bot.domain.perf.slowdowns). A bisection of a red test
-    judges the test's `metric`, read with `results.log.metric`."""
+    direction, at least `min_effect` in size, is bisected with the test's other metrics that shifted at the same run
+    (a member each of one group search, each read the same way from each step's one run of the test), and acted on as
+    the test's `on_slowdown` says (bot.domain.perf.slowdowns). A bisection of a red test judges the test's `metric`,
+    read with `results.log.metric`."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,120}$", description="The series' name, unique in the test")
     pattern: str | None = Field(

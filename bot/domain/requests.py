@@ -29,12 +29,14 @@ class Member:
 
 @dataclass(frozen=True)
 class JudgedMetric:
-    """The metric a slowdown's bisection judges in place of the test's `metric`: read from each step's output with
-    `regex` (its last match's `value`), no threshold (a benchmark: sampled against GOOD and BAD)."""
+    """A metric a slowdown's bisection judges in place of the test's `metric`, one member of its group search (named
+    by the metric): read from each step's output with `regex` (its last match's `value`), no threshold (a benchmark:
+    sampled against GOOD and BAD), with CI's readings of it from GOOD's run to BAD's (free evidence)."""
 
     name: str
     regex: str
     higher_is_worse: bool
+    ci: tuple[CiReading, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,17 +82,26 @@ class StartRequest:
     # a red run's failure reproduced (a red re-run attempt, the suite runner's retry): BAD red and GOOD green as CI
     # read them are taken as read, no endpoint run before the search (Settings.trust_endpoints)
     reproduced: bool = False
-    # a slowdown's (bot.domain.perf.slowdowns): the change points it bisects, the judged metric's first, and the metric
-    # each step reads; `run` is the first run after the shift
+    # a slowdown's (bot.domain.perf.slowdowns): the change points it bisects, the largest effect's first, and the
+    # metrics each step reads from its one run, a member of the group search each (same order); `run` is the first run
+    # after the largest shift
     series: tuple[SeriesChange, ...] = ()
-    judged: JudgedMetric | None = None
+    metrics: tuple[JudgedMetric, ...] = ()
     onto: str | None = None  # where the A/B reverts the culprit, and the revert is made (None: BAD)
+
+    @property
+    def group(self) -> tuple[Member, ...]:
+        """The members of its group search: the red tests of a run, or a slowdown's metrics (each named by its metric,
+        from the slowdown's GOOD, with CI's readings of it); empty for one test."""
+        if self.metrics and self.good is not None:
+            return tuple(Member(m.name, self.good, ci=m.ci) for m in self.metrics)
+        return self.members
 
     @property
     def key(self) -> str:
         """One bisection per key: a retried job resumes it instead of starting another (a red run's: one per range)."""
-        if self.judged is not None:
-            return f"{self.repo}@{self.test}/{self.judged.name}:{self.good}..{self.bad}"
+        if self.metrics:  # one metric: the key a bisection judging it alone was stored under before groups of metrics
+            return f"{self.repo}@{self.test}/{'+'.join(m.name for m in self.metrics)}:{self.good}..{self.bad}"
         if self.run is not None:
             tests = "+".join(m.test for m in self.members) or self.test
             return f"{self.repo}@{tests}:{self.good}..{self.bad}"
@@ -101,7 +112,12 @@ class StartRequest:
         if self.run is not None:
             tests = {"tests": [m.test for m in self.members]} if self.members else {}
             started = {"started": self.started} if self.started else {}
-            series = {"series": [c.as_json() for c in self.series], "metric": self.judged.name} if self.judged else {}
+            series = (
+                {"series": [c.as_json() for c in self.series], "metric": self.metrics[0].name}
+                | ({"metrics": [m.name for m in self.metrics]} if len(self.metrics) > 1 else {})
+                if self.metrics
+                else {}
+            )
             return dict(
                 repo=self.repo, test=self.test, good=self.good, bad=self.bad, run=self.run, **tests, **started, **series
             )

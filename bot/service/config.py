@@ -11,7 +11,7 @@ from bot.domain.policy import Direction, Policy, Test
 from bot.domain.requests import JudgedMetric
 from bot.service.probe import needs, probe_argv, test_run
 from runners.envs import EnvSpec
-from runners.spec import NamedRun, Needs, TestRun
+from runners.spec import NamedMetric, NamedRun, Needs, TestRun
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,9 @@ class BisectConfig:
     # several of the policy's tests bisected together (bot.domain.bisect.group): test id -> its own test run, metric
     # rule ("threshold", "higher_is_worse", "metric": whether it has one); each step runs the tests it carries
     members: dict | None = None
+    # a slowdown's metrics (bot.service.slowdowns), each a member of the group search named by the metric: name ->
+    # "regex" (what a step reads it with from its one run's output) and "higher_is_worse"; no threshold (sampled)
+    metrics: dict | None = None
     # the CLI's --json and --log (absolute paths): written again by `--resume ID` unless it is given others
     json_out: str | None = None
     log_out: str | None = None
@@ -66,7 +69,7 @@ class BisectConfig:
     def whole_step(self) -> bool:
         """Its test is the whole step (its exit code and metric), not a case of the step's report (a JUnit report's
         tests, several of a policy's, each run under its id)."""
-        return self.junit is None and self.members is None
+        return self.junit is None and self.members is None and self.metrics is None
 
     @property
     def uses_metric(self) -> bool:
@@ -86,7 +89,10 @@ class BisectConfig:
         )
 
     def settings_for(self, test: str) -> Settings:
-        """A group member's settings: the group's, with that test's own metric rule."""
+        """A group member's settings: the group's, with that test's (or metric's) own metric rule."""
+        measured = (self.metrics or {}).get(test)
+        if measured is not None:
+            return replace(self.settings(), metric=MetricRule(None, measured["higher_is_worse"]))
         member = (self.members or {}).get(test)
         if member is None:
             return self.settings()
@@ -102,6 +108,11 @@ class BisectConfig:
             NamedRun(t, TestRun.from_json(members[t]["test_run"]), members[t].get("higher_is_worse", True))
             for t in sorted(tests)
         )
+
+    def named_metrics(self, tests: Iterable[str]) -> tuple[NamedMetric, ...]:
+        """What a step carrying `tests` reads from its one run: each member metric's regex, in a stable order."""
+        metrics = self.metrics or {}
+        return tuple(NamedMetric(t, metrics[t]["regex"]) for t in sorted(tests) if t in metrics)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -157,19 +168,22 @@ def group_config(
     )
 
 
-def judged_by(config: BisectConfig, judged: JudgedMetric | None, onto: str | None = None) -> BisectConfig:
-    """A slowdown's bisection: each step reads the judged metric with its own regex, no threshold (a benchmark,
-    sampled against GOOD and BAD), and the A/B reverts the culprit `onto` (the newest run's commit; None: BAD);
-    unchanged without a judged metric."""
-    if judged is None:
+def measured_by(config: BisectConfig, metrics: Sequence[JudgedMetric], onto: str | None = None) -> BisectConfig:
+    """A slowdown's bisection: the group search of its metrics (each a member named by the metric), every step's one
+    run read for each metric it carries with that metric's regex, no threshold (a benchmark, sampled against GOOD and
+    BAD), and the A/B reverting each culprit `onto` (the newest run's commit; None: BAD); unchanged without metrics.
+    `metric_regex` and `higher_is_worse` are the first metric's (the largest effect), for displays of one metric."""
+    if not metrics:
         return config
+    first = metrics[0]
     return replace(
         config,
-        metric_regex=judged.regex,
+        metric_regex=first.regex,
         metric_file=False,
         threshold=None,
-        higher_is_worse=judged.higher_is_worse,
+        higher_is_worse=first.higher_is_worse,
         onto=onto or config.onto,
+        metrics={m.name: dict(regex=m.regex, higher_is_worse=m.higher_is_worse) for m in metrics},
     )
 
 

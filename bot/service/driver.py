@@ -239,11 +239,13 @@ class Driver:
     def _spec(self, step_id: int, step: Step, states: dict[str, State], ref: str | None) -> StepSpec:
         reverting = next((states[p.test].confirming for p in step if p.kind is Kind.AB_REVERT), None)
         revert = RevertOf(reverting, self.problem.head) if reverting and self.problem.head else None
-        own, named = self.own_test, ()
-        if own is not None and not self.config.whole_step:  # the step runs exactly the tests (cases) it carries
-            own = replace(own, cases=tuple(sorted(p.test for p in step)))
+        own, named, metrics = self.own_test, (), ()
+        if own is not None and not self.config.whole_step and not self.config.metrics:
+            own = replace(own, cases=tuple(sorted(p.test for p in step)))  # it runs exactly the cases it carries
         if self.config.members:  # several of the policy's tests: each it carries, in turn
             named = self.config.named_runs(p.test for p in step)
+        if self.config.metrics:  # a slowdown's metrics: its one run read for each it carries
+            metrics = self.config.named_metrics(p.test for p in step)
         return StepSpec(
             step_id,
             step[0].sha,
@@ -259,6 +261,7 @@ class Driver:
             higher_is_worse=self.config.higher_is_worse,
             junit=self.config.junit,
             tests=named,
+            metrics=metrics,
         )
 
     def _adopt(self, row: BisectionRecord, states: dict[str, State]) -> dict[int, Step]:

@@ -18,7 +18,7 @@ from bot.domain.signals import Outcome
 from bot.ports import Forge, Git
 from bot.ports.store import BisectionStore, HoldLog
 from bot.service import setup
-from bot.service.config import bisect_config, group_config, judged_by
+from bot.service.config import bisect_config, group_config, measured_by
 from bot.service.holds import held_start, hold, kill_switch
 from bot.service.workspace import Workspace
 
@@ -143,7 +143,7 @@ class Intake:
                 config = group_config(policy, members, bad, work.dry_run, bad_sha)
             else:
                 config = bisect_config(policy, test, bad, work.dry_run, work.cases, bad_sha)
-            config = replace(judged_by(config, work.judged, work.onto), trust_endpoints=work.reproduced)
+            config = replace(measured_by(config, work.metrics, work.onto), trust_endpoints=work.reproduced)
             existing = self.store.by_origin_key(work.key)
             if existing is None and (
                 refusal := self._start_refusal(forge, policy, work)
@@ -163,7 +163,7 @@ class Intake:
                     work.origin(),
                     work.key,
                     work.ci,
-                    members=work.members,
+                    members=work.group,
                     test=work.test,
                 )
             )

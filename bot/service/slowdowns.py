@@ -3,13 +3,16 @@
 worse way, at least `min_effect`, neither recovered nor bisected already), and each slowdown left is bisected and
 acted on (bot.service.slowdown_report), oldest first, one at a time.
 
-The bisection: the commits from the last run before the shift (GOOD) to the first run after it (BAD), judging the
-metric with the largest effect, read at each commit the way CI's log printed it (bot.domain.perf.step_metric; for a
-table's cell, the header of the table in CI's log of the run after), no threshold: the sampled search, with CI's
-readings of the runs in the range as free evidence, the culprit confirmed against its parent and proven by the A/B
-of HEAD against HEAD + revert (the engine's), HEAD being the newest run's commit (where the branch is, still slow
-unless recovered): the revert, if `on_slowdown` asks for one, is made there too. It runs where the test's runner
-says, like a red test's.
+The bisection: the commits from the last run before the shift (GOOD) to the first run after it (BAD), the group
+search of the slowdown's metrics (bot.domain.bisect.group, bot.service.config.measured_by): a member per metric that
+shifted, named by it, each with CI's readings of its own metric in the range as free evidence, each judged with no
+threshold (the sampled search). A step is one run of the benchmark at one commit, the run's output read for each metric
+it carries the way CI's log printed it (bot.domain.perf.step_metric; for a table's cell, the header of the table in
+CI's log of the run after). Each culprit is confirmed against its parent and proven by the A/B of HEAD against HEAD +
+revert (the engine's; a culprit of several metrics reverted once), HEAD being the newest run's commit (where the branch
+is, still slow unless recovered): a revert, if `on_slowdown` asks for one, is made there too. Each culprit is then
+acted on with the metrics it slowed (bot.service.slowdown_report). A metric whose table cell CI's log does not print
+is left out, said in the log. It runs where the test's runner says, like a red test's.
 
 A slowdown is logged when it is found, recovered, already bisected or refused; a speed-up is logged and left alone.
 One job at a time assesses a repository's series in this process: a delivery that comes while another job bisects
@@ -45,12 +48,12 @@ class ForgeWithCi(CiReads, Forge, Protocol):
 
 
 def started(slowdown: Slowdown) -> str:
-    """Why the bisection starts: the shift, as the status and the dashboard say it."""
-    shift = slowdown.judged
-    return (
-        f"`{shift.metric}` {effect_text(shift)} between scheduled runs {shift.before.run_id} and "
-        f"{shift.after.run_id} (a change point of its nightly series)"
+    """Why the bisection starts: the shifts, as the status and the dashboard say it."""
+    shifts = "; ".join(
+        f"`{s.metric}` {effect_text(s)} between scheduled runs {s.before.run_id} and {s.after.run_id}"
+        for s in slowdown.shifts
     )
+    return f"{shifts} ({'a change point' if len(slowdown.shifts) == 1 else 'change points'} of the nightly series)"
 
 
 class Slowdowns:
@@ -84,7 +87,7 @@ class Slowdowns:
                 series, found = self.assess(policy, test)
                 self._log(policy, test, found)
                 for slowdown in found.to_bisect:
-                    done.append(self.bisect(forge, policy, test, series, slowdown))
+                    done += self.bisect(forge, policy, test, series, slowdown)
             return done
         finally:
             with self._lock:
@@ -99,15 +102,14 @@ class Slowdowns:
 
     def bisect(
         self, forge: ForgeWithCi, policy: Policy, test: Test, series: SeriesTable, slowdown: Slowdown
-    ) -> Reported:
-        """One slowdown: its bisection admitted (or resumed), driven to its end, and reported."""
-        shift = slowdown.judged
-        spec = next(s for s in test.metrics if s.name == shift.metric)
-        regex = step_regex(spec, self._log_of(forge, test, shift.after) if spec.table is not None else None)
-        if regex is None:
-            why = f"CI's log of run {shift.after.run_id} prints no table with the column and row of `{spec.name}`"
-            log.warning("slowdown of %s %s not bisected: %s", policy.repository, test.id, why)
-            return Reported(None, why)
+    ) -> list[Reported]:
+        """One slowdown: its bisection admitted (or resumed), driven to its end, and each culprit reported."""
+        metrics, left_out = self._metrics(forge, test, series, slowdown)
+        for name, why in left_out:
+            log.warning("slowdown of %s %s: `%s` not bisected: %s", policy.repository, test.id, name, why)
+        if not metrics:
+            return [Reported(None, "; ".join(why for _, why in left_out))]
+        bisected = [s for s in slowdown.shifts if s.metric in {m.name for m in metrics}]
         work = StartRequest(
             policy.repository,
             None,
@@ -118,21 +120,20 @@ class Slowdowns:
             slowdown.bad.sha,
             None,
             False,
-            run=shift.after.run_id,
-            ci=ci_readings(series, slowdown),
+            run=bisected[0].after.run_id,
             started=started(slowdown),
             series=tuple(
                 SeriesChange(
                     test.id, s.metric, s.before.run_id, s.after.run_id, slowdown.good.run_id, slowdown.bad.run_id
                 )
-                for s in slowdown.shifts
+                for s in bisected
             ),
-            judged=JudgedMetric(spec.name, regex, _higher_is_worse(spec)),
+            metrics=metrics,
             onto=series.runs[-1].sha,  # the newest run's commit: the A/B and the revert where the branch is now
         )
         admitted = self.bisections.intake.admit(forge, work)
         if admitted is None:
-            return Reported(None, "the bisection was refused (the log says why)")
+            return [Reported(None, "the bisection was refused (the log says why)")]
         b = self.bisections
         with bind(bisection_id=admitted.loaded.id):
             log.info(
@@ -140,12 +141,38 @@ class Slowdowns:
             )
             drive(forge, admitted, StatusComment(forge, None, admitted.loaded.id), b.store, b.backends, b.workspace)
             reported = self.reports.report(forge, admitted, slowdown, action(policy, test))
-            log.info(
-                "slowdown bisection #%s: %s",
-                admitted.loaded.id,
-                f"the evidence is on #{reported.on}" if reported.on else f"nothing written: {reported.why}",
-            )
+            for each in reported:
+                log.info(
+                    "slowdown bisection #%s: %s",
+                    admitted.loaded.id,
+                    f"the evidence is on #{each.on}" if each.on else f"nothing written: {each.why}",
+                )
         return reported
+
+    def _metrics(
+        self, forge: ForgeWithCi, test: Test, series: SeriesTable, slowdown: Slowdown
+    ) -> tuple[tuple[JudgedMetric, ...], list[tuple[str, str]]]:
+        """The slowdown's metrics as its bisection's members (the largest effect first), each with the regex a step
+        reads it with and CI's readings of it; and those left out, with why (a table's cell CI's log of the run after
+        the shift does not print)."""
+        specs = {s.name: s for s in test.metrics}
+        logs: dict[int, str | None] = {}  # CI's log of a run, read once for every table cell
+        metrics, left_out = [], []
+        for shift in slowdown.shifts:
+            spec = specs[shift.metric]
+            text = None
+            if spec.table is not None:
+                if shift.after.run_id not in logs:
+                    logs[shift.after.run_id] = self._log_of(forge, test, shift.after)
+                text = logs[shift.after.run_id]
+            regex = step_regex(spec, text)
+            if regex is None:
+                why = f"CI's log of run {shift.after.run_id} prints no table with the column and row of `{spec.name}`"
+                left_out.append((spec.name, why))
+                continue
+            ci = ci_readings(series, slowdown, shift)
+            metrics.append(JudgedMetric(spec.name, regex, _higher_is_worse(spec), ci))
+        return tuple(metrics), left_out
 
     def _log_of(self, forge: ForgeWithCi, test: Test, run: Run) -> str | None:
         """CI's log of the test in the run (the first of its jobs whose log holds it), for a table's header."""

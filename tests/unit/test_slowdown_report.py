@@ -5,7 +5,7 @@ A recording forge stands for GitHub (tests/e2e/test_slowdown_story.py drives `co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from bot.adapters.policy_files import load
-from bot.domain.bisect.ledger import dump, entries
+from bot.domain.bisect.ledger import Entry, dump, entries
+from bot.domain.bisect.model import Phase, State, Status
+from bot.domain.outcome import parse_outcome
 from bot.domain.perf.slowdowns import assess
 from bot.domain.policy import OnSlowdown
 from bot.ports import CulpritFacts, Followups
@@ -72,12 +74,20 @@ class Store:
 
 @dataclass
 class Conclusions:
-    link: str | None = "#501"
+    """The revert PR opened for each culprit, recorded on the tests it broke as bot.service.conclude records it."""
+
+    store: Store
+    numbers: dict[str, int] = field(default_factory=lambda: {CULPRIT: 501})
     concluded: int = 0
 
     def conclude(self, forge, admitted):
         self.concluded += 1
-        return None, self.link
+        now = [
+            replace(e, outcome=e.told.with_facts(revert_pr=self.numbers[e.culprit])) if e.culprit else e
+            for e in entries(self.store.row.tests)
+        ]
+        self.store.save_tests(9, now)
+        return None, "; ".join(f"#{n}" for n in self.numbers.values())
 
 
 class Repo:
@@ -98,10 +108,11 @@ def slowdown():
 def run(action: OnSlowdown, outcome: dict | None = FOUND, forge: Forge | None = None, **policy: Any):
     status = "found" if outcome and outcome.get("culprit") else "not_reproducible"
     row = SimpleNamespace(id=9, status=status, phase="done", tests=one_test(status, outcome, test=TEST))
-    store, conclusions, forge = Store(row), Conclusions(), forge or Forge()
+    store, forge = Store(row), forge or Forge()
+    conclusions = Conclusions(store)
     admitted = SimpleNamespace(policy=POLICY.model_copy(update=policy), repo=Repo(), loaded=SimpleNamespace(id=9))
     reports = SlowdownReports(store, conclusions)  # type: ignore[arg-type]
-    reported = reports.report(forge, admitted, slowdown(), action)  # type: ignore[arg-type]
+    (reported,) = reports.report(forge, admitted, slowdown(), action)  # type: ignore[arg-type]  (one culprit)
     return reported, forge, store, conclusions
 
 
@@ -147,3 +158,73 @@ def test_nothing_is_written_without_a_proven_culprit_or_when_the_bot_must_not_wr
     reported, forge, _, conclusions = run(OnSlowdown.COMMENT, outcome, forge, **policy)
     assert reported.on is None and why in reported.why
     assert not forge.comments and not forge.issues and conclusions.concluded == 0
+
+
+# -- a bisection of the slowdown's metrics (a member each, named by its metric): a culprit each, or one for both ----
+
+OTHER = "d" * 40
+
+
+def by_metric(culprits: dict[str, str]) -> dict:
+    """The tests of a slowdown's bisection of bs32 and bs8, each found at its culprit, its A/B proven."""
+    effects = {"bs32": [93.0, 92.0, 94.0], "bs8": [95.0, 96.0, 95.5]}
+    return dump(
+        [
+            Entry(
+                metric,
+                state=State(Phase.DONE),
+                status=Status.FOUND,
+                outcome=parse_outcome(
+                    {**FOUND, "culprit": culprit, "effect": {**FOUND["effect"], "culprit": effects[metric]}}
+                ),
+            )
+            for metric, culprit in culprits.items()
+        ]
+    )
+
+
+class TwoPrs(Repo):
+    def subjects(self, shas: list[str]) -> dict[str, str]:
+        return {s: f"Change of {s[0]} (#{8576 if s == CULPRIT else 8600})" for s in shas}
+
+
+def reported_by_metric(action: OnSlowdown, culprits: dict[str, str]):
+    row = SimpleNamespace(id=9, status="found", phase="done", tests=by_metric(culprits))
+    store, forge = Store(row), Forge()
+    conclusions = Conclusions(store, {CULPRIT: 501, OTHER: 502})
+    admitted = SimpleNamespace(policy=POLICY, repo=TwoPrs(), loaded=SimpleNamespace(id=9))
+    reported = SlowdownReports(store, conclusions).report(forge, admitted, slowdown(), action)  # type: ignore[arg-type]
+    return reported, forge, store
+
+
+def test_two_metrics_slowed_by_two_commits_put_each_culprits_evidence_on_its_own_pr():
+    reported, forge, store = reported_by_metric(OnSlowdown.COMMENT, {"bs32": CULPRIT, "bs8": OTHER})
+    assert sorted(r.on for r in reported) == [8576, 8600]
+    (on_first, first), (on_second, second) = (
+        forge.comments[f"slowdown-9-{CULPRIT[:12]}"],
+        forge.comments[f"slowdown-9-{OTHER[:12]}"],
+    )
+    assert (on_first, on_second) == (8576, 8600)
+    assert "**`bs32` -" in first and "**`bs8` -" not in first and "| 93 |" in first
+    assert "**`bs8` -" in second and "**`bs32` -" not in second and "| 95.5 |" in second
+    # each names the other metric of the night, and what its own search found
+    assert "\n- `bs8` -" in first and f"bisected to another commit, `{OTHER[:12]}`" in first
+    assert "\n- `bs32` -" in second and f"bisected to another commit, `{CULPRIT[:12]}`" in second
+    told = {e.test: e.told for e in entries(store.row.tests)}
+    assert (told["bs32"].evidence_on, told["bs8"].evidence_on) == (8576, 8600)
+
+
+def test_two_metrics_slowed_by_one_commit_are_one_comment_stating_each_effect():
+    reported, forge, _ = reported_by_metric(OnSlowdown.COMMENT, {"bs32": CULPRIT, "bs8": CULPRIT})
+    assert [r.on for r in reported] == [8576]
+    ((where, text),) = forge.comments.values()
+    assert where == 8576 and "**`bs32` -" in text and "**`bs8` -" in text
+    assert "`bs32` on the bisect runner" in text and "`bs8` on the bisect runner" in text
+    assert "restores every metric it slowed" in text and "Also slower" not in text
+
+
+def test_two_culprits_are_two_revert_prs_each_with_its_own_evidence():
+    reported, forge, _ = reported_by_metric(OnSlowdown.REVERT, {"bs32": CULPRIT, "bs8": OTHER})
+    assert sorted(r.on for r in reported) == [501, 502]
+    notes = {where: text for where, text in forge.comments.values()}
+    assert "**`bs32` -" in notes[501] and "**`bs8` -" in notes[502]

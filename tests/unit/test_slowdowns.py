@@ -1,7 +1,7 @@
 """Which change points of a test's series are bisected (bot.domain.perf.slowdowns): a slowdown at least its metric's
 `min_effect` is, one below it is not, one a later run recovered is reported recovered, a speed-up is left alone,
-several metrics slower at one run are one bisection judging the largest, one already bisected is not started again;
-and how a step reads the judged metric (bot.domain.perf.step_metric)."""
+several metrics slower at one run are one bisection (a member each, the largest effect first), one already bisected
+is not started again; and how a step reads a metric (bot.domain.perf.step_metric)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_a_slowdown_is_bisected_from_the_run_before_to_the_run_after():
     assert (slowdown.good.sha, slowdown.bad.sha) == ("c7", "c8")  # a clear shift has one place
     assert -0.06 < slowdown.judged.change.effect < -0.04 and slowdown.judged.change.regression
     assert not found.recovered and not found.known and not found.speedups
-    readings = ci_readings(series, slowdown)
+    readings = ci_readings(series, slowdown, slowdown.judged)
     assert [(r.sha, r.passed, r.url) for r in readings] == [
         ("c7", True, "https://ci/107"),
         ("c8", False, "https://ci/108"),
@@ -81,7 +81,7 @@ def test_the_range_covers_every_night_the_shift_may_have_come_at():
     (slowdown,) = assess("bench", series, {"bs8": tput("bs8")}).to_bisect
     assert slowdown.after.run_id == 114  # E-Divisive's place
     assert slowdown.good.run_id <= 108 and slowdown.bad.run_id >= 114  # the culprit came at night 9
-    assert [r.sha for r in ci_readings(series, slowdown)][0] == slowdown.good.sha
+    assert [r.sha for r in ci_readings(series, slowdown, slowdown.judged)][0] == slowdown.good.sha
     assert 9 in places(NIGHTS) and 14 in places(NIGHTS)
     assert places([100.0, 100.5, 99.5, 100.0, 90.0, 90.5, 89.5, 90.0]) == [4]  # a clear shift: its one place
 
@@ -120,7 +120,7 @@ def test_a_partial_recovery_leaves_the_slowdown_standing():
     assert [s.after.run_id for s in found.to_bisect] == [108] and found.recovered == ()
 
 
-def test_metrics_slower_at_the_same_run_are_one_bisection_judging_the_largest_effect():
+def test_metrics_slower_at_the_same_run_are_one_bisection_the_largest_effect_first():
     series = series_of(bs8=[1000.0] * 10 + [950.0] * 10, bs32=[1000.0] * 10 + [930.0] * 10, bs1=[500.0] * 20)
     found = assess("bench", series, {name: tput(name) for name in ("bs8", "bs32", "bs1")})
     (slowdown,) = found.to_bisect
@@ -157,7 +157,7 @@ def test_missing_readings_keep_the_runs_either_side_that_read():
     (slowdown,) = assess("bench", gapped, {"tput": tput("tput")}).to_bisect
     assert (slowdown.before.run_id, slowdown.after.run_id) == (107, 109)
     assert slowdown.good.run_id <= 107 and slowdown.bad.run_id >= 109
-    shas = [r.sha for r in ci_readings(gapped, slowdown)]
+    shas = [r.sha for r in ci_readings(gapped, slowdown, slowdown.judged)]
     assert "c8" not in shas and {"c7", "c9"} <= set(shas)
 
 

@@ -8,10 +8,17 @@ already started from the store, and starts what this says (bot.service.slowdowns
   `min_effect` of the level before the slowdown (or better) -- is recovered: reported, never bisected.
 - The slowdowns left are grouped by the nights they may have come at (below): the metrics of one test that got
   slower at the same run -- or at runs E-Divisive placed a night apart, whose ranges overlap -- are one bisection,
-  over the union of their ranges. A bisection judges one metric (its steps read one reading per run), so it judges
-  the one with the largest effect; the others go with it, named in its origin and in what it reports. (The engine's
-  group search is of several tests, each step running each test once: several metrics of one test as its members
-  would run the same benchmark once per metric at every step, for readings one run already prints.)
+  over the union of their ranges, and every one of them is judged: the engine's group search (bot.domain.bisect.group)
+  with a member per metric, each its own posterior over the shared steps, sampled against GOOD and BAD by its own
+  direction. A step is one run of the benchmark at one commit, each metric it carries read from that run's output
+  (runners.metric.metric_cases), as a JUnit report's cases are read from one run: no benchmark runs once per metric.
+  So two commits of one night's range that slowed two metrics (batch 1's latency, batch 64's throughput) are two
+  culprits, each found, confirmed and proven by its own A/B, and a commit that slowed several is one culprit,
+  reverted once. `shifts[0]`, the largest effect, heads what is said of the slowdown.
+- Slowdowns of different tests at the same night are bisected one after another, never together: each test is its
+  own benchmark command (its `probe`), so their steps cannot share a run -- a step would run each benchmark in turn,
+  a GPU benchmark's minutes each, for as many runs as bisecting them apart, with their runners, needs and timeouts
+  tied together.
 - The bisection's range covers every night the shift may have come at, not only the change point's: E-Divisive
   places a shift where the two sides' distributions differ most, and a few noisy nights next to it can put it
   nights away (a stretch that reads halfway between the two levels). Between its neighbouring change points, every
@@ -115,7 +122,8 @@ class Shift:
 @dataclass(frozen=True)
 class Slowdown:
     """The metrics of one test that got slower at the same run: one bisection from `good` to `bad` (a run beyond the
-    change point's each way), judging `shifts[0]` (the largest effect)."""
+    change point's each way), a member per metric; `shifts` largest effect first, `judged` that one (what a report
+    names first, and what a bisection stored before groups of metrics judged alone)."""
 
     test: str
     shifts: tuple[Shift, ...]
@@ -280,10 +288,9 @@ def _reach(series: SeriesTable, shift: Shift) -> tuple[int, int]:
     return segment[min(splits) - 1], segment[max(splits)]
 
 
-def ci_readings(series: SeriesTable, slowdown: Slowdown) -> tuple[CiReading, ...]:
-    """CI's readings of the judged metric from GOOD's run to BAD's, oldest first: the bisection's free evidence, those
-    before the change point as GOOD's side (passed), the others as the slower side's."""
-    shift = slowdown.judged
+def ci_readings(series: SeriesTable, slowdown: Slowdown, shift: Shift) -> tuple[CiReading, ...]:
+    """CI's readings of one of the slowdown's metrics (`shift`'s) from GOOD's run to BAD's, oldest first: its member's
+    free evidence, those before its change point as GOOD's side (passed), the others as the slower side's."""
     values = series.values[shift.metric]
     at = {r.run_id: k for k, r in enumerate(series.runs)}
     first, last = at[slowdown.good.run_id], at[slowdown.bad.run_id]
