@@ -150,3 +150,29 @@ def test_two_metrics_slowed_in_one_nightly_range_by_two_commits_each_get_their_o
     assert len(done) <= ran <= len(row.steps)
     both = [s for s in done if len(s.results or {}) == 2]
     assert both and any(s.kind == Kind.SEARCH.value for s in both)
+
+
+def test_a_bisection_stored_judging_one_metric_alone_still_runs_to_its_culprit(history, tmp_path, monkeypatch):
+    """Stored before a slowdown's metrics were members (bot.service.config.judged_by then): the one judged metric's
+    regex as the config's own, one test named by the test, the whole step its reading. It reads and drives as then."""
+    repo, bench = history
+    shas = [repo.good, *repo.shas]
+    series, night_log = nightly_series(shas)
+    (slowdown,) = assess("bench", series, SPECS).to_bisect
+    shift = next(s for s in slowdown.shifts if s.metric == "bs1_output_throughput")
+    regex = step_regex(SPECS[shift.metric], night_log)
+    stored = dict(
+        command=[str(bench)], workers=2, metric_regex=regex, threshold=None, higher_is_worse=False, verify_revert=True
+    )
+    config = BisectConfig.from_json(stored)  # as a row written then reads now
+    assert config.whole_step and config.metrics is None
+    monkeypatch.setenv("RUN_LOG", str(tmp_path / "runs.log"))
+    store = Store(connect(f"sqlite:///{tmp_path / 'bot.db'}"))
+    git = GitRepo(repo.path)
+    ci = ci_readings(series, slowdown, shift)
+    loaded = setup.create(store, git, slowdown.good.sha, slowdown.bad.sha, config, ci=ci, test="bench")
+    pool = LocalPool(git, 2, tmp_path / "wt")
+    outcome = Driver(store, loaded.id, loaded.problem, loaded.config, pool, reverter=reverter_for(git)).run()
+    assert outcome.status is Status.FOUND and outcome.culprit == shas[SLOW_1], outcome.message
+    (entry,) = entries(store.get(loaded.id).tests)
+    assert entry.test == "bench" and entry.told.ab is not None and entry.told.ab.passed
