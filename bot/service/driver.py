@@ -116,7 +116,7 @@ class Driver:
         if row.tests == {} and (ended := self._discovered()) is not None:
             return ended
         row = self.store.get(self.id)
-        self.group, states = group_of(self.problem, row, self.config.settings_for)
+        self.group, states = group_of(self.problem, row, self.config.settings_for, self.config.metrics is not None)
         ci_kinds = ci_failures(row, self.group)  # how CI's red run failed each test
         self.tests: dict[str, Entry] = {e.test: e for e in entries(row.tests)}
         flying = self._adopt(row, states)

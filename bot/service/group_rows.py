@@ -20,10 +20,13 @@ EXIT_OF = {"good": 0, "bad": 1, "skip": SKIP_EXIT}  # a case's outcome as the ex
 
 
 def group_of(
-    problem: Problem, row: BisectionRecord, settings_for: Callable[[str], Settings] | None = None
+    problem: Problem,
+    row: BisectionRecord,
+    settings_for: Callable[[str], Settings] | None = None,
+    one_run: bool = False,
 ) -> tuple[Group, dict[str, State]]:
     """The tests of the bisection with their problems (each its own GOOD and, with `settings_for`, its own metric
-    rule) and states."""
+    rule) and states; `one_run`: every test is read from each step's one run (a slowdown's metrics)."""
     tests = entries(row.tests)
     problems = {
         e.test: replace(
@@ -33,7 +36,7 @@ def group_of(
         )
         for e in tests
     }
-    return Group(problems), {e.test: e.state for e in tests}
+    return Group(problems, one_run), {e.test: e.state for e in tests}
 
 
 def read_report(step: StepRecord) -> bool:

@@ -9,7 +9,7 @@ import random
 from dataclasses import replace
 
 from bot.domain.bisect.group import Group, decide_group
-from bot.domain.bisect.model import Outcome, Problem, Run, Settings, State, Status
+from bot.domain.bisect.model import Kind, Outcome, Problem, Run, Settings, State, Status
 from bot.domain.bisect.simulate import linear_graph
 from bot.domain.bisect.verdict import MetricRule, RawResult
 from bot.domain.requests import CiReading, JudgedMetric, StartRequest
@@ -24,11 +24,12 @@ THROUGHPUT = Settings(metric=MetricRule(None, higher_is_worse=False))
 
 def bisected(culprits: dict[str, int], seed: int) -> tuple[dict[str, Outcome], int]:
     """The metrics (name -> the commit that slows it 4%, 1% noise) bisected together, HEAD the range's last commit;
-    each step one run that reads every metric it carries. Each metric's outcome, and the steps run."""
+    each step one run that reads every metric it carries, and every member still searching or calibrating aboard every
+    step in its range but the A/B's. Each metric's outcome, and the steps run."""
     graph, good, bad = linear_graph(N)
     graph["head"] = (bad,)
     rng = random.Random(seed)
-    group = Group({m: Problem(graph, good, bad, THROUGHPUT, "head") for m in culprits})
+    group = Group({m: Problem(graph, good, bad, THROUGHPUT, "head") for m in culprits}, one_run=True)
     states, runs, outcomes, steps = {m: State() for m in culprits}, [], {}, 0
 
     def slowed(sha: str) -> set[int]:
@@ -49,6 +50,9 @@ def bisected(culprits: dict[str, int], seed: int) -> tuple[dict[str, Outcome], i
         assert decision.steps, "the group neither ran a step nor ended"
         for step in decision.steps:
             steps += 1
+            if step[0].kind not in (Kind.AB_HEAD, Kind.AB_REVERT):
+                live = {m for m, d in decision.decisions.items() if d.outcome is None}
+                assert {p.test for p in step} >= live, step  # a reading costs nothing: every member still on reads it
             held = slowed(step[0].sha)
             reading = {
                 m: 100.0 * (0.96 if c in held else 1.0) * (1 + 0.01 * rng.gauss(0, 1)) for m, c in culprits.items()

@@ -43,9 +43,12 @@ Step = tuple[Probe, ...]  # one run at one commit: a probe per test it carries, 
 
 @dataclass(frozen=True)
 class Group:
-    """The tests bisected together: one problem each, over one graph and BAD (each test's GOOD its own)."""
+    """The tests bisected together: one problem each, over one graph and BAD (each test's GOOD its own). `one_run`:
+    every member is read from the step's one run (a slowdown's metrics, each its own regex over one benchmark's
+    output), so a member aboard costs nothing at all, not even the run's time."""
 
     problems: Mapping[str, Problem]
+    one_run: bool = False
 
     def __post_init__(self) -> None:
         if not self.problems:
@@ -218,9 +221,9 @@ def _choose(
             del pending[sha]
         carried = {p.test for p in step}
         riders = [
-            Probe(sha, Kind.SEARCH, step[0].round, t)
+            Probe(sha, _ride_kind(group, decisions, t, sha), step[0].round, t)
             for t in sorted(decisions)
-            if t not in carried and t not in aboard[sha] and _uncertain(group, decisions, t, sha)
+            if t not in carried and t not in aboard[sha] and _rides(group, decisions, t, step)
         ]
         aboard[sha] |= carried | {p.test for p in riders}
         steps.append(tuple(step + riders))
@@ -254,6 +257,30 @@ def _split(group: Group, decisions: Mapping[str, Decision], test: str, sha: str)
 # proof (bot.domain.bisect.intermittent), so a test's mass below its passes is never exactly 0: riding wherever any is
 # left would put every test aboard every step, each for a sliver of its mass.
 RIDE = 0.01
+
+
+def _rides(group: Group, decisions: Mapping[str, Decision], test: str, step: list[Probe]) -> bool:
+    """Whether a test not asking for the step rides it: where its result could move its posterior; in a group read
+    from one run, wherever the step's commit is in its range and the step is no A/B run (HEAD and HEAD + revert are
+    each culprit's own proof), since its reading there costs nothing -- a member still calibrating reads the range's
+    commits for its search to come, and one searching reads the endpoint another member calibrates at."""
+    sha = step[0].sha
+    if not group.one_run:
+        return _uncertain(group, decisions, test, sha)
+    decision = decisions[test]
+    return (
+        decision.outcome is None
+        and decision.state.phase is not Phase.DONE
+        and not any(p.kind in (Kind.AB_HEAD, Kind.AB_REVERT) for p in step)
+        and group.problems[test].scope(decision.state.merges).position(sha) is not None
+    )
+
+
+def _ride_kind(group: Group, decisions: Mapping[str, Decision], test: str, sha: str) -> Kind:
+    """A rider's kind of run: a calibration run at an endpoint of a test still calibrating, else a search run."""
+    problem = group.problems[test]
+    calibrating = decisions[test].state.phase is Phase.CALIBRATING
+    return Kind.CALIBRATE if calibrating and sha in (problem.good, problem.bad) else Kind.SEARCH
 
 
 def _uncertain(group: Group, decisions: Mapping[str, Decision], test: str, sha: str) -> bool:
