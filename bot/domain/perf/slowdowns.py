@@ -47,6 +47,7 @@ from scipy import stats
 
 from bot.domain.perf.changes import Change, ChangeSettings, Direction
 from bot.domain.perf.per_metric import changes
+from bot.domain.perf.recovery import recovery
 from bot.domain.policy import Direction as PolicyDirection
 from bot.domain.policy import OnSlowdown, Policy, Series, Test
 from bot.domain.requests import CiReading
@@ -194,7 +195,9 @@ def assess(
     recovered = []
     standing: list[Shift] = []
     for shift in (s for s in shifts if s.change.regression):
-        undone = _recovery(shift, [s for s in shifts if s.metric == shift.metric], floors[shift.metric])
+        same = {s.change: s for s in shifts if s.metric == shift.metric}
+        back = recovery(shift.change, list(same), floors[shift.metric])
+        undone = same[back] if back is not None else None
         if undone is not None:
             recovered.append(Recovered(shift, undone))
         else:
@@ -228,20 +231,6 @@ def assess(
 
 def _floor(spec: Series, settings: ChangeSettings) -> float:
     return spec.min_effect if spec.min_effect is not None else settings.min_effect
-
-
-def _recovery(shift: Shift, same_metric: Sequence[Shift], floor: float) -> Shift | None:
-    """The later change point of the metric that brought it back within `floor` of its level before `shift` (or past
-    it, the better way), if one did."""
-    start = shift.change.mean_before
-    for later in sorted(same_metric, key=lambda s: s.change.index):
-        if later.change.index <= shift.change.index or later.change.regression:
-            continue
-        level = later.change.mean_after
-        worse_by = (start - level) / start if shift.change.direction == "lower" else (level - start) / start
-        if worse_by < floor:
-            return later
-    return None
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
