@@ -57,7 +57,11 @@ def backends_over(ci_for: Callable[[str], CiReads]) -> BackendFor:
             )
             return step_inputs(request, runner.labels, runner.timeout_minutes, correlation)
 
-        limits = Limits(poll_s=runner.poll_seconds, queue_timeout_s=runner.queue_timeout_minutes * 60)
+        limits = Limits(
+            poll_s=runner.poll_seconds,
+            queue_timeout_s=runner.queue_timeout_minutes * 60,
+            find_timeout_s=runner.find_timeout_seconds,
+        )
         return GitHubActionsBackend(
             ci_for(repo_slug).actions(runner.workflow), branch, inputs_for, runner.parallelism, runner.labels, limits
         )

@@ -275,6 +275,12 @@ class Runner(Closed):
         60, gt=0, description="A step no runner picks up within this is given up (infra)"
     )
     poll_seconds: float = Field(15, gt=0)
+    find_timeout_seconds: float = Field(
+        120,
+        gt=0,
+        description="A dispatch whose answer was lost (an error, or 204 without run details) is sent again when its "
+        "run has not shown up by its run-name within this",
+    )
     env: RunnerEnv | None = None
     gpus: int = Field(
         0,

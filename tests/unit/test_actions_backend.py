@@ -189,6 +189,33 @@ def test_a_dispatch_that_never_shows_up_is_infra_after_the_redispatches():
     assert "dispatched 2 times and no run appeared" in got.infra_reason
 
 
+def test_the_policys_runner_gives_the_backend_its_waits():
+    """poll_seconds, queue_timeout_minutes and find_timeout_seconds (120 s unless the policy says) reach the backend."""
+    from bot.adapters.policy_files import parse
+    from bot.wiring import backends_over
+
+    class Ci:
+        def actions(self, workflow):
+            return FakeActions()
+
+    def limits_of(runner: str) -> Limits:
+        text = f"""repository: o/r
+watch: [{{workflow: .github/workflows/nightly.yml}}]
+tests:
+  - id: t
+    match: t
+    probe: {{name: command, command: [./t]}}
+    runner: {{backend: github_actions, labels: [gpu], {runner}}}
+"""
+        test = parse(text, "p.yaml").tests[0]
+        return backends_over(lambda slug: Ci())(test, 1, None, "o/r", "https://x", "main", 1).limits
+
+    assert limits_of("poll_seconds: 2") == Limits(poll_s=2, queue_timeout_s=3600, find_timeout_s=120)
+    assert limits_of("queue_timeout_minutes: 5, find_timeout_seconds: 10") == Limits(
+        poll_s=15, queue_timeout_s=300, find_timeout_s=10
+    )
+
+
 class _Nothing(dict):
     def __setitem__(self, key, value):
         pass
