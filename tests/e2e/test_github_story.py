@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -14,10 +13,8 @@ import httpx
 import pytest
 
 from bot.cli.demo_ci import accuracy_word
-from scenarios.mamba_track_boundary import build
 from tests.support import ROOT
-from tests.support.net import free_port
-from tests.support.sandbox import BotWatch, wait_for
+from tests.support.sandbox import wait_for
 from tests.support.world import (
     SECRET,
     comments,
@@ -26,7 +23,6 @@ from tests.support.world import (
     open_reverts,
     published_reverts,
     sandbox_and_bot,
-    wait_http,
 )
 
 
@@ -217,102 +213,6 @@ def test_the_story_survives_a_fifth_of_github_responses_failing(impatient_world)
         ("revert-bisect-bot", "eyes"),
         ("revert-bisect-bot", "rocket"),
     ]
-
-
-def test_a_bot_killed_mid_bisection_finishes_it_after_restart_with_one_pr(tmp_path):
-    """The sandbox and the bot as separate server processes; the bot is SIGKILLed mid-bisection and restarted."""
-    import signal
-
-    import sqlalchemy
-
-    scenario = build(tmp_path / "scenario", commits=24, seed=5)
-    # port numbers, not bound sockets: the sandbox and the bot run in other processes and take --port
-    sandbox_port, bot_port = free_port(), free_port()
-    sandbox = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sandbox",
-            "--scenario",
-            str(tmp_path / "scenario"),
-            "--port",
-            str(sandbox_port),
-            "--root",
-            str(tmp_path / "sandbox"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{sandbox_port}"
-    db = f"sqlite:///{tmp_path / 'bot.db'}"
-    env = {
-        **os.environ,
-        "REVERT_BISECT_WEBHOOK_SECRET": SECRET,
-        "REVERT_BISECT_GITHUB_URL": base,
-        "REVERT_BISECT_GITHUB_TOKEN": "sandbox-token-revert-bisect-bot",
-        "REVERT_BISECT_POLICIES": str(ROOT / "policies"),
-        "REVERT_BISECT_WORKSPACE": str(tmp_path / "clones"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "REVERT_BISECT_JOB_LEASE_S": "3",
-    }  # the killed bot's job is taken again once its lease runs out
-    serve = [sys.executable, "-m", "bot.cli.main", "serve", "--port", str(bot_port), "--db", db]
-    log = open(tmp_path / "bot.log", "ab")
-    bot = subprocess.Popen(serve, env=env, stdout=log, stderr=log)
-    watch = BotWatch(db, lambda: bot.poll() is None, [tmp_path / "bot.log"])
-    try:
-        wait_http(base + "/repos/x/y", sandbox)
-        wait_http(f"http://127.0.0.1:{bot_port}/healthz", bot)
-        world = dict(
-            base=base,
-            bot=f"http://127.0.0.1:{bot_port}",
-            seeded=type(
-                "S",
-                (),
-                {"repo": scenario.repo_slug, "tokens": {"sandbox-maintainer": "sandbox-token-sandbox-maintainer"}},
-            )(),
-        )
-        followup = scenario.followup["number"]
-        deliver_comment(
-            world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup
-        )
-        engine = sqlalchemy.create_engine(db)
-
-        def steps_done():
-            try:
-                with engine.connect() as conn:
-                    return (
-                        conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'done'")).scalar() >= 6
-                    )
-            except sqlalchemy.exc.OperationalError:
-                return False
-
-        wait_for(steps_done, timeout=120, bot=watch)
-        bot.send_signal(signal.SIGKILL)
-        bot.wait()
-        with engine.connect() as conn:
-            assert conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections WHERE status IS NULL")).scalar() == 1
-        bot = subprocess.Popen(serve, env=env, stdout=log, stderr=log)
-        pulls = wait_for(lambda: open_reverts(world), timeout=420, bot=watch)
-        wait_for(lambda: [c for c in comments(world, followup) if "Revert PR" in c["body"]], timeout=60, bot=watch)
-        wait_for(watch.settled, timeout=60, bot=watch)  # every job in flight has landed
-        assert len(open_reverts(world)) == 1 and pulls[0]["title"].startswith('Revert "')
-        with engine.connect() as conn:
-            assert (
-                conn.execute(sqlalchemy.text("SELECT count(*) FROM bisections")).scalar() == 1
-            )  # resumed, not restarted
-            assert conn.execute(sqlalchemy.text("SELECT status FROM bisections")).scalar() == "found"
-            # the runs in flight at the kill kept going on the runner and were adopted, not lost and re-run
-            assert conn.execute(sqlalchemy.text("SELECT count(*) FROM steps WHERE state = 'lost'")).scalar() == 0
-        for number in (scenario.culprit_pr, followup):
-            bodies = [c["body"] for c in comments(world, number)]
-            assert bodies and len(bodies) == len(set(bodies))
-    finally:
-        for proc in (bot, sandbox):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 def test_cancel_stops_a_running_bisection_and_opens_nothing(world, tmp_path):

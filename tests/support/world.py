@@ -182,16 +182,3 @@ def comments(world, number):
         f"/repos/{world['seeded'].repo}/issues/{number}/comments",
         per_page=100,
     )
-
-
-def wait_http(url, proc, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"process died: {proc.args}"
-        try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"{url} never answered")
