@@ -26,7 +26,33 @@ from tests.support.world import (
 )
 
 
-def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
+def test_a_command_opens_the_revert_pr_links_everything_and_leaks_no_secret(tmp_path, caplog):
+    """The bot authenticated as a GitHub App, as deployed: a maintainer's command opens the revert PR and links
+    everything (_opens_the_revert_pr_and_links_everything). Then its webhook secret, private key and every
+    installation token the sandbox issued are searched for in everything the run left behind: logs, every issue, PR
+    and comment, the dashboard, its API and /metrics, the store, git configs, artifacts and run logs. (One story
+    for both: each is a whole bisection, and the one proves nothing the other's run does not also show.)"""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    caplog.set_level(logging.DEBUG)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    stack = sandbox_and_bot(tmp_path, app_key=private)  # in the test: the bot's start-up is in caplog too
+    world = next(stack)
+    try:
+        pulls = _opens_the_revert_pr_and_links_everything(world, world["state"].apps.apps[4242].bot_login)
+        _no_secret_in_any_output(world, tmp_path, private, pulls, caplog.text)
+    finally:
+        stack.close()
+
+
+def _opens_the_revert_pr_and_links_everything(world, bot: str) -> list[dict]:
+    """The revert PR (its title, body, branch, label and reviewer; its branch exactly the culprit's inverse), one
+    comment on the culprit PR and one on the follow-up linking it, the status comment, the command's reactions by
+    `bot`, and /metrics as the store and GitHub saw the run. Returns the open revert PRs."""
     scenario, repo = world["scenario"], world["seeded"].repo
     followup = scenario.followup["number"]
     posts_before = _samples(world).get(POSTS_2XX, 0)  # the counter is the process's: earlier tests raised it
@@ -76,11 +102,9 @@ def test_revert_bisect_command_opens_the_revert_pr_and_links_everything(world):
     assert len([c for c in followup_comments if f"#{culprit_pr}" in c["body"] and f"#{pr['number']}" in c["body"]]) == 1
     status = [c for c in followup_comments if "**revert-bisect**" in c["body"]]
     assert len(status) == 1 and "found" in status[0]["body"] and f"#{pr['number']}" in status[0]["body"]
-    assert [(r.user, r.content) for r in world["state"].reactions[command["id"]]] == [
-        ("revert-bisect-bot", "eyes"),
-        ("revert-bisect-bot", "rocket"),
-    ]
+    assert [(r.user, r.content) for r in world["state"].reactions[command["id"]]] == [(bot, "eyes"), (bot, "rocket")]
     _metrics_match_the_run(world, posts_before)
+    return pulls
 
 
 POSTS_2XX = ("revert_bisect_github_api_calls_total", (("method", "POST"), ("status_class", "2xx")))
@@ -342,65 +366,47 @@ def test_the_kill_switch_stops_new_bisections(world):
     ]  # no bisection, no status comment
 
 
-def test_no_secret_appears_in_any_output_of_a_whole_run(tmp_path, caplog):
-    """The bot authenticated as a GitHub App; its webhook secret, private key and every installation token
-    the sandbox issued, searched for in everything a run leaves behind: logs, every issue, PR and comment,
-    the dashboard, its API and /metrics, the store, git configs, artifacts and run logs."""
-
+def _no_secret_in_any_output(world, tmp_path, private: str, pulls: list[dict], logs: str) -> None:
+    """The webhook secret, the private key's lines and every installation token the sandbox issued the App's bot:
+    in none of the logs, issues, PRs and comments, dashboard pages, API answers, /metrics, store tables, git configs,
+    JSON files, run logs and artifacts."""
     import sqlalchemy
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
 
-    caplog.set_level(logging.DEBUG)
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    stack = sandbox_and_bot(tmp_path, app_key=private)
-    world = next(stack)
-    scenario, state, seeded = world["scenario"], world["state"], world["seeded"]
-    try:
-        followup = scenario.followup["number"]
-        deliver_comment(
-            world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup
-        )
-        pulls = wait_for(lambda: open_reverts(world), timeout=300, bot=world["watch"])
-        app_bot = state.apps.apps[4242].bot_login
-        installation_tokens = [t for t, login in state.tokens.items() if login == app_bot]
-        key_lines = [line for line in private.splitlines() if len(line) > 40]
-        secrets = [SECRET, *installation_tokens, *key_lines]
-        outputs = {"logs": caplog.text}
-        for issue in state.repos[seeded.repo.lower()].issues.values():
-            comments = [c.body for c in state.comments_of(state.repo(seeded.repo), issue.number)]
-            outputs[f"issue {issue.number}"] = json.dumps([issue.title, issue.body, comments], default=str)
-        bisection = httpx.get(world["bot"] + "/api/bisections", timeout=10).json()["items"][0]["id"]
-        for path in (
-            "/",
-            f"/bisections/{bisection}",
-            "/trust",
-            "/api/bisections",
-            f"/api/bisections/{bisection}",
-            "/api/trust",
-            "/metrics",
-            "/readyz",
-        ):
-            outputs[path] = httpx.get(world["bot"] + path, timeout=10).text
-        engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'bot.db'}")
-        with engine.connect() as conn:
-            for table in ("bisections", "steps", "deliveries", "jobs"):
-                outputs[f"table {table}"] = json.dumps(
-                    [list(r) for r in conn.execute(sqlalchemy.text(f"SELECT * FROM {table}"))], default=str
-                )
-        for path in list(tmp_path.rglob("config")) + list(tmp_path.rglob("*.json")) + list(tmp_path.rglob("*.log")):
-            if path.is_file():
-                outputs[str(path)] = path.read_text(errors="replace")
-        for run in state.actions.runs.values():
-            outputs[f"run {run.id}"] = "\n".join(run.log) + "".join(a.data.decode("latin-1") for a in run.artifacts)
-        assert len(pulls) == 1 and installation_tokens and len(outputs) > 20
-        leaks = [(where, secret[:8]) for where, text in outputs.items() for secret in secrets if secret in text]
-        assert not leaks
-    finally:
-        stack.close()
+    state, seeded = world["state"], world["seeded"]
+    app_bot = state.apps.apps[4242].bot_login
+    installation_tokens = [t for t, login in state.tokens.items() if login == app_bot]
+    key_lines = [line for line in private.splitlines() if len(line) > 40]
+    secrets = [SECRET, *installation_tokens, *key_lines]
+    outputs = {"logs": logs}
+    for issue in state.repos[seeded.repo.lower()].issues.values():
+        comments = [c.body for c in state.comments_of(state.repo(seeded.repo), issue.number)]
+        outputs[f"issue {issue.number}"] = json.dumps([issue.title, issue.body, comments], default=str)
+    bisection = httpx.get(world["bot"] + "/api/bisections", timeout=10).json()["items"][0]["id"]
+    for path in (
+        "/",
+        f"/bisections/{bisection}",
+        "/trust",
+        "/api/bisections",
+        f"/api/bisections/{bisection}",
+        "/api/trust",
+        "/metrics",
+        "/readyz",
+    ):
+        outputs[path] = httpx.get(world["bot"] + path, timeout=10).text
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'bot.db'}")
+    with engine.connect() as conn:
+        for table in ("bisections", "steps", "deliveries", "jobs"):
+            outputs[f"table {table}"] = json.dumps(
+                [list(r) for r in conn.execute(sqlalchemy.text(f"SELECT * FROM {table}"))], default=str
+            )
+    for path in list(tmp_path.rglob("config")) + list(tmp_path.rglob("*.json")) + list(tmp_path.rglob("*.log")):
+        if path.is_file():
+            outputs[str(path)] = path.read_text(errors="replace")
+    for run in state.actions.runs.values():
+        outputs[f"run {run.id}"] = "\n".join(run.log) + "".join(a.data.decode("latin-1") for a in run.artifacts)
+    assert len(pulls) == 1 and installation_tokens and len(outputs) > 20
+    leaks = [(where, secret[:8]) for where, text in outputs.items() for secret in secrets if secret in text]
+    assert not leaks
 
 
 def test_shadow_mode_bisects_and_proves_but_writes_nothing_beyond_the_thread(tmp_path):
