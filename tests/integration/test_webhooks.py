@@ -43,7 +43,9 @@ def server(tmp_path_factory):
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # Ready when /healthz answers; a process that exits fails at once with its output. The deadline is for a
+    # process that stays up and never answers: on a loaded 2-core machine the imports alone took over 30 s.
+    deadline = time.monotonic() + 180
     while True:
         try:
             if httpx.get(base + "/healthz", timeout=1).status_code == 200:
