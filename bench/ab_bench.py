@@ -105,7 +105,7 @@ def row(spec: tuple, histories: int, tree: str | None, jobs: int) -> list[str]:
     found = [h for part in trees.over_processes(histories_of, lambda s: (spec, s, tree), histories, jobs) for h in part]
     named = [h for h in found if h[0]]
     unproven = [h for h in named if not h[1]]
-    budget = sum(min(h[2], h[3]) >= 20 for h in unproven)  # Settings.max_endpoint_samples each: undecided
+    budget = sum(min(h[2], h[3]) >= 20 for h in unproven)  # Settings.max_ab_samples each: undecided
     search, head, taken, drift = spec
     return [
         f"{search:g}",
@@ -155,7 +155,7 @@ def main() -> None:
         [
             "Shifts in spreads of the noise, lower is worse. A/B proven: the revert proven, the culprit's outcome then "
             "acted on; with nothing taken away (the revert changes nothing) every proof is wrong. not proven: read "
-            "alike, or still undecided at 20 runs of each side (Settings.max_endpoint_samples), where each side is "
+            "alike, or still undecided at 20 runs of each side (Settings.max_ab_samples), where each side is "
             "judged alone against the split's levels and that did not prove it either."
         ],
     )

@@ -64,7 +64,7 @@ class Settings:
     max_runs: int | None = None  # None: a generous bound derived from the range size
     trusted_reruns: int = 1  # re-runs of a trusted (deterministic-looking) test's culprit under auto
     samples: int = 3  # a sampled metric (bot.domain.bisect.sampled): readings at culprit and parent, per A/B batch
-    max_endpoint_samples: int = 20  # ... and at most this many per endpoint and per side of the A/B
+    max_ab_samples: int = 20  # ... and at most this many per side of the A/B (the endpoints: sampled.ENDPOINT_MOST)
     # GOOD passes and BAD fails as CI read them (or as the user says): no endpoint run before the search; one runs
     # only when the search contradicts it (bot.domain.bisect.calibration.calibration_needs)
     trust_endpoints: bool = False

@@ -4,10 +4,12 @@ endpoints' distributions, sampled until told apart at the stated error rate (doc
 A metric is sampled when its rule has no threshold (a benchmark: worse than GOOD is the signal), or when runs
 of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 against 0.002). Then:
 
-- CALIBRATING: GOOD and BAD are read `ENDPOINT_FIRST` times each, then once more each per round, until the
-  one-sided Bayes factor that BAD reads worse than GOOD passes `ENDPOINT_GATE` (search) or falls below
-  `ENDPOINT_DOUBT` ("not reproducible", no culprit): at most `ENDPOINT_ATTEMPTS` each, and on to
-  `max_endpoint_samples` while BAD leans worse; short of the gate at the end, "not reproducible".
+- CALIBRATING: GOOD and BAD are read `ENDPOINT_FIRST` times each, then once more each per round, until the odds
+  that BAD reads worse than GOOD pass `ENDPOINT_GATE` (search), or a regression of `ENDPOINT_RULED_OUT` spreads
+  is ruled out at `ENDPOINT_ODDS` ("not reproducible", no culprit), or `ENDPOINT_MOST` each are read ("not
+  reproducible": not told apart). When BAD reads like GOOD (Gaussian readings of one spread), the search
+  starts at most 1 / `ENDPOINT_GATE` of the time, and a regression of that size ends "not reproducible" at most
+  1 / `ENDPOINT_ODDS` of the time, however many rounds it takes (`_endpoints`).
 - SEARCHING: the change-point posterior of bot.domain.bisect.readings over every reading, planned by the model of a
   level that holds still until the readings drift (bot.domain.bisect.misfit); runners go to its quantiles, a
   commit as often as it stays uncertain. A culprit is named when its mass reaches the confidence under that model
@@ -17,7 +19,7 @@ of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 aga
   readings stand at it and at its parent (its confirmation, and the spread the report states).
 - CONFIRMING: with a branch head, HEAD and HEAD + revert are read in turn until their pairs' differences prove
   that HEAD reads worse by about the culprit's estimated shift, or read alike against `REFUSE_SHARE` of it, each at
-  the stated error rate (sequential likelihood ratio tests: `_paired`), or `max_endpoint_samples` each.
+  the stated error rate (sequential likelihood ratio tests: `_paired`), or `max_ab_samples` each.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 
 from bot.domain.bisect import misfit
@@ -41,14 +44,21 @@ from bot.domain.reasons import Reason
 # Once a commit holds this much of the mass, the question left is whether it reads worse than its parent: runners
 # go to whichever of the two has fewer readings (the quantiles would keep sampling the side already settled).
 FAVOURITE = 0.5
-# The endpoints: Bayes factor that BAD reads worse than GOOD before the search spends runs between them (20: with
-# no regression, 1.2% of endpoint pairs pass it within 20 readings each; 10 let 3.8% through, each then ending
-# inconclusive at the run budget), and below which they do not differ; Pinpoint's 10 attempts each, before a lean
-# towards worse is read on to `Settings.max_endpoint_samples`.
-ENDPOINT_GATE = 20.0
-ENDPOINT_DOUBT = 1 / 3
-ENDPOINT_ATTEMPTS = 10
+# The endpoints (`_endpoints`, docs/algorithm.md "Endpoints"): read this many times each before they are judged;
+# the odds that BAD reads worse -- a mixture of shifts of 1.5 spreads (most weight: a regression the endpoints can
+# just tell within Pinpoint's 20 runs) and 4 (a large or deterministic one, told in the first readings) against
+# none -- that start the search; the regression, in spreads of the noise, whose ruling out at these odds ends
+# the bisection "not reproducible" (a 4% drop at 2% noise).
 ENDPOINT_FIRST = 4
+ENDPOINT_GATE = 100.0
+ENDPOINT_SHIFTS = ((0.8, 1.5), (0.2, 4.0))  # (weight, shift in spreads)
+ENDPOINT_RULED_OUT = 2.0
+ENDPOINT_ODDS = 1000.0
+# ... and read at most this many times each: a regression of 1-1.5 spreads is told from none more often by 30 than
+# by 20 (1 spread: 64% against 49% of 5,000 endpoint pairs), and a benchmark that does not regress is ruled out
+# before 30 but 0.07% of the time (0.6% start the search), so the cap costs it little (16.4 runs on average, 16.3
+# at a cap of 20)
+ENDPOINT_MOST = 30
 SPREAD_RATIO = 4.0  # readings of one commit across the cut this close are its noise; further apart, a flaky run
 # The A/B reads HEAD and HEAD + revert alike only against this share of the culprit's estimated shift. The estimate
 # is the winner of the search's selection: a search that stopped on a lucky draw reads a true -5% as -6.6% to -7.8%,
@@ -111,34 +121,73 @@ def _range_readings(t: Turn) -> Readings:
     return Readings.at(t.problem.scope(t.state.merges), points, rule.higher_is_worse)
 
 
+@dataclass(frozen=True)
+class _Endpoints:
+    """The endpoints' readings judged (`_endpoints`): log of the odds that BAD reads worse than GOOD, log of the
+    odds against a regression of `ENDPOINT_RULED_OUT` spreads, and that regression in the metric's units."""
+
+    worse: float
+    ruled_out: float
+    regression: float
+
+    @property
+    def search(self) -> bool:
+        return self.worse >= math.log(ENDPOINT_GATE)
+
+    @property
+    def alike(self) -> bool:
+        return self.ruled_out >= math.log(ENDPOINT_ODDS)
+
+
+def _endpoints(good: Sequence[float], bad: Sequence[float], higher_is_worse: bool) -> _Endpoints:
+    """GOOD's and BAD's readings judged by two likelihood ratios of BAD's shift over GOOD's, in spreads of the noise
+    (`Contrast.log_likelihood_ratio`: the readings' level and spread unknown, one spread on both sides):
+
+    - `worse`: the ratio averaged over `ENDPOINT_SHIFTS` towards worse, against no shift. When BAD reads like GOOD,
+      this is a test martingale whatever the rounds read, and by Ville's inequality it ever reaches
+      `ENDPOINT_GATE` with probability at most 1 / `ENDPOINT_GATE` (1%; measured: 0.62% of 100,000 pairs);
+    - `ruled_out`: no shift against a shift of `ENDPOINT_RULED_OUT` spreads towards worse. When BAD does read that
+      much worse, this is a test martingale in turn: it ever reaches `ENDPOINT_ODDS` with probability at most
+      1 / `ENDPOINT_ODDS` (0.1%; measured: 0.04% of 100,000 pairs). A smaller regression is ruled out more often
+      (1 spread: 27% of 5,000 pairs), a larger one less.
+
+    Both bounds hold for Gaussian readings of one spread around a level that holds still; heavy tails, two clock
+    states or a drift are the measured rows' (docs/benchmarks.md)."""
+    orient = 1.0 if higher_is_worse else -1.0
+    contrast = Split(Stats.of(orient * v for v in good), Stats.of(orient * v for v in bad)).contrast()
+    ratios = [math.log(w) + contrast.log_likelihood_ratio(shift) for w, shift in ENDPOINT_SHIFTS]
+    top = max(ratios)
+    worse = top + math.log(sum(math.exp(r - top) for r in ratios))
+    ruled_out = -contrast.log_likelihood_ratio(ENDPOINT_RULED_OUT)
+    return _Endpoints(worse, ruled_out, ENDPOINT_RULED_OUT * contrast.sd)
+
+
 def calibrate(t: Turn) -> Decision:
     problem, ev, s = t.problem, t.evidence, t.settings
     rule = s.metric
     assert rule is not None
     good = _values(ev, problem.good, Kind.CALIBRATE)
     bad = _values(ev, problem.bad, Kind.CALIBRATE)
-    orient = (lambda v: v) if rule.higher_is_worse else (lambda v: -v)  # noqa: E731
-    split = Split(Stats.of(map(orient, good)), Stats.of(map(orient, bad)))
-    want = ENDPOINT_FIRST
-    gate, doubt = math.log(ENDPOINT_GATE), math.log(ENDPOINT_DOUBT)
-
-    def undecided(lbf: float, each: int) -> bool:
-        """Read both again: the factor is between the gates, and either Pinpoint's 10 attempts are not spent or
-        BAD leans worse and the cap is not reached (as Pinpoint reads 10 more when a comparison is undecided)."""
-        lean = lbf >= 0.0 and each < s.max_endpoint_samples
-        return doubt < lbf < gate and (each < ENDPOINT_ATTEMPTS or lean)
-
-    while min(len(good), len(bad)) >= want and undecided(split.log_bayes_factor(), want):
-        want += 1
-    if min(len(good), len(bad)) >= want:
+    each = min(len(good), len(bad))
+    judged = _endpoints(good, bad, rule.higher_is_worse) if each >= ENDPOINT_FIRST else None
+    if judged is not None and (judged.search or judged.alike or each >= ENDPOINT_MOST):
         shown = f"GOOD reads {_describe(good)}, BAD {_describe(bad)}"
-        factor = math.exp(split.log_bayes_factor())
-        if split.log_bayes_factor() < gate:
-            why = "do not differ at the stated error rate" if factor <= ENDPOINT_DOUBT else "are not told apart"
-            found = (
-                f"GOOD and BAD {why} ({shown}; Bayes factor that BAD reads worse {factor:.3g}, "
-                f"{ENDPOINT_GATE:g} needed): nothing to bisect"
+        if not judged.search:
+            size = f"{judged.regression:.3g}"
+            level = abs(statistics.fmean(good))
+            if level > 0:
+                size += f" ({100 * judged.regression / level:.2g}%)"
+            odds = (
+                f"a regression of {ENDPOINT_RULED_OUT:g} spreads, {size}, ruled out at odds "
+                f"{math.exp(min(judged.ruled_out, 700.0)):.3g}:1 ({ENDPOINT_ODDS:g} needed); odds that BAD reads "
+                f"worse {math.exp(min(judged.worse, 700.0)):.3g}:1 ({ENDPOINT_GATE:g} needed)"
             )
+            why = "do not differ at the stated error rate" if judged.alike else f"are not told apart in {each} each"
+            found = f"GOOD and BAD {why} ({shown}; {odds}): nothing to bisect"
+            # A runner that drifts widens the spread the regression is measured in: said, as the search says it
+            outside = misfit.misfit(_range_readings(t), len(problem.scope(t.state.merges).candidates))
+            if outside:
+                found += f"; the readings left the model's assumptions: {'; '.join(outside)}"
             return t.end(Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)))
         if rule.threshold is not None and not rule.worse(statistics.median(bad), rule.threshold):
             found = f"BAD's median is within the threshold {rule.threshold:g} ({shown}): the failure does not reproduce"
@@ -147,16 +196,19 @@ def calibrate(t: Turn) -> Decision:
             found = f"GOOD's median is already beyond the threshold {rule.threshold:g} ({shown})"
             return t.end(Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good)))
         return search(t.moved(phase=Phase.SEARCHING))
+    want = max(ENDPOINT_FIRST, each + 1)
     needs = {
         sha: max(0, want - len(have) - t.flying(sha, (Kind.CALIBRATE,)))
         for sha, have in ((problem.good, good), (problem.bad, bad))
     }
+    # The side short of more first, GOOD and BAD in turn, and which goes first swapped every round: a runner that
+    # drifts meanwhile then moves neither side more than the other.
+    order = (problem.good, problem.bad) if each % 2 == 0 else (problem.bad, problem.good)
     probes: list[Probe] = []
     while len(probes) < t.free and any(needs.values()):
-        for sha in needs:
-            if needs[sha] and len(probes) < t.free:
-                probes.append(t.probe(sha, Kind.CALIBRATE))
-                needs[sha] -= 1
+        sha = max(order, key=lambda side: needs[side])
+        probes.append(t.probe(sha, Kind.CALIBRATE))
+        needs[sha] -= 1
     return t.decision(tuple(probes))
 
 
@@ -241,10 +293,10 @@ def _prove(t: Turn, culprit: str, effect: Effect, mass: float, guess: Guess) -> 
         pair = ((problem.head, Kind.AB_HEAD), (state.revert, Kind.AB_REVERT))
         sides = {kind: _timed(ev, sha, kind, state.confirm_round) for sha, kind in pair}
         judged = _paired(sides[Kind.AB_HEAD], sides[Kind.AB_REVERT], effect, s.confidence)
-        if judged is None and min(len(v) for v in sides.values()) < s.max_endpoint_samples:
+        if judged is None and min(len(v) for v in sides.values()) < s.max_ab_samples:
             # Undecided: `samples` more of each side, HEAD's and the revert's runs alternating (the side read less
             # first), as Pinpoint alternates its attempts: a runner that drifts meanwhile moves both sides alike.
-            target = min(s.max_endpoint_samples, (max(len(v) for v in sides.values()) // s.samples + 1) * s.samples)
+            target = min(s.max_ab_samples, (max(len(v) for v in sides.values()) // s.samples + 1) * s.samples)
             had = {kind: len(sides[kind]) + t.flying(sha, (kind,)) for sha, kind in pair}
             turns = sorted(pair, key=lambda side: had[side[1]])
             probes = [t.probe(sha, kind) for i in range(target) for sha, kind in turns if had[kind] + i < target]
