@@ -187,7 +187,8 @@ class Publisher:
         comment_only = policy.revert.action is RevertAction.COMMENT_ONLY
         followup, found = self.followup(culprit_pr, asked_followup, open_tracking=not comment_only)
         revert = t.clone.revert(culprit, row.head)
-        metric = policy.test(t.test_id).metric
+        test = policy.test(t.test_id)  # None for a slowdown's metric: a member named by its series, not a test id
+        metric = test.metric if test is not None else None
         pr = draft_pr(
             RevertCase(
                 row=row,

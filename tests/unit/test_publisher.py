@@ -161,3 +161,39 @@ def test_confirm_puts_the_evidence_on_the_revert_already_merged():
     where, text = forge.comments["evidence-9-cccccccccccc"]
     assert where == 35 and "which `abababababab` (#35) already reverts on `main`" in text and "#31" in text
     assert published == Published(35, None, None, existing_revert=35, evidence_on=35) and clones.pushed == []
+
+
+def test_a_slowdowns_revert_is_drafted_for_its_metrics_which_are_no_policy_test(monkeypatch):
+    """A slowdown of several metrics is one group bisection whose members are the metrics' series (not the policy's
+    test ids): `on_slowdown: revert` drafts and opens the revert PR for them (it raised AttributeError on the policy's
+    lookup of the first member, and `revert-bisect demo --perf --revert` opened nothing)."""
+    perf = load(Path(__file__).resolve().parents[2] / "policies" / "perf" / "example-perf.yaml")
+    perf = perf.model_copy(update={"followups": {31: 77}})
+    drafted: list = []
+
+    def draft(case):
+        drafted.append(case)
+        return DRAFT
+
+    monkeypatch.setattr("bot.service.publish.draft_pr", draft)
+
+    @dataclass
+    class Reverting(Clones):
+        def create_revert(self, repo, culprit: str, onto: str) -> Revert:
+            return REVERT
+
+    forge, clones = Forge(), Reverting()
+    members = ("bs8_output_throughput", "bs32_output_throughput")
+    target = Target(
+        forge=forge,  # type: ignore[arg-type]
+        policy=perf,
+        repo_slug="mini-sglang/mini-sglang",
+        clone=Clone(clones=clones, repo=Repo(), remote_url="https://example.invalid/o/r.git", token="t"),  # type: ignore[arg-type]
+        bisection_id=9,
+        tests=members,
+    )
+    row = type("Row", (), {"head": "h" * 40})()
+    published, _, followup = Publisher(target).revert(row, None, CULPRIT, FACTS, "HEAD reads worse", None)  # type: ignore[arg-type]
+    assert published.pr_number == 500 and followup == 77 and clones.pushed
+    (case,) = drafted
+    assert case.test.name == "bs8_output_throughput" and case.test.metric is None and case.fixes == members
