@@ -5,20 +5,22 @@ signal-processing-algorithms' `e_divisive` with its defaults when `--spa-path` p
     python bench/changepoint_bench.py                                   # full (~55 minutes on a busy 2-core machine)
     python bench/changepoint_bench.py --series 20 --series-30 10 --flat-series 30 --flat-nights-30 4   # quick
     python bench/changepoint_bench.py --spa-path DIR    # also signal-processing-algorithms, from DIR
+    python bench/changepoint_bench.py --rate 0.05 --only nightly    # the wrapper at another rate, one table
+    python bench/changepoint_bench.py --min-effect 0 --only shifted    # the wrapper with no smallest effect
 
 signal-processing-algorithms cannot be installed beside this project (it pins setuptools<71, torch 2.13 needs
 >=77.0.3); `pip install --no-deps --target DIR signal-processing-algorithms==2.1.6 'more-itertools<9'
 'structlog<25'` puts it where --spa-path finds it.
 
-A series is 60 nightly runs of a throughput (lower is worse) around 1000 with Gaussian noise of sd `noise` x
-level; from run `at` on (uniform in 10..50) the level is `shift` lower. Variants: clean; outliers (3 runs read
-5 sd off, either way); missing (6 of the 60 nights have no reading: None). "Found" means a change point within
-2 runs of `at` (the wrapper's must also be marked a regression; the bare libraries' may be any). The wrapper runs
-at its defaults: false-alarm rate 0.01 per night, min effect 2%. With 30 metrics per night it tests each metric
-at 0.01/30: the shifted metric is analysed alone at that level (the same computation as within the 30-metric call,
-each metric being analysed on its own), while the flat nights run the real 30-metric call. The bare libraries
-have no notion of a night's metrics: each metric is analysed as if alone, so 30 metrics change nothing for them
-per metric, and a night's false alarms are those of 30 independent flat series (grouped from the 1-metric runs).
+A series is 60 nightly runs of a throughput (lower is worse) around 1000 with Gaussian noise of sd `noise` x level;
+from run `at` on (uniform in 10..50) the level is `shift` lower. Variants: clean; outliers (3 runs read 5 sd off,
+either way); missing (6 of the 60 nights have no reading: None). "Found" means a change point within 2 runs of `at`
+(the wrapper's must also be marked a regression; the bare libraries' may be any). The wrapper runs at its defaults:
+false-alarm rate 0.01 per night (`--rate`), min effect 2% (`--min-effect`). With 30 metrics per night it tests each
+metric at rate/30: the shifted metric is analysed alone at that level (the same computation as within the 30-metric
+call, each metric being analysed on its own), while the flat nights run the real 30-metric call. The bare libraries
+have no notion of a night's metrics: each metric is analysed as if alone, so 30 metrics change nothing for them per
+metric, and a night's false alarms are those of 30 independent flat series (grouped from the 1-metric runs).
 
 Nightly: the detector runs every night on the history so far (from 10 runs on); a change point is a new alarm when
 no change point of that metric within 2 runs of it was reported on an earlier night. False alarms per 100 runs
@@ -49,10 +51,11 @@ from bot.domain.perf.changes import ChangeSettings, find_changes  # noqa: E402
 
 COMMAND = "python " + shlex.join(["bench/changepoint_bench.py", *sys.argv[1:]])
 RUNS, LEVEL, FIRST_NIGHT, NEAR = 60, 1000.0, 10, 2
-RATE = 0.01
+RATE, MIN_EFFECT = 0.01, 0.02  # the wrapper's defaults (ChangeSettings), --rate and --min-effect
 NOISES, SHIFTS = (0.01, 0.02, 0.04), (0.02, 0.03, 0.05, 0.10)
 VARIANTS = ("clean", "outliers", "missing")
 SHAS = [f"r{i}" for i in range(RUNS)]
+TABLES = ("shifted", "flat", "nightly")
 
 Detect = Callable[[list, int], list[tuple[int, bool]]]  # values, seed -> [(index, is a regression)]
 
@@ -69,9 +72,9 @@ def simulate(rng: np.random.Generator, noise: float, shift: float, at: int, vari
     return values
 
 
-def wrapper(rate: float) -> Detect:
+def wrapper(rate: float | None = None) -> Detect:
     def detect(values: list, seed: int) -> list[tuple[int, bool]]:
-        settings = ChangeSettings(false_alarm_rate=rate, seed=seed)
+        settings = ChangeSettings(false_alarm_rate=RATE if rate is None else rate, min_effect=MIN_EFFECT, seed=seed)
         return [(c.index, c.regression) for c in find_changes(SHAS, {"m": values}, {"m": "lower"}, settings)]
 
     return detect
@@ -95,7 +98,7 @@ def spa_bare(values: list, seed: int) -> list[tuple[int, bool]]:
 
 
 def detectors(spa: bool) -> dict[str, Detect]:
-    found: dict[str, Detect] = {"wrapper": wrapper(RATE), "otava bare": otava_bare}
+    found: dict[str, Detect] = {"wrapper": wrapper(), "otava bare": otava_bare}
     if spa:
         found["spa bare"] = spa_bare
     return found
@@ -150,7 +153,7 @@ def flat30_task(args: tuple) -> tuple[int, int]:
     metrics = {f"m{k}": simulate(rng, noise, 0.0, RUNS, variant) for k in range(30)}
     seen: dict[str, list[int]] = {name: [] for name in metrics}
     alarms = alarm_nights = 0
-    settings = ChangeSettings(false_alarm_rate=RATE, seed=seed)
+    settings = ChangeSettings(false_alarm_rate=RATE, min_effect=MIN_EFFECT, seed=seed)
     for night in range(FIRST_NIGHT, RUNS + 1):
         new = 0
         for c in find_changes(SHAS[:night], {k: v[:night] for k, v in metrics.items()}, settings=settings):
@@ -188,7 +191,130 @@ def _run(pool, task, jobs: list, label: str) -> list:
     return done
 
 
+def _shifted(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> None:
+    """Found within 2 runs of a shift, one analysis of each shifted series."""
+    cells = [(n, s, "clean") for n in NOISES for s in SHIFTS] + [(0.02, s, v) for v in VARIANTS[1:] for s in SHIFTS]
+    rows = []
+    for metrics, count in ((1, args.series), (30, args.series_30)):
+        for noise, shift, variant in cells:
+            done = _run(
+                pool,
+                retro_task,
+                [(noise, shift, variant, metrics, seed, spa) for seed in range(count)],
+                f"shift {shift:.0%} noise {noise:.0%} {variant} x{metrics}",
+            )
+            row = [f"{noise:.0%}", f"{shift:.0%}", variant, str(metrics)]
+            for name in names:
+                row.append(_pct([d[name][0] for d in done]))
+                row.append(f"{100 * sum(d[name][1] for d in done) / (count * RUNS):.2f}")
+            rows.append(row)
+    header = ["noise", "shift", "series", "metrics/night"]
+    for name in names:
+        header += [f"{name}: found within 2 runs", f"{name}: other change points /100 runs"]
+    tables.table(
+        "Shifted series: found within 2 runs of the shift (one analysis of the 60 runs)",
+        COMMAND,
+        header,
+        rows,
+        [f"{args.series} series per row with 1 metric per night, {args.series_30} with 30."],
+    )
+
+
+def _flat(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> None:
+    """False alarms on flat series: one analysis whole, nightly, and 30 metrics a night."""
+    flat_variants = [(n, "clean") for n in NOISES] + [(0.02, v) for v in VARIANTS[1:]]
+    rows = []
+    for noise, variant in flat_variants:
+        done = _run(
+            pool,
+            flat_task,
+            [(noise, variant, seed, spa) for seed in range(args.flat_series)],
+            f"flat noise {noise:.0%} {variant}",
+        )
+        nights = RUNS - FIRST_NIGHT + 1
+        row = [f"{noise:.0%}", variant, "1"]
+        for name in names:
+            row.append(_pct([d[name][0] for d in done]))
+            row.append(f"{100 * sum(len(d[name][1]) for d in done) / (len(done) * nights):.2f}")
+            row.append(f"{100 * sum(len(set(d[name][1])) for d in done) / (len(done) * nights):.2f}")
+        rows.append(row)
+        groups = [done[k : k + 30] for k in range(0, len(done) - 29, 30)]
+        row30 = [f"{noise:.0%}", variant, "30"]
+        flat30 = _run(
+            pool,
+            flat30_task,
+            [(noise, variant, seed) for seed in range(args.flat_nights_30)],
+            f"flat x30 noise {noise:.0%} {variant}",
+        )
+        for name in names:
+            if name == "wrapper":
+                per_metric = 100 * sum(a for a, _ in flat30) / (len(flat30) * nights * 30)
+                per_night = 100 * sum(n for _, n in flat30) / (len(flat30) * nights)
+            else:  # independent metrics: a night of 30 is 30 of the 1-metric series side by side
+                per_metric = 100 * sum(len(d[name][1]) for d in done) / (len(done) * nights)
+                nights_hit = sum(len({night for d in group for night in d[name][1]}) for group in groups)
+                per_night = 100 * nights_hit / (len(groups) * nights) if groups else float("nan")
+            row30 += ["-", f"{per_metric:.3f}", f"{per_night:.2f}"]
+        rows.append(row30)
+    header = ["noise", "series", "metrics/night"]
+    for name in names:
+        header += [
+            f"{name}: any change point in 60 runs",
+            f"{name}: false alarms /100 runs /metric",
+            f"{name}: nights with a false alarm /100 nights",
+        ]
+    tables.table(
+        "Flat series: false alarms",
+        COMMAND,
+        header,
+        rows,
+        [
+            f"1 metric per night: {args.flat_series} series of 60 runs per row, analysed once whole (any change "
+            f"point) and nightly from run {FIRST_NIGHT} on (the alarm columns). 30 metrics per night: the "
+            f"wrapper's {args.flat_nights_30} histories of 30 flat metrics each, through its real 30-metric "
+            "call every night; the bare libraries' 1-metric series taken 30 at a time (they analyse each "
+            "metric alone)."
+        ],
+    )
+
+
+def _nightly_table(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> None:
+    """Nightly: runs after a shift until it is found."""
+    rows = []
+    for shift in SHIFTS:
+        for label, rate in (("1", RATE), ("30", RATE / 30)):
+            done = _run(
+                pool,
+                latency_task,
+                [(shift, rate, seed, spa) for seed in range(args.latency_series)],
+                f"latency shift {shift:.0%} x{label}",
+            )
+            row = [f"{shift:.0%}", label]
+            for name in names:
+                runs = [d[name] for d in done]
+                got = [r for r in runs if r is not None]
+                row.append(_pct([r is not None and r <= 2 for r in runs]))
+                row.append(_pct([r is not None and r <= 5 for r in runs]))
+                row.append(f"{statistics.median(got):.0f}" if got else "-")
+            rows.append(row)
+    header = ["shift", "metrics/night"]
+    for name in names:
+        header += [f"{name}: by 2 runs after", f"{name}: by 5 runs after", f"{name}: median runs until found"]
+    tables.table(
+        "Nightly: runs after the shift until it is found (2% noise)",
+        COMMAND,
+        header,
+        rows,
+        [
+            f"{args.latency_series} series per row, the shift at a run uniform in 20..40, analysed every night "
+            "from 2 runs after it; found = a change point within 2 runs of the shift (the wrapper's a "
+            "regression). The bare libraries do not depend on the metrics per night."
+        ],
+    )
+
+
 def main() -> None:
+    global RATE, MIN_EFFECT
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--series", type=int, default=200, help="shifted series per cell, 1 metric per night")
     parser.add_argument("--series-30", type=int, default=100, help="shifted series per cell, 30 metrics per night")
@@ -197,7 +323,12 @@ def main() -> None:
     parser.add_argument("--latency-series", type=int, default=100, help="shifted series per shift, nightly")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--spa-path", type=Path, help="a directory holding signal-processing-algorithms")
+    parser.add_argument("--rate", type=float, default=RATE, help="the wrapper's false-alarm rate per night")
+    parser.add_argument("--min-effect", type=float, default=MIN_EFFECT, help="the wrapper's smallest effect")
+    parser.add_argument("--only", choices=TABLES, action="append", help="these tables alone (repeatable)")
     args = parser.parse_args()
+    RATE, MIN_EFFECT = args.rate, args.min_effect  # read by the workers, forked below
+    only = set(args.only or TABLES)
     spa = False
     if args.spa_path is not None:
         sys.path.insert(0, str(args.spa_path))
@@ -205,119 +336,10 @@ def main() -> None:
 
         spa = True
     names = list(detectors(spa))
-    cells = [(n, s, "clean") for n in NOISES for s in SHIFTS] + [(0.02, s, v) for v in VARIANTS[1:] for s in SHIFTS]
     with multiprocessing.get_context("fork").Pool(args.workers) as pool:
-        rows = []
-        for metrics, count in ((1, args.series), (30, args.series_30)):
-            for noise, shift, variant in cells:
-                done = _run(
-                    pool,
-                    retro_task,
-                    [(noise, shift, variant, metrics, seed, spa) for seed in range(count)],
-                    f"shift {shift:.0%} noise {noise:.0%} {variant} x{metrics}",
-                )
-                row = [f"{noise:.0%}", f"{shift:.0%}", variant, str(metrics)]
-                for name in names:
-                    row.append(_pct([d[name][0] for d in done]))
-                    row.append(f"{100 * sum(d[name][1] for d in done) / (count * RUNS):.2f}")
-                rows.append(row)
-        header = ["noise", "shift", "series", "metrics/night"]
-        for name in names:
-            header += [f"{name}: found within 2 runs", f"{name}: other change points /100 runs"]
-        tables.table(
-            "Shifted series: found within 2 runs of the shift (one analysis of the 60 runs)",
-            COMMAND,
-            header,
-            rows,
-            [f"{args.series} series per row with 1 metric per night, {args.series_30} with 30."],
-        )
-
-        flat_variants = [(n, "clean") for n in NOISES] + [(0.02, v) for v in VARIANTS[1:]]
-        rows = []
-        for noise, variant in flat_variants:
-            done = _run(
-                pool,
-                flat_task,
-                [(noise, variant, seed, spa) for seed in range(args.flat_series)],
-                f"flat noise {noise:.0%} {variant}",
-            )
-            nights = RUNS - FIRST_NIGHT + 1
-            row = [f"{noise:.0%}", variant, "1"]
-            for name in names:
-                row.append(_pct([d[name][0] for d in done]))
-                row.append(f"{100 * sum(len(d[name][1]) for d in done) / (len(done) * nights):.2f}")
-                row.append(f"{100 * sum(len(set(d[name][1])) for d in done) / (len(done) * nights):.2f}")
-            rows.append(row)
-            groups = [done[k : k + 30] for k in range(0, len(done) - 29, 30)]
-            row30 = [f"{noise:.0%}", variant, "30"]
-            flat30 = _run(
-                pool,
-                flat30_task,
-                [(noise, variant, seed) for seed in range(args.flat_nights_30)],
-                f"flat x30 noise {noise:.0%} {variant}",
-            )
-            for name in names:
-                if name == "wrapper":
-                    per_metric = 100 * sum(a for a, _ in flat30) / (len(flat30) * nights * 30)
-                    per_night = 100 * sum(n for _, n in flat30) / (len(flat30) * nights)
-                else:  # independent metrics: a night of 30 is 30 of the 1-metric series side by side
-                    per_metric = 100 * sum(len(d[name][1]) for d in done) / (len(done) * nights)
-                    nights_hit = sum(len({night for d in group for night in d[name][1]}) for group in groups)
-                    per_night = 100 * nights_hit / (len(groups) * nights) if groups else float("nan")
-                row30 += ["-", f"{per_metric:.3f}", f"{per_night:.2f}"]
-            rows.append(row30)
-        header = ["noise", "series", "metrics/night"]
-        for name in names:
-            header += [
-                f"{name}: any change point in 60 runs",
-                f"{name}: false alarms /100 runs /metric",
-                f"{name}: nights with a false alarm /100 nights",
-            ]
-        tables.table(
-            "Flat series: false alarms",
-            COMMAND,
-            header,
-            rows,
-            [
-                f"1 metric per night: {args.flat_series} series of 60 runs per row, analysed once whole (any change "
-                f"point) and nightly from run {FIRST_NIGHT} on (the alarm columns). 30 metrics per night: the "
-                f"wrapper's {args.flat_nights_30} histories of 30 flat metrics each, through its real 30-metric "
-                "call every night; the bare libraries' 1-metric series taken 30 at a time (they analyse each "
-                "metric alone)."
-            ],
-        )
-
-        rows = []
-        for shift in SHIFTS:
-            for label, rate in (("1", RATE), ("30", RATE / 30)):
-                done = _run(
-                    pool,
-                    latency_task,
-                    [(shift, rate, seed, spa) for seed in range(args.latency_series)],
-                    f"latency shift {shift:.0%} x{label}",
-                )
-                row = [f"{shift:.0%}", label]
-                for name in names:
-                    runs = [d[name] for d in done]
-                    got = [r for r in runs if r is not None]
-                    row.append(_pct([r is not None and r <= 2 for r in runs]))
-                    row.append(_pct([r is not None and r <= 5 for r in runs]))
-                    row.append(f"{statistics.median(got):.0f}" if got else "-")
-                rows.append(row)
-        header = ["shift", "metrics/night"]
-        for name in names:
-            header += [f"{name}: by 2 runs after", f"{name}: by 5 runs after", f"{name}: median runs until found"]
-        tables.table(
-            "Nightly: runs after the shift until it is found (2% noise)",
-            COMMAND,
-            header,
-            rows,
-            [
-                f"{args.latency_series} series per row, the shift at a run uniform in 20..40, analysed every night "
-                "from 2 runs after it; found = a change point within 2 runs of the shift (the wrapper's a "
-                "regression). The bare libraries do not depend on the metrics per night."
-            ],
-        )
+        for name, table in (("shifted", _shifted), ("flat", _flat), ("nightly", _nightly_table)):
+            if name in only:
+                table(pool, args, spa, names)
 
 
 if __name__ == "__main__":

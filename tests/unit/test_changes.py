@@ -10,7 +10,7 @@ import pytest
 
 from bot.domain.perf.changes import ChangeSettings, find_changes
 from bot.domain.perf.effect import relative_effect
-from bot.domain.perf.permutation import permutations_for
+from bot.domain.perf.permutation import RESOLUTION, permutations_for
 
 RUNS, AT = 60, 30
 SHAS = [f"s{i}" for i in range(RUNS)]
@@ -126,5 +126,17 @@ def test_relative_effect_of_two_flat_levels_is_exact_and_of_too_few_readings_non
 
 
 def test_the_permutations_give_the_level_exactly():
-    assert permutations_for(0.01) == 99  # p = 1/100 when no shuffle reaches the candidate
-    assert 1 / (permutations_for(0.01 / 30) + 1) <= 0.01 / 30
+    for alpha in (0.01, 0.01 / 30, 0.05, 0.001, 0.3):
+        shuffles = permutations_for(alpha)
+        # RESOLUTION - 1 shuffles reaching the statistic give p = RESOLUTION / (shuffles + 1): at most alpha, and
+        # one shuffle fewer would not be
+        assert RESOLUTION / (shuffles + 1) <= alpha < RESOLUTION / shuffles
+
+
+def test_a_fresh_shift_is_found_two_runs_after_it():
+    found = 0
+    for seed in range(20):
+        series = shifted(seed, shift=-0.10, at=RUNS - 2)
+        changes = find_changes(SHAS, {"tps": series}, {"tps": "lower"}, ChangeSettings(seed=seed))
+        found += any(c.index == RUNS - 2 and c.regression and c.runs_after == 2 for c in changes)
+    assert found >= 18  # a 5-sd shift, read twice: the test at 0.01 rejects about 97 times in 100 (bench)

@@ -1,23 +1,26 @@
 """Change points in benchmarks' nightly series, each with its effect, its runs either side and a stated
 false-alarm rate.
 
-Apache Otava's E-Divisive means (Matteson & James 2014: `ChangePointDetector` over `PairDistanceCalculator`)
-splits a metric's series where its readings' distributions differ most, as long as the split passes a
-permutation test (`permutation.SequentialPermutations`). A split becomes a `Change` only when:
+Apache Otava's E-Divisive means (Matteson & James 2014: `ChangePointDetector`) splits a metric's series where its
+readings' distributions differ most (`splits.AdmissibleSplits`: Otava's q-hat, among the splits that leave two
+readings a side), one split at a time, for as long as a permutation test says the segments so far are not
+exchangeable (`permutation.MaxShiftPermutations`: the largest standardized shift of the mean over every split, on
+the readings and on their ranks). A split becomes a `Change` only when:
 
 - the permutation test rejects at the metric's level (below), exact when nothing changed and the readings are
   exchangeable, whatever their distribution;
-- each side has at least two readings (between the neighbouring change points): a lone outlier is no shift;
 - its relative effect (`effect.relative_effect`) is at least `min_effect` in size.
 
+Each side of a change has at least two readings (between the neighbouring change points): a lone outlier is no shift.
+
 **The false-alarm rate holds per night, across metrics.** One call analyses one night's series, all metrics of
-it. Each metric is tested at `false_alarm_rate / number of metrics` (Bonferroni), so when no metric changed:
-the chance that the call reports any change point, in any metric, is at most `false_alarm_rate`, however the
-metrics are correlated; and per metric it is at most `false_alarm_rate / metrics`. A nightly job that runs one
-call per run and alerts on the change points it has not reported before therefore raises, on flat series, a
-false alarm on a night with probability at most `false_alarm_rate`, all metrics together (at 0.01: one night
-in 100), and per metric at most `false_alarm_rate / metrics`. After a real change, each further split of that
-metric is tested at the same level.
+it. Each metric is tested at `false_alarm_rate / number of metrics` (Bonferroni), so when no metric changed (each
+metric's readings exchangeable): the chance that the call reports any change point, in any metric, is at most
+`false_alarm_rate`, however the metrics are correlated; and per metric it is at most `false_alarm_rate / metrics`.
+A nightly job that runs one call per run and alerts on the change points it has not reported before therefore
+raises, on flat series, a false alarm on a night with probability at most `false_alarm_rate`, all metrics together
+(at 0.01: one night in 100), and per metric at most `false_alarm_rate / metrics`. After a real change, each further
+split of that metric is tested at the same level (its null: every segment found so far exchangeable).
 
 Missing readings (None, NaN, infinities) are skipped: indices and shas stay those of the caller's runs. An empty
 series, a single run, a constant metric or one whose level is not positive give no change point.
@@ -32,16 +35,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from otava.change_point_divisive.calculator import PairDistanceCalculator
 from otava.change_point_divisive.detector import ChangePointDetector
 
 from bot.domain.perf.effect import relative_effect
-from bot.domain.perf.permutation import SequentialPermutations
+from bot.domain.perf.permutation import MaxShiftPermutations
+from bot.domain.perf.splits import MIN_SIDE, AdmissibleSplits
 
 # Which way the metric gets worse: "lower" for a throughput, "higher" for a latency.
 Direction = Literal["lower", "higher"]
 DIRECTIONS: tuple[Direction, ...] = ("lower", "higher")
-MIN_SIDE = 2  # readings a side needs for its spread, hence for the effect's interval
 
 
 @dataclass(frozen=True)
@@ -120,17 +122,13 @@ def _metric_changes(
     readings = np.array([values[i] for i in runs], dtype=np.float64)
     if len(readings) < 2 * MIN_SIDE or np.ptp(readings) == 0:
         return []
-    tester = SequentialPermutations(level, seed=[settings.seed, zlib.crc32(name.encode())])
-    points = ChangePointDetector(significance_tester=tester, calculator=PairDistanceCalculator).get_change_points(
-        readings
-    )
+    tester = MaxShiftPermutations(level, seed=[settings.seed, zlib.crc32(name.encode())])
+    points = ChangePointDetector(significance_tester=tester, calculator=AdmissibleSplits).get_change_points(readings)
     found = sorted(points, key=lambda p: p.index)
     bounds = [0, *(int(p.index) for p in found), len(readings)]
     changes = []
     for k, point in enumerate(found):
         start, at, end = bounds[k], bounds[k + 1], bounds[k + 2]
-        if at - start < MIN_SIDE or end - at < MIN_SIDE:
-            continue
         effect = relative_effect(readings[start:at], readings[at:end], settings.confidence)
         if effect is None or abs(effect.effect) < settings.min_effect:
             continue

@@ -1,57 +1,165 @@
-"""E-Divisive's permutation test at an exact level, stopped as soon as its answer is known.
+"""E-Divisive's significance test, with statistics made for a shift of the level: exact permutation tests of
+"no segment changed", each stopped as soon as its answer is known.
 
-Apache Otava's `PermutationsSignificanceTester` shuffles the readings within each segment, recomputes the
-largest divergence (q-hat) and counts the shuffles that reach the observed one. This is the same test and the
-same shuffles, with a decision rule chosen for a stated level and a sequential stop (Besag & Clifford, 1991):
+Apache Otava's `ChangePointDetector` asks its tester, for each split it proposes, whether the segments found so far
+are still exchangeable. Otava's own tester shuffles the readings within each segment and compares the largest
+energy divergence (q-hat); `MaxShiftPermutations` shuffles them the same way and compares statistics that are far
+more powerful for a shift of the mean:
 
-- `permutations_for(alpha)` = ceil(1/alpha) - 1 shuffles, and a candidate is significant only when none of them
-  reaches its q-hat: p = (exceedances + 1) / (permutations + 1) <= alpha. When the readings are exchangeable
-  (no change; noise of any distribution, outliers included) the observed q-hat is the largest of the
-  permutations + 1 equally likely values with probability at most 1 / (permutations + 1) <= alpha (ties count
-  against it).
-- The shuffles stop at the first one that reaches q-hat: the answer is "not significant" whatever the rest would
-  show, so a flat series costs a few shuffles instead of thousands.
+- `max_shift`: over every segment and every split of it that leaves two readings a side, the largest standardized
+  difference of the two sides' means, |mean_after - mean_before| x sqrt(n_before n_after / n) / sd(segment) --
+  each split's has variance one when nothing changed, so a shift two readings from the end counts as much as one
+  in the middle (Hinkley's likelihood ratio, a maximum over every split).
+- `max_stretch`: the same over every stretch of consecutive readings against the rest of its segment: a slowdown
+  a later run recovered is a stretch, which no single split separates from the rest. It takes the maximum over
+  far more candidates, so it alone would need a larger shift: it is tried only when `max_shift` does not reject.
+- Each is computed on the readings and on their ranks within the segment, the larger of the two: the readings find
+  a few readings far off (a fresh shift); the ranks are unmoved by an outlier 5 sd away.
+- The shift test has `SHIFT_SHARE` = 0.9 of the level, the stretch test 0.1: two runs after a fresh shift, the most
+  a 2-run shift can show at n runs is p = 2 / C(n, 2) (0.0087 at 22 runs), so the shift test needs nearly all of it.
+  Each rejects at its share s x alpha when fewer than `RESOLUTION` of `permutations_for(s x alpha)` =
+  ceil(RESOLUTION / (s alpha)) - 1 shuffles reach the observed statistic: p = (shuffles reaching + 1) /
+  (shuffles + 1) <= s x alpha.
+  **When the readings of every segment are exchangeable (nothing changed; noise of any distribution, outliers
+  included), the chance that either rejects is at most alpha**: for each, the observed arrangement and the shuffles
+  are equally likely arrangements, so the observed statistic is among the `RESOLUTION` largest of the shuffles + 1
+  with probability at most RESOLUTION / (shuffles + 1) <= s x alpha (ties count against it, and so does a shuffle
+  within 1e-9 of it); the two together at most alpha (Bonferroni, weighted). Which split Otava proposes does not enter.
+- The shuffles stop at the `RESOLUTION`-th that reaches it: the answer is "not significant" whatever the rest would
+  show, so a flat series costs a few dozen shuffles instead of thousands.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from otava.change_point_divisive.base import CandidateChangePoint, ChangePoint
-from otava.change_point_divisive.calculator import PairDistanceCalculator
-from otava.change_point_divisive.significance_test import PermutationsSignificanceTester, PermutationStats
+from otava.change_point_divisive.base import BaseStats, CandidateChangePoint, ChangePoint, SignificanceTester
+from scipy.stats import rankdata
+
+from bot.domain.perf.splits import MIN_SIDE
+
+SHIFT_SHARE = 0.9  # of the level, the shift test's; the stretch test has the rest (a fresh shift needs it most)
+RESOLUTION = 20  # shuffles allowed to reach the statistic: 1 would need a far larger shift to reject at alpha
+FIRST_BATCH, LARGEST_BATCH = 64, 8192  # shuffles drawn at once: a few for a flat series, many for a shift
 
 
 def permutations_for(alpha: float) -> int:
-    """The fewest shuffles whose smallest p-value, 1 / (permutations + 1), is at most `alpha`."""
-    return max(1, math.ceil(1 / alpha - 1e-9) - 1)
+    """The shuffles of a test at level `alpha`: (RESOLUTION - 1 + 1) / (shuffles + 1) <= alpha."""
+    return max(RESOLUTION, math.ceil(RESOLUTION / alpha - 1e-9) - 1)
 
 
-class SequentialPermutations(PermutationsSignificanceTester):
-    """Otava's permutation tester at level `alpha`, stopping at the first shuffle that reaches the candidate."""
+@dataclass
+class ShiftStats(BaseStats):
+    """The test of one candidate: which statistic decided, its value, the shuffles drawn and how many reached it.
+    `pvalue` is the deciding test's, doubled (Bonferroni over the two tests)."""
+
+    statistic: str
+    observed: float
+    shuffles: int
+    reached: int
+    significant: bool
+
+
+Statistic = Callable[[np.ndarray, list[slice]], np.ndarray]
+
+
+def _standardized(arrangements: np.ndarray, intervals: list[slice], stretches: bool) -> np.ndarray:
+    """Each row's largest standardized difference of means, |mean inside - mean outside| x sqrt(m (n - m) / n) / sd,
+    over every segment and, within it, every split (`stretches` False: the first k readings against the rest) or
+    every stretch of consecutive readings (`stretches` True: a split is a stretch from the segment's start), m and
+    n - m at least `MIN_SIDE`. The rows are arrangements of the same readings, each segment's shuffled within it:
+    one mean and spread per segment."""
+    largest: np.ndarray = np.full(len(arrangements), -np.inf)
+    for interval in intervals:
+        segment = arrangements[:, interval]
+        n = segment.shape[1]
+        spread = float(segment[0].std())  # a row's shuffles keep its segments' readings: one spread for all
+        if n < 2 * MIN_SIDE or spread == 0:
+            continue
+        # With S_k the centred sum of the first k readings, a stretch [a, a + m) has mean inside - mean outside =
+        # (S_{a+m} - S_a) n / (m (n - m)): standardized, |S_{a+m} - S_a| sqrt(n / (m (n - m))) / sd.
+        sums = np.zeros((len(segment), n + 1))
+        sums[:, 1:] = np.cumsum(segment - segment[0].mean(), axis=1)
+        sizes = np.arange(MIN_SIDE, n - MIN_SIDE + 1)
+        scales = np.sqrt(n / (sizes * (n - sizes))) / spread
+        if not stretches:  # the first m readings against the rest: S_m
+            largest = np.maximum(largest, (np.abs(sums[:, sizes]) * scales).max(axis=1))
+            continue
+        for m, scale in zip(sizes, scales, strict=True):
+            largest = np.maximum(largest, np.abs(sums[:, m:] - sums[:, : n + 1 - m]).max(axis=1) * scale)
+    return largest
+
+
+def max_shift(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
+    """Each row's largest standardized difference of means over the admissible splits of every segment."""
+    return _standardized(arrangements, intervals, stretches=False)
+
+
+def max_stretch(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
+    """Each row's largest standardized difference of means between a stretch of a segment and the rest of it."""
+    return _standardized(arrangements, intervals, stretches=True)
+
+
+class MaxShiftPermutations(SignificanceTester):
+    """The permutation tests of "every segment exchangeable" at level `alpha`: the readings' and ranks' max shift at
+    `SHIFT_SHARE` of alpha, and when it does not reject, their max stretch at the rest."""
 
     def __init__(self, alpha: float, seed: Any) -> None:
-        super().__init__(
-            max_pvalue=alpha, permutations=permutations_for(alpha), calculator=PairDistanceCalculator, seed=seed
-        )
+        super().__init__(max_pvalue=alpha)
+        self.shares = {"shift": SHIFT_SHARE, "stretch": 1 - SHIFT_SHARE}
+        self.rng = np.random.default_rng(seed)
+
+    def is_significant(self, point: ChangePoint[ShiftStats]) -> bool:
+        """Every shuffle drawn and fewer than `RESOLUTION` reached, in either test: decided on counts, not floats."""
+        return point.stats.significant
 
     def change_point(
         self, candidate: CandidateChangePoint, series: np.ndarray, intervals: list[slice]
-    ) -> ChangePoint[PermutationStats]:
-        qhats: list[float] = []
-        for _ in range(self.permutations):
-            shuffled = series.copy()
-            for interval in intervals:
-                self.rng.shuffle(shuffled[interval])  # a view: shuffled in place, within its segment
-            qhats.append(self.calculator(shuffled).get_next_candidate(intervals).qhat)
-            if qhats[-1] >= candidate.qhat:
-                break
-        reached = sum(q >= candidate.qhat for q in qhats)
-        # All shuffles done and none reached: the exact p-value. Stopped early: Besag & Clifford's, above alpha.
-        pvalue = (reached + 1) / (self.permutations + 1) if reached == 0 else reached / len(qhats)
-        stats = PermutationStats(
-            pvalue=pvalue, permuted_qhats=np.asarray(qhats), extreme_qhat_perm=reached, n_perm=len(qhats)
-        )
+    ) -> ChangePoint[ShiftStats]:
+        ranks = series.astype(np.float64, copy=True)
+        for interval in intervals:
+            ranks[interval] = rankdata(series[interval])
+        stats = self._test("shift", max_shift, series, ranks, intervals)
+        if not stats.significant:
+            stats = self._test("stretch", max_stretch, series, ranks, intervals)
         return ChangePoint.from_candidate(candidate, stats)
+
+    def _test(
+        self, name: str, measure: Statistic, series: np.ndarray, ranks: np.ndarray, intervals: list[slice]
+    ) -> ShiftStats:
+        def statistic(order: np.ndarray) -> np.ndarray:
+            return np.maximum(measure(series[order], intervals), measure(ranks[order], intervals))
+
+        share = self.shares[name]
+        permutations = permutations_for(self.max_pvalue * share)
+
+        observed = float(statistic(np.arange(len(series))[None, :])[0])
+        reached = drawn = 0
+        batch = FIRST_BATCH
+        while math.isfinite(observed) and drawn < permutations and reached < RESOLUTION:
+            size = min(batch, permutations - drawn)
+            order = np.tile(np.arange(len(series)), (size, 1))
+            for interval in intervals:
+                order[:, interval] = self.rng.permuted(order[:, interval], axis=1)  # within its segment
+            reached += int(np.sum(statistic(order) >= observed * (1 - 1e-9)))
+            drawn += size
+            batch = min(4 * batch, LARGEST_BATCH)
+        significant = math.isfinite(observed) and reached < RESOLUTION
+        if not math.isfinite(observed):  # no segment has an admissible split with any spread
+            pvalue = 1.0
+        elif significant:  # every shuffle drawn: the exact p-value, at most alpha x share
+            pvalue = (reached + 1) / (permutations + 1)
+        else:  # stopped early (Besag & Clifford, 1991): above alpha x share
+            pvalue = reached / drawn
+        return ShiftStats(
+            pvalue=min(1.0, pvalue / share),  # Bonferroni's weighted: at most alpha when significant
+            statistic=name,
+            observed=observed,
+            shuffles=drawn,
+            reached=reached,
+            significant=significant,
+        )
