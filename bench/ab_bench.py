@@ -23,7 +23,6 @@ import random
 import shlex
 import statistics
 import sys
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -127,14 +126,8 @@ def main() -> None:
     parser.set_defaults(histories=500)
     parser.add_argument("--rows", help="only rows search,head,taken,drift;... (e.g. 4,4,4,-0.15)")
     args = parser.parse_args()
-    rows = ROWS
-    if args.rows:
-        rows = [tuple(float(x) for x in spec.split(",")) for spec in args.rows.split(";")]
-    out = []
-    for spec in rows:
-        started = time.monotonic()
-        out.append(row(spec, args.histories, args.tree, args.jobs))
-        print(f"{spec}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    rows = trees.rows_given(args.rows, ROWS, (float, float, float, float))
+    out = trees.each_row(rows, lambda spec: row(spec, args.histories, args.tree, args.jobs))
     which = f"engine of {args.tree}" if args.tree else "this tree"
     tables.table(
         f"The revert's A/B through the engine ({which}; 16 commits, culprit c6, k = 1)",

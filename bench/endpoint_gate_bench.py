@@ -21,7 +21,6 @@ import random
 import shlex
 import statistics
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -107,17 +106,8 @@ def main() -> None:
     trees.add_arguments(parser)
     parser.add_argument("--rows", help="only rows n,k,shape,drift,regression;... (e.g. 64,2,gauss,0,0)")
     args = parser.parse_args()
-    rows = ROWS
-    if args.rows:
-        rows = [
-            (int(n), int(k), shape, float(d), float(r))
-            for n, k, shape, d, r in (spec.split(",") for spec in args.rows.split(";"))
-        ]
-    out = []
-    for spec in rows:
-        started = time.monotonic()
-        out.append(row(spec, args.histories, args.tree, args.jobs))
-        print(f"{spec}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    rows = trees.rows_given(args.rows, ROWS, (int, int, str, float, float))
+    out = trees.each_row(rows, lambda spec: row(spec, args.histories, args.tree, args.jobs))
     which = f"engine of {args.tree}" if args.tree else "this tree"
     tables.table(
         f"The endpoint gate: how sampled bisections end ({which})",

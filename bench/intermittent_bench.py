@@ -90,9 +90,7 @@ def main() -> None:
     trees.add_arguments(parser)
     parser.add_argument("--rows", help="only rows n,k,rate;n,k,rate (e.g. 64,1,0.7)")
     args = parser.parse_args()
-    rows = ROWS
-    if args.rows:
-        rows = [(int(n), int(k), float(r)) for n, k, r in (spec.split(",") for spec in args.rows.split(";"))]
+    rows = trees.rows_given(args.rows, ROWS, (int, int, float))
     out = []
     for n, k, rate in rows:
         started = time.monotonic()

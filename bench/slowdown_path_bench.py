@@ -320,9 +320,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.tree:
         parser.error("--tree is not supported: the path's decisions and the engine are this tree's")
-    rows = ROWS
-    if args.rows:
-        rows = [(float(noise), float(shift)) for noise, shift in (spec.split(",") for spec in args.rows.split(";"))]
+    rows = trees.rows_given(args.rows, ROWS, (float, float))
     shifted, flat = [], []
     for noise, shift in rows:
         started = time.monotonic()

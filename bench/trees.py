@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,3 +30,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--histories", type=int, default=2000)
     parser.add_argument("--tree", help="another checkout whose engine to measure on the same histories")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (the histories are split among them)")
+
+
+def rows_given(text: str | None, default: list, types: tuple[Callable[[str], Any], ...]) -> list:
+    """The rows of --rows ("a,b;c,d", each field read by its type), or `default` when none are given."""
+    if not text:
+        return default
+    return [tuple(read(v) for read, v in zip(types, spec.split(","), strict=True)) for spec in text.split(";")]
+
+
+def each_row(rows: list, measure: Callable[[Any], list[str]]) -> list[list[str]]:
+    """`measure(spec)` for every row, each row's seconds said on stderr as it ends."""
+    out = []
+    for spec in rows:
+        started = time.monotonic()
+        out.append(measure(spec))
+        print(f"{spec}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    return out
