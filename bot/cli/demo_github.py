@@ -75,13 +75,7 @@ def run(
     base, stop_sandbox = run_in_thread(state)
     served = ServedBot.start(workdir, base, seeded.tokens["revert-bisect-bot"], policies)
     bot, bot_url, secret, logs, db = served.proc, served.url, served.secret, served.logs, served.db
-    err.print(
-        Panel.fit(
-            f"GitHub sandbox {base}  (repository {seeded.repo}, maintainer token {seeded.tokens[seeded.maintainer]})\n"
-            f"revert-bisect bot {bot_url}  (log {workdir / 'bot.log'})",
-            title="revert-bisect demo, through GitHub",
-        )
-    )
+    _opening(err, "revert-bisect demo, through GitHub", base, seeded, bot_url, workdir)
     restore = _sigterm_interrupts()
     try:
         deadline = t0 + timeout_s
@@ -194,6 +188,19 @@ class ServedBot:
     def stop(self) -> None:
         stop_group(self.proc)
         self.log.close()
+
+
+def _opening(err: Console, title: str, base: str, seeded, bot_url: str, workdir: Path) -> None:
+    """Where the sandbox and the bot answer, and the maintainer's token to look with. Wrapped inside its panel
+    (soft_wrap=False): the console's soft wrap would drop the panel's wrapped lines on a narrow terminal."""
+    err.print(
+        Panel.fit(
+            f"GitHub sandbox {base}  (repository {seeded.repo}, maintainer token {seeded.tokens[seeded.maintainer]})\n"
+            f"revert-bisect bot {bot_url}  (log {workdir / 'bot.log'})",
+            title=title,
+        ),
+        soft_wrap=False,
+    )
 
 
 def _explain(err: Console, ended: Ended | None, logs: str, elapsed: float) -> None:

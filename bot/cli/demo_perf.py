@@ -30,7 +30,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from bot.cli import demo_ci
-from bot.cli.demo_github import ServedBot, _api, _revert_prs, _show, _sigterm_interrupts, _wait_up
+from bot.cli.demo_github import ServedBot, _api, _opening, _revert_prs, _show, _sigterm_interrupts, _wait_up
 from bot.cli.demo_watch import Ended, StoryWatch
 from bot.domain.joblog import plain
 from sandbox import SandboxState, run_in_thread, seed_from_scenario
@@ -83,13 +83,7 @@ def run(
     served = ServedBot.start(workdir, base, seeded.tokens["revert-bisect-bot"], policies_for(workdir, revert))
     bot, bot_url, secret, logs, db = served.proc, served.url, served.secret, served.logs, served.db
     slow = scenario["slowdown"]
-    err.print(
-        Panel.fit(
-            f"GitHub sandbox {base}  (repository {seeded.repo}, maintainer token {seeded.tokens[seeded.maintainer]})\n"
-            f"revert-bisect bot {bot_url}  (log {workdir / 'bot.log'})",
-            title="revert-bisect demo --perf, through GitHub",
-        )
-    )
+    _opening(err, "revert-bisect demo --perf, through GitHub", base, seeded, bot_url, workdir)
     restore = _sigterm_interrupts()
     try:
         deadline = t0 + timeout_s
