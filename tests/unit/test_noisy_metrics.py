@@ -42,13 +42,13 @@ def test_the_bayes_factor_favours_a_real_shift_and_only_in_the_worse_direction()
     good = Stats.of(rng.gauss(0, 1) for _ in range(8))
     worse = Stats.of(rng.gauss(2, 1) for _ in range(8))
     better = Stats.of(rng.gauss(-2, 1) for _ in range(8))
-    assert Split(good, worse).log_bayes_factor() > math.log(100)
-    assert Split(good, better).log_bayes_factor() < -math.log(5)  # one-sided: better is no regression
+    assert Split(good, worse).contrast().log_bayes_factor() > math.log(100)
+    assert Split(good, better).contrast().log_bayes_factor() < -math.log(5)  # one-sided: better is no regression
     # identical readings on each side (a deterministic metric): no division by zero, and decisive once a few
     # readings show the spread is nil (with unknown spread, three a side cannot rule out a wide one)
-    assert Split(Stats.of([1.0] * 3), Stats.of([2.0] * 3)).log_bayes_factor() > math.log(10)
-    assert Split(Stats.of([1.0] * 10), Stats.of([2.0] * 10)).log_bayes_factor() > math.log(1e9)
-    assert Split(Stats.of([1.0] * 3), Stats.of([1.0] * 3)).log_bayes_factor() < 0
+    assert Split(Stats.of([1.0] * 3), Stats.of([2.0] * 3)).contrast().log_bayes_factor() > math.log(10)
+    assert Split(Stats.of([1.0] * 10), Stats.of([2.0] * 10)).contrast().log_bayes_factor() > math.log(1e9)
+    assert Split(Stats.of([1.0] * 3), Stats.of([1.0] * 3)).contrast().log_bayes_factor() < 0
 
 
 def _accuracy(effect: float, seeds: int, k: int, n: int = 64) -> tuple[int, int, list[int]]:

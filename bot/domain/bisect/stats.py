@@ -209,10 +209,6 @@ class Split:
         magnitude = max(abs(self.a.mean), abs(self.b.mean))
         return Contrast(self.b.mean - self.a.mean, n, self.a.m2 + self.b.m2, self.df, magnitude)
 
-    def log_bayes_factor(self, scale: float = EFFECT_PRIOR) -> float:
-        """log of the Bayes factor for "b reads worse than a" against "both read alike" (Contrast)."""
-        return self.contrast().log_bayes_factor(scale)
-
 
 @dataclass(frozen=True)
 class Moments:

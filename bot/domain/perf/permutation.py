@@ -110,7 +110,6 @@ class MaxShiftPermutations(SignificanceTester):
 
     def __init__(self, alpha: float, seed: Any) -> None:
         super().__init__(max_pvalue=alpha)
-        self.shares = {"shift": SHIFT_SHARE, "stretch": 1 - SHIFT_SHARE}
         self.rng = np.random.default_rng(seed)
 
     def is_significant(self, point: ChangePoint[ShiftStats]) -> bool:
@@ -123,18 +122,23 @@ class MaxShiftPermutations(SignificanceTester):
         ranks = series.astype(np.float64, copy=True)
         for interval in intervals:
             ranks[interval] = rankdata(series[interval])
-        stats = self._test("shift", max_shift, series, ranks, intervals)
+        stats = self._test("shift", SHIFT_SHARE, max_shift, series, ranks, intervals)
         if not stats.significant:
-            stats = self._test("stretch", max_stretch, series, ranks, intervals)
+            stats = self._test("stretch", 1 - SHIFT_SHARE, max_stretch, series, ranks, intervals)
         return ChangePoint.from_candidate(candidate, stats)
 
     def _test(
-        self, name: str, measure: Statistic, series: np.ndarray, ranks: np.ndarray, intervals: list[slice]
+        self,
+        name: str,
+        share: float,
+        measure: Statistic,
+        series: np.ndarray,
+        ranks: np.ndarray,
+        intervals: list[slice],
     ) -> ShiftStats:
         def statistic(order: np.ndarray) -> np.ndarray:
             return np.maximum(measure(series[order], intervals), measure(ranks[order], intervals))
 
-        share = self.shares[name]
         permutations = permutations_for(self.max_pvalue * share)
 
         observed = float(statistic(np.arange(len(series))[None, :])[0])
