@@ -9,7 +9,9 @@ the readings and on their ranks). A split becomes a `Change` only when:
 
 - the permutation test rejects at the metric's level (below), exact when nothing changed and the readings are
   exchangeable, whatever their distribution;
-- its relative effect (`effect.relative_effect`) is at least `min_effect` in size.
+- its relative effect (`effect.relative_effect`) is not shown smaller than `min_effect`: its interval (at
+  `confidence`) holds an effect of at least `min_effect` in size (`effect.reaches`). A shift of exactly
+  `min_effect` is kept 97.5% of the time, where a point estimate at least `min_effect` kept it half the time.
 
 Each side of a change has at least two readings (between the neighbouring change points): a lone outlier is no shift.
 
@@ -37,7 +39,7 @@ from typing import Literal
 import numpy as np
 from otava.change_point_divisive.detector import ChangePointDetector
 
-from bot.domain.perf.effect import relative_effect
+from bot.domain.perf.effect import reaches, relative_effect
 from bot.domain.perf.permutation import MaxShiftPermutations
 from bot.domain.perf.splits import MIN_SIDE, AdmissibleSplits
 
@@ -130,7 +132,7 @@ def _metric_changes(
     for k, point in enumerate(found):
         start, at, end = bounds[k], bounds[k + 1], bounds[k + 2]
         effect = relative_effect(readings[start:at], readings[at:end], settings.confidence)
-        if effect is None or abs(effect.effect) < settings.min_effect:
+        if effect is None or not reaches(effect.low, effect.high, settings.min_effect):
             continue
         changes.append(
             Change(

@@ -20,6 +20,14 @@ class Effect:
     mean_after: float
 
 
+def reaches(low: float, high: float, floor: float) -> bool:
+    """Whether the interval [low, high] of a relative effect holds an effect of at least `floor` in size: a shift not
+    shown smaller than the smallest worth acting on. A true shift of exactly `floor` has a point estimate under it
+    half the time, and its interval reaches it (at 95%) 97.5% of the time; a smaller one is dropped once its
+    interval rules `floor` out."""
+    return max(abs(low), abs(high)) >= floor
+
+
 def relative_effect(before: np.ndarray, after: np.ndarray, confidence: float = 0.95) -> Effect | None:
     """The relative change from `before`'s mean to `after`'s, or None when it has no meaning (fewer than two
     readings on a side, or a level before that is not positive: a benchmark reads a time, a rate, a size).

@@ -3,8 +3,8 @@
 bot.domain.perf.changes takes one `min_effect` for every metric of a night; a policy sets one per metric
 (`tests[].metrics[].min_effect`, else the default). The metrics are tested together (each at
 `false_alarm_rate / metrics`, so the rate holds for the night), with no effect floor, and each change point is then
-kept when its effect reaches its own metric's floor: the same change points as one call per floor would give, since
-the floor only drops a change point, never moves one.
+kept when its effect's interval reaches its own metric's floor (`effect.reaches`): the same change points as one
+call per floor would give, since the floor only drops a change point, never moves one.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from bot.domain.perf.changes import Change, ChangeSettings, Direction, find_changes
+from bot.domain.perf.effect import reaches
 
 
 def changes(
@@ -27,4 +28,4 @@ def changes(
     settings = settings or ChangeSettings()
     found = find_changes(shas, metrics, directions, replace(settings, min_effect=0.0))
     floor = {name: settings.min_effect if min_effects.get(name) is None else min_effects[name] for name in metrics}
-    return [c for c in found if abs(c.effect) >= (floor[c.metric] or 0.0)]
+    return [c for c in found if reaches(c.low, c.high, floor[c.metric] or 0.0)]

@@ -10,21 +10,29 @@ more powerful for a shift of the mean:
   difference of the two sides' means, |mean_after - mean_before| x sqrt(n_before n_after / n) / sd(segment) --
   each split's has variance one when nothing changed, so a shift two readings from the end counts as much as one
   in the middle (Hinkley's likelihood ratio, a maximum over every split).
+- `max_fresh`: the same for the newest `MIN_SIDE`..`FRESH_RUNS` readings against the rest of the newest segment:
+  the split a nightly job needs first, the night or two after a shift. `max_shift` takes the maximum over every
+  split, and the noise of the many splits it does not need makes it reject a fresh shift later than a test of the
+  newest readings alone.
 - `max_stretch`: the same over every stretch of consecutive readings against the rest of its segment: a slowdown
   a later run recovered is a stretch, which no single split separates from the rest. It takes the maximum over
-  far more candidates, so it alone would need a larger shift: it is tried only when `max_shift` does not reject.
+  far more candidates, so it alone would need a larger shift: it is tried only when the others do not reject.
 - Each is computed on the readings and on their ranks within the segment, the larger of the two: the readings find
   a few readings far off (a fresh shift); the ranks are unmoved by an outlier 5 sd away.
-- The shift test has `SHIFT_SHARE` = 0.9 of the level, the stretch test 0.1: two runs after a fresh shift, the most
-  a 2-run shift can show at n runs is p = 2 / C(n, 2) (0.0087 at 22 runs), so the shift test needs nearly all of it.
-  Each rejects at its share s x alpha when fewer than `RESOLUTION` of `permutations_for(s x alpha)` =
-  ceil(RESOLUTION / (s alpha)) - 1 shuffles reach the observed statistic: p = (shuffles reaching + 1) /
-  (shuffles + 1) <= s x alpha.
+- The shift test has `SHIFT_SHARE` = 0.6 of the level, the fresh test `FRESH_SHARE` = 0.3, the stretch test the
+  other 0.1, tried in that order. Two runs after a shift, no permutation test can show less than p = 1 / C(n, 2)
+  at n runs (the newest two readings the most extreme pair of the n: 0.0043 at 22 runs, 0.0011 at 60); the shift
+  test, symmetric in the two ends of a segment, no less than 2 / C(n, 2). At the default level 0.02 the fresh
+  test's 0.006 admits it from about 19 runs on, the shift test's 0.012 from about 19 as well but only when no other
+  split of the series comes near. Each rejects at its share s x alpha when fewer than `RESOLUTION` of
+  `permutations_for(s x alpha)` = ceil(RESOLUTION / (s alpha)) - 1 shuffles reach the observed statistic:
+  p = (shuffles reaching + 1) / (shuffles + 1) <= s x alpha.
   **When the readings of every segment are exchangeable (nothing changed; noise of any distribution, outliers
-  included), the chance that either rejects is at most alpha**: for each, the observed arrangement and the shuffles
+  included), the chance that any of them rejects is at most alpha**: for each, the observed arrangement and the shuffles
   are equally likely arrangements, so the observed statistic is among the `RESOLUTION` largest of the shuffles + 1
   with probability at most RESOLUTION / (shuffles + 1) <= s x alpha (ties count against it, and so does a shuffle
-  within 1e-9 of it); the two together at most alpha (Bonferroni, weighted). Which split Otava proposes does not enter.
+  within 1e-9 of it); the three together at most alpha (Bonferroni, weighted). Which split Otava proposes does not
+  enter.
 - The shuffles stop at the `RESOLUTION`-th that reaches it: the answer is "not significant" whatever the rest would
   show, so a flat series costs a few dozen shuffles instead of thousands.
 """
@@ -42,7 +50,9 @@ from scipy.stats import rankdata
 
 from bot.domain.perf.splits import MIN_SIDE
 
-SHIFT_SHARE = 0.9  # of the level, the shift test's; the stretch test has the rest (a fresh shift needs it most)
+SHIFT_SHARE = 0.6  # of the level, the shift test's
+FRESH_SHARE = 0.3  # the fresh test's; the stretch test has the rest
+FRESH_RUNS = 3  # the fresh test's newest runs: the newest MIN_SIDE..FRESH_RUNS against the rest of their segment
 RESOLUTION = 20  # shuffles allowed to reach the statistic: 1 would need a far larger shift to reject at alpha
 FIRST_BATCH, LARGEST_BATCH = 64, 8192  # shuffles drawn at once: a few for a flat series, many for a shift
 
@@ -55,7 +65,7 @@ def permutations_for(alpha: float) -> int:
 @dataclass
 class ShiftStats(BaseStats):
     """The test of one candidate: which statistic decided, its value, the shuffles drawn and how many reached it.
-    `pvalue` is the deciding test's, doubled (Bonferroni over the two tests)."""
+    `pvalue` is the deciding test's over its share of the level (Bonferroni, weighted, over the three tests)."""
 
     statistic: str
     observed: float
@@ -99,6 +109,24 @@ def max_shift(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
     return _standardized(arrangements, intervals, stretches=False)
 
 
+def max_fresh(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
+    """Each row's largest standardized difference of means between the newest `MIN_SIDE`..`FRESH_RUNS` readings
+    and the rest of the newest segment."""
+    largest: np.ndarray = np.full(len(arrangements), -np.inf)
+    total = arrangements.shape[1]
+    newest = max(intervals, key=lambda i: total if i.stop is None else i.stop)
+    segment = arrangements[:, newest]
+    n = segment.shape[1]
+    spread = float(segment[0].std())
+    if n < 2 * MIN_SIDE or spread == 0:
+        return largest
+    centred = segment - segment[0].mean()
+    for m in range(MIN_SIDE, min(FRESH_RUNS, n - MIN_SIDE) + 1):
+        scale = math.sqrt(n / (m * (n - m))) / spread
+        largest = np.maximum(largest, np.abs(centred[:, n - m :].sum(axis=1)) * scale)
+    return largest
+
+
 def max_stretch(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
     """Each row's largest standardized difference of means between a stretch of a segment and the rest of it."""
     return _standardized(arrangements, intervals, stretches=True)
@@ -106,7 +134,8 @@ def max_stretch(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
 
 class MaxShiftPermutations(SignificanceTester):
     """The permutation tests of "every segment exchangeable" at level `alpha`: the readings' and ranks' max shift at
-    `SHIFT_SHARE` of alpha, and when it does not reject, their max stretch at the rest."""
+    `SHIFT_SHARE` of alpha; when it does not reject, their fresh shift at `FRESH_SHARE`; then their max stretch at
+    the rest."""
 
     def __init__(self, alpha: float, seed: Any) -> None:
         super().__init__(max_pvalue=alpha)
@@ -124,7 +153,9 @@ class MaxShiftPermutations(SignificanceTester):
             ranks[interval] = rankdata(series[interval])
         stats = self._test("shift", SHIFT_SHARE, max_shift, series, ranks, intervals)
         if not stats.significant:
-            stats = self._test("stretch", 1 - SHIFT_SHARE, max_stretch, series, ranks, intervals)
+            stats = self._test("fresh", FRESH_SHARE, max_fresh, series, ranks, intervals)
+        if not stats.significant:
+            stats = self._test("stretch", 1 - SHIFT_SHARE - FRESH_SHARE, max_stretch, series, ranks, intervals)
         return ChangePoint.from_candidate(candidate, stats)
 
     def _test(
