@@ -22,9 +22,9 @@ more powerful for a shift of the mean:
 - The shift test has `SHIFT_SHARE` = 0.6 of the level, the fresh test `FRESH_SHARE` = 0.3, the stretch test the
   other 0.1, tried in that order. Two runs after a shift, no permutation test can show less than p = 1 / C(n, 2)
   at n runs (the newest two readings the most extreme pair of the n: 0.0043 at 22 runs, 0.0011 at 60); the shift
-  test, symmetric in the two ends of a segment, no less than 2 / C(n, 2). At the default level 0.02 the fresh
-  test's 0.006 admits it from about 19 runs on, the shift test's 0.012 from about 19 as well but only when no other
-  split of the series comes near. Each rejects at its share s x alpha when fewer than `RESOLUTION` of
+  test, symmetric in the two ends of a segment, no less than 2 / C(n, 2). At the default level 0.01 the fresh
+  test's 0.003 admits it from 27 runs on, and so does the shift test's 0.006, but only when no other split of the
+  series comes near it: the fresh test's statistic has the noise of two splits, not of every split. Each rejects at its share s x alpha when fewer than `RESOLUTION` of
   `permutations_for(s x alpha)` = ceil(RESOLUTION / (s alpha)) - 1 shuffles reach the observed statistic:
   p = (shuffles reaching + 1) / (shuffles + 1) <= s x alpha.
   **When the readings of every segment are exchangeable (nothing changed; noise of any distribution, outliers
