@@ -1,12 +1,16 @@
 """Benchmark: change points in simulated nightly series -- the wrapper (bot/domain/perf/changes.py) against the
-libraries used bare: Apache Otava's `compute_change_points` with its defaults, and MongoDB's
-signal-processing-algorithms' `e_divisive` with its defaults when `--spa-path` points at it.
+libraries used bare: Apache Otava's `compute_change_points` with its defaults ("otava bare", max_pvalue 0.001) and
+at the wrapper's false alarms ("otava matched": the max_pvalue whose false alarms on flat series match the
+wrapper's, `--only calibrate`), and MongoDB's signal-processing-algorithms' `e_divisive` with its defaults when
+`--spa-path` points at it.
 
     python bench/changepoint_bench.py                                   # full (~55 minutes on a busy 2-core machine)
     python bench/changepoint_bench.py --series 20 --series-30 10 --flat-series 30 --flat-nights-30 4   # quick
     python bench/changepoint_bench.py --spa-path DIR    # also signal-processing-algorithms, from DIR
     python bench/changepoint_bench.py --rate 0.05 --only nightly    # the wrapper at another rate, one table
     python bench/changepoint_bench.py --min-effect 0 --only shifted    # the wrapper with no smallest effect
+    python bench/changepoint_bench.py --only calibrate    # Otava's max_pvalue at the wrapper's false alarms
+    python bench/changepoint_bench.py --otava-pvalue 1e-4 --only shifted    # the matched Otava at another one
 
 signal-processing-algorithms cannot be installed beside this project (it pins setuptools<71, torch 2.13 needs
 >=77.0.3); `pip install --no-deps --target DIR signal-processing-algorithms==2.1.6 'more-itertools<9'
@@ -16,15 +20,21 @@ A series is 60 nightly runs of a throughput (lower is worse) around 1000 with Ga
 from run `at` on (uniform in 10..50) the level is `shift` lower. Variants: clean; outliers (3 runs read 5 sd off,
 either way); missing (6 of the 60 nights have no reading: None). "Found" means a change point within 2 runs of `at`
 (the wrapper's must also be marked a regression; the bare libraries' may be any). The wrapper runs at its defaults:
-false-alarm rate 0.01 per night (`--rate`), min effect 2% (`--min-effect`). With 30 metrics per night it tests each
-metric at rate/30: the shifted metric is analysed alone at that level (the same computation as within the 30-metric
-call, each metric being analysed on its own), while the flat nights run the real 30-metric call. The bare libraries
-have no notion of a night's metrics: each metric is analysed as if alone, so 30 metrics change nothing for them per
-metric, and a night's false alarms are those of 30 independent flat series (grouped from the 1-metric runs).
+false-alarm rate 0.01 per night (`--rate`), min effect 2% (`--min-effect`: a change is kept when its interval
+reaches it). With 30 metrics per night it tests each metric at rate/30: the shifted metric is analysed alone at
+that level (the same computation as within the 30-metric call, each metric being analysed on its own), while the
+flat nights run the real 30-metric call. The bare libraries have no notion of a night's metrics: each metric is
+analysed as if alone, so 30 metrics change nothing for them per metric, and a night's false alarms are those of 30
+independent flat series (grouped from the 1-metric runs).
 
 Nightly: the detector runs every night on the history so far (from 10 runs on); a change point is a new alarm when
 no change point of that metric within 2 runs of it was reported on an earlier night. False alarms per 100 runs
 per metric = 100 x new alarms on flat series / (nights x metrics).
+
+Calibration: Otava's `compute_change_points` at each max_pvalue of a grid, nightly on flat series (the flat
+table's five rows, other seeds than its), beside the wrapper on the same series; the matched Otava runs at the
+max_pvalue whose false alarms per 100 runs per metric, pooled over the five rows, come closest to the wrapper's.
+The flat table then shows both on its own series: the match checked out of sample.
 
 Prints markdown tables (progress on stderr).
 """
@@ -55,7 +65,15 @@ RATE, MIN_EFFECT = 0.01, 0.02  # the wrapper's defaults (ChangeSettings), --rate
 NOISES, SHIFTS = (0.01, 0.02, 0.04), (0.02, 0.03, 0.05, 0.10)
 VARIANTS = ("clean", "outliers", "missing")
 SHAS = [f"r{i}" for i in range(RUNS)]
-TABLES = ("shifted", "flat", "nightly")
+TABLES = ("calibrate", "shifted", "flat", "nightly")
+# Otava bare at the wrapper's false alarms: the max_pvalue (its default 0.001) whose false alarms on flat series,
+# nightly, per 100 runs per metric and pooled over the flat table's five rows, come closest to the wrapper's, on
+# series other than the flat table's (`--only calibrate` measures the grid; `--otava-pvalue` sets another).
+OTAVA_MATCHED = 1e-4
+MATCHED = "otava matched"
+OTAVA_GRID = (1e-3, 3e-4, 2e-4, 1e-4, 5e-5, 3e-5, 1e-5, 3e-6)
+CALIBRATION_SEEDS = 100_000  # the calibration's flat series: seeds from here, none shared with the flat table's
+FLAT_ROWS = [(n, "clean") for n in NOISES] + [(0.02, v) for v in VARIANTS[1:]]
 
 Detect = Callable[[list, int], list[tuple[int, bool]]]  # values, seed -> [(index, is a regression)]
 
@@ -80,13 +98,22 @@ def wrapper(rate: float | None = None) -> Detect:
     return detect
 
 
-def otava_bare(values: list, seed: int) -> list[tuple[int, bool]]:
-    from otava.analysis import compute_change_points, fill_missing
+def otava(max_pvalue: float | None = None) -> Detect:
+    """Otava's `compute_change_points` used bare: at its defaults (None), or at another `max_pvalue`."""
 
-    filled = list(values)
-    fill_missing(filled)  # Otava's own handling of a missing reading
-    points, _ = compute_change_points(filled)
-    return [(int(p.index), True) for p in points]
+    def detect(values: list, seed: int) -> list[tuple[int, bool]]:
+        from otava.analysis import compute_change_points, fill_missing
+
+        filled = list(values)
+        fill_missing(filled)  # Otava's own handling of a missing reading
+        given = {} if max_pvalue is None else {"max_pvalue": max_pvalue}
+        points, _ = compute_change_points(filled, **given)
+        return [(int(p.index), True) for p in points]
+
+    return detect
+
+
+otava_bare = otava()
 
 
 def spa_bare(values: list, seed: int) -> list[tuple[int, bool]]:
@@ -98,7 +125,7 @@ def spa_bare(values: list, seed: int) -> list[tuple[int, bool]]:
 
 
 def detectors(spa: bool) -> dict[str, Detect]:
-    found: dict[str, Detect] = {"wrapper": wrapper(), "otava bare": otava_bare}
+    found: dict[str, Detect] = {"wrapper": wrapper(), "otava bare": otava_bare, MATCHED: otava(OTAVA_MATCHED)}
     if spa:
         found["spa bare"] = spa_bare
     return found
@@ -144,6 +171,18 @@ def flat_task(args: tuple) -> dict:
     return {
         name: (bool(detect(values, seed)), _nightly(values, detect, seed)) for name, detect in detectors(spa).items()
     }
+
+
+def calibration_task(args: tuple) -> dict:
+    """One flat series, not one of the flat table's: the nightly alarms of the wrapper and of Otava at each
+    max_pvalue of the grid."""
+    noise, variant, seed = args
+    rng = np.random.default_rng([CALIBRATION_SEEDS + seed, int(noise * 1000), VARIANTS.index(variant), 7])
+    values = simulate(rng, noise, 0.0, RUNS, variant)
+    found: dict = {"wrapper": len(_nightly(values, wrapper(), seed))}
+    for p in OTAVA_GRID:
+        found[p] = len(_nightly(values, otava(p), seed))
+    return found
 
 
 def flat30_task(args: tuple) -> tuple[int, int]:
@@ -196,6 +235,8 @@ def _shifted(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> Non
     cells = [(n, s, "clean") for n in NOISES for s in SHIFTS] + [(0.02, s, v) for v in VARIANTS[1:] for s in SHIFTS]
     rows = []
     for metrics, count in ((1, args.series), (30, args.series_30)):
+        if count == 0:  # --series 0 or --series-30 0: that half of the table left out
+            continue
         for noise, shift, variant in cells:
             done = _run(
                 pool,
@@ -220,11 +261,46 @@ def _shifted(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> Non
     )
 
 
+def _calibrate(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> None:
+    """Otava's max_pvalue at the wrapper's false alarms: each of the grid's on the same flat series as the wrapper."""
+    nights = RUNS - FIRST_NIGHT + 1
+    rates: dict = {}  # detector -> [per 100 runs per metric, one per flat row]
+    for noise, variant in FLAT_ROWS:
+        done = _run(
+            pool,
+            calibration_task,
+            [(noise, variant, seed) for seed in range(args.calibration_series)],
+            f"calibration noise {noise:.0%} {variant}",
+        )
+        for key in ["wrapper", *OTAVA_GRID]:
+            rates.setdefault(key, []).append(100 * sum(d[key] for d in done) / (len(done) * nights))
+    pooled = {key: statistics.mean(r) for key, r in rates.items()}
+    closest = min(OTAVA_GRID, key=lambda p: abs(np.log((pooled[p] + 1e-3) / (pooled["wrapper"] + 1e-3))))
+    rows = []
+    for key in ["wrapper", *OTAVA_GRID]:
+        label = f"wrapper (false-alarm rate {RATE:g} a night)" if key == "wrapper" else f"otava, max_pvalue {key:g}"
+        if key == OTAVA_MATCHED:
+            label += " (the matched Otava)"
+        rows.append([label, *(f"{r:.3f}" for r in rates[key]), f"{pooled[key]:.3f}"])
+    header = ["detector", *(f"{n:.0%} {v}" for n, v in FLAT_ROWS), "pooled (mean of the rows)"]
+    tables.table(
+        "Calibration: Otava's max_pvalue at the wrapper's false alarms (flat series, nightly, /100 runs /metric)",
+        COMMAND,
+        header,
+        rows,
+        [
+            f"{args.calibration_series} flat series of 60 runs per row, analysed nightly from run {FIRST_NIGHT} on, "
+            "other series than the flat table's (seeds from "
+            f"{CALIBRATION_SEEDS}). Closest to the wrapper's pooled rate: max_pvalue {closest:g}; the matched Otava "
+            f"of the other tables runs at {OTAVA_MATCHED:g} (`--otava-pvalue`)."
+        ],
+    )
+
+
 def _flat(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> None:
     """False alarms on flat series: one analysis whole, nightly, and 30 metrics a night."""
-    flat_variants = [(n, "clean") for n in NOISES] + [(0.02, v) for v in VARIANTS[1:]]
     rows = []
-    for noise, variant in flat_variants:
+    for noise, variant in FLAT_ROWS:
         done = _run(
             pool,
             flat_task,
@@ -314,20 +390,22 @@ def _nightly_table(pool, args: argparse.Namespace, spa: bool, names: list[str]) 
 
 
 def main() -> None:
-    global RATE, MIN_EFFECT
+    global RATE, MIN_EFFECT, OTAVA_MATCHED
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--series", type=int, default=200, help="shifted series per cell, 1 metric per night")
     parser.add_argument("--series-30", type=int, default=100, help="shifted series per cell, 30 metrics per night")
     parser.add_argument("--flat-series", type=int, default=300, help="flat series per variant (nightly, 1 metric)")
     parser.add_argument("--flat-nights-30", type=int, default=40, help="flat 30-metric histories per variant")
     parser.add_argument("--latency-series", type=int, default=100, help="shifted series per shift, nightly")
+    parser.add_argument("--calibration-series", type=int, default=200, help="flat series per row, calibration")
+    parser.add_argument("--otava-pvalue", type=float, default=OTAVA_MATCHED, help="the matched Otava's max_pvalue")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--spa-path", type=Path, help="a directory holding signal-processing-algorithms")
     parser.add_argument("--rate", type=float, default=RATE, help="the wrapper's false-alarm rate per night")
     parser.add_argument("--min-effect", type=float, default=MIN_EFFECT, help="the wrapper's smallest effect")
     parser.add_argument("--only", choices=TABLES, action="append", help="these tables alone (repeatable)")
     args = parser.parse_args()
-    RATE, MIN_EFFECT = args.rate, args.min_effect  # read by the workers, forked below
+    RATE, MIN_EFFECT, OTAVA_MATCHED = args.rate, args.min_effect, args.otava_pvalue  # read by the forked workers
     only = set(args.only or TABLES)
     spa = False
     if args.spa_path is not None:
@@ -337,7 +415,12 @@ def main() -> None:
         spa = True
     names = list(detectors(spa))
     with multiprocessing.get_context("fork").Pool(args.workers) as pool:
-        for name, table in (("shifted", _shifted), ("flat", _flat), ("nightly", _nightly_table)):
+        for name, table in (
+            ("calibrate", _calibrate),
+            ("shifted", _shifted),
+            ("flat", _flat),
+            ("nightly", _nightly_table),
+        ):
             if name in only:
                 table(pool, args, spa, names)
 

@@ -89,7 +89,8 @@ def changes(
             "--min-effect",
             min=0.0,
             metavar="FRACTION",
-            help="The smallest relative change reported (0.02: 2%), either way.",
+            help="The smallest relative change reported (0.02: 2%), either way: a change whose 95% interval "
+            "shows it smaller is not.",
         ),
     ] = 0.02,
     false_alarm_rate: Annotated[
