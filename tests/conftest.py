@@ -161,7 +161,8 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture
 def world(tmp_path):
-    """The scenario in the sandbox and the bot on loopback (tests.support.world)."""
-    from tests.support.world import sandbox_and_bot
+    """The scenario in the sandbox and the bot on loopback (tests.support.world), the KL test declared deterministic
+    (tests.support.world.DECLARED_DETERMINISTIC: the story is not about the search)."""
+    from tests.support.world import DECLARED_DETERMINISTIC, policies_with, sandbox_and_bot
 
-    yield from sandbox_and_bot(tmp_path)
+    yield from sandbox_and_bot(tmp_path, policies=policies_with(tmp_path, DECLARED_DETERMINISTIC))

@@ -13,14 +13,15 @@ import httpx
 import pytest
 
 from bot.cli.demo_ci import accuracy_word
-from tests.support import ROOT
 from tests.support.sandbox import wait_for
 from tests.support.world import (
+    DECLARED_DETERMINISTIC,
     SECRET,
     comments,
     deliver_comment,
     gh,
     open_reverts,
+    policies_with,
     published_reverts,
     sandbox_and_bot,
 )
@@ -191,7 +192,8 @@ def test_a_read_only_user_starts_nothing_and_gets_an_answer(world):
 @pytest.fixture
 def impatient_world(tmp_path):
     """The bot gives GitHub 1 s per request, so a `slow` fault (2 s) is a client timeout, retried."""
-    yield from sandbox_and_bot(tmp_path, github_timeout_s=1)
+    policies = policies_with(tmp_path, DECLARED_DETERMINISTIC)
+    yield from sandbox_and_bot(tmp_path, policies=policies, github_timeout_s=1)
 
 
 def test_the_story_survives_a_fifth_of_github_responses_failing(impatient_world):
@@ -279,9 +281,16 @@ def test_cancel_stops_a_running_bisection_and_opens_nothing(world, tmp_path):
     )
 
 
-def test_a_red_scheduled_run_is_bisected_and_reverted_through_webhooks_only(world):
+@pytest.fixture
+def shipped_world(tmp_path):
+    """The world with the project's policies as shipped: the KL test under `flake_rate: auto`."""
+    yield from sandbox_and_bot(tmp_path)
+
+
+def test_a_red_scheduled_run_is_bisected_and_reverted_through_webhooks_only(shipped_world):
     """The nightly path: a scheduled run at GOOD in which the KL test passed, a red one at HEAD on the sandbox's
     self-hosted runner; its signed workflow_run webhook is all the bot gets."""
+    world = shipped_world
     scenario, state, repo = world["scenario"], world["state"], world["seeded"].repo
     state.add_hook(world["bot"] + "/webhooks/github", SECRET)
     green = state.start_run(
@@ -412,14 +421,9 @@ def _no_secret_in_any_output(world, tmp_path, private: str, pulls: list[dict], l
 def test_shadow_mode_bisects_and_proves_but_writes_nothing_beyond_the_thread(tmp_path):
     """`mode: shadow` (the first week): the bisection runs, its culprit and proven revert are on the
     dashboard, and GitHub gets no branch, PR, issue, label or comment outside the thread that asked."""
-    import shutil
-
     from sandbox import gitstore
 
-    policies = tmp_path / "policies"
-    shutil.copytree(ROOT / "policies", policies)
-    example = policies / "example.yaml"
-    example.write_text(example.read_text().replace("mode: active", "mode: shadow"))
+    policies = policies_with(tmp_path, ("mode: active", "mode: shadow"), DECLARED_DETERMINISTIC)
     stack = sandbox_and_bot(tmp_path, policies=policies)
     world = next(stack)
     try:
@@ -446,14 +450,9 @@ def test_shadow_mode_bisects_and_proves_but_writes_nothing_beyond_the_thread(tmp
 def test_comment_only_puts_the_evidence_on_the_culprit_pr_and_pushes_nothing(tmp_path):
     """`revert.action: comment_only`: the bisection runs and proves the revert; no branch is pushed, no PR (nor
     tracking issue) opened; the evidence is one comment on the culprit PR, and the status comment points there."""
-    import shutil
-
     from sandbox import gitstore
 
-    policies = tmp_path / "policies"
-    shutil.copytree(ROOT / "policies", policies)
-    example = policies / "example.yaml"
-    example.write_text(example.read_text().replace("revert:\n", "revert:\n  action: comment_only\n", 1))
+    policies = policies_with(tmp_path, ("revert:\n", "revert:\n  action: comment_only\n"), DECLARED_DETERMINISTIC)
     stack = sandbox_and_bot(tmp_path, policies=policies)
     world = next(stack)
     try:

@@ -195,9 +195,16 @@ def test_the_bot_comments_on_the_merged_revert_pr_instead_of_opening_another(tmp
     from bot.adapters.store.db import connect
     from bot.adapters.store.store import Store
     from sandbox import gitstore
-    from tests.support.world import comments, deliver_comment, open_reverts, sandbox_and_bot
+    from tests.support.world import (
+        DECLARED_DETERMINISTIC,
+        comments,
+        deliver_comment,
+        open_reverts,
+        policies_with,
+        sandbox_and_bot,
+    )
 
-    stack = sandbox_and_bot(tmp_path)
+    stack = sandbox_and_bot(tmp_path, policies=policies_with(tmp_path, DECLARED_DETERMINISTIC))
     world = next(stack)
     try:
         scenario, state, slug = world["scenario"], world["state"], world["seeded"].repo
