@@ -19,14 +19,16 @@ more powerful for a shift of the mean:
   far more candidates, so it alone would need a larger shift: it is tried only when the others do not reject.
 - Each is computed on the readings and on their ranks within the segment, the larger of the two: the readings find
   a few readings far off (a fresh shift); the ranks are unmoved by an outlier 5 sd away.
-- The shift test has `SHIFT_SHARE` = 0.6 of the level, the fresh test `FRESH_SHARE` = 0.3, the stretch test the
-  other 0.1, tried in that order. Two runs after a shift, no permutation test can show less than p = 1 / C(n, 2)
-  at n runs (the newest two readings the most extreme pair of the n: 0.0043 at 22 runs, 0.0011 at 60); the shift
-  test, symmetric in the two ends of a segment, no less than 2 / C(n, 2). At the default level 0.01 the fresh
-  test's 0.003 admits it from 27 runs on, and so does the shift test's 0.006, but only when no other split of the
-  series comes near it: the fresh test's statistic has the noise of two splits, not of every split. Each rejects at its share s x alpha when fewer than `RESOLUTION` of
-  `permutations_for(s x alpha)` = ceil(RESOLUTION / (s alpha)) - 1 shuffles reach the observed statistic:
-  p = (shuffles reaching + 1) / (shuffles + 1) <= s x alpha.
+- The shift test has `SHIFT_SHARE` = 0.6 of the level, the fresh test `FRESH_SHARE` = 0.3, the stretch test the other
+  0.1, tried in that order; on a newest segment too short for the fresh test to reject anything (`fresh_can_reject`),
+  the shift test has 0.9 (a history of 11 nights, 4 after the shift: its p of at least 2 / C(11, 4) = 0.006 needs 0.9
+  of 0.01). Two runs after a shift, no permutation test can show less than p = 1 / C(n, 2) at n runs (the newest two
+  readings the most extreme pair of the n: 0.0043 at 22 runs, 0.0011 at 60); the shift test, symmetric in the two ends
+  of a segment, no less than 2 / C(n, 2). At the default level 0.01 the fresh test's 0.003 admits it from 27 runs on,
+  and so does the shift test's 0.006, but only when no other split of the series comes near it: the fresh test's
+  statistic has the noise of two splits, not of every split. Each rejects at its share s x alpha when fewer than
+  `RESOLUTION` of `permutations_for(s x alpha)` = ceil(RESOLUTION / (s alpha)) - 1 shuffles reach the observed
+  statistic: p = (shuffles reaching + 1) / (shuffles + 1) <= s x alpha.
   **When the readings of every segment are exchangeable (nothing changed; noise of any distribution, outliers
   included), the chance that any of them rejects is at most alpha**: for each, the observed arrangement and the shuffles
   are equally likely arrangements, so the observed statistic is among the `RESOLUTION` largest of the shuffles + 1
@@ -114,8 +116,7 @@ def max_fresh(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
     and the rest of the newest segment."""
     largest: np.ndarray = np.full(len(arrangements), -np.inf)
     total = arrangements.shape[1]
-    newest = max(intervals, key=lambda i: total if i.stop is None else i.stop)
-    segment = arrangements[:, newest]
+    segment = arrangements[:, max(intervals, key=lambda i: total if i.stop is None else i.stop)]
     n = segment.shape[1]
     spread = float(segment[0].std())
     if n < 2 * MIN_SIDE or spread == 0:
@@ -132,10 +133,25 @@ def max_stretch(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
     return _standardized(arrangements, intervals, stretches=True)
 
 
+def newest_length(intervals: list[slice], total: int) -> int:
+    """The readings of the newest segment (the one that ends the series)."""
+    newest = max(intervals, key=lambda i: total if i.stop is None else i.stop)
+    return len(range(total)[newest])
+
+
+def fresh_can_reject(n: int, alpha: float) -> bool:
+    """Whether the fresh test can reject at its share of `alpha` on a newest segment of `n` readings: its smallest
+    p-value is that of the newest `FRESH_RUNS` readings the most extreme of the segment, 1 / C(n, FRESH_RUNS). When it
+    cannot (a short series: fewer than 14 readings at 0.01), its share goes to the shift test. `n` is the same for
+    every arrangement the tests compare, so the shares are fixed before the readings are looked at: the level holds.
+    """
+    return math.comb(n, FRESH_RUNS) * FRESH_SHARE * alpha >= 1
+
+
 class MaxShiftPermutations(SignificanceTester):
     """The permutation tests of "every segment exchangeable" at level `alpha`: the readings' and ranks' max shift at
-    `SHIFT_SHARE` of alpha; when it does not reject, their fresh shift at `FRESH_SHARE`; then their max stretch at
-    the rest."""
+    `SHIFT_SHARE` of alpha; when it does not reject, their fresh shift at `FRESH_SHARE` (when it can reject at all:
+    `fresh_can_reject`, else that share is the shift test's); then their max stretch at the rest."""
 
     def __init__(self, alpha: float, seed: Any) -> None:
         super().__init__(max_pvalue=alpha)
@@ -151,9 +167,10 @@ class MaxShiftPermutations(SignificanceTester):
         ranks = series.astype(np.float64, copy=True)
         for interval in intervals:
             ranks[interval] = rankdata(series[interval])
-        stats = self._test("shift", SHIFT_SHARE, max_shift, series, ranks, intervals)
-        if not stats.significant:
-            stats = self._test("fresh", FRESH_SHARE, max_fresh, series, ranks, intervals)
+        fresh = FRESH_SHARE if fresh_can_reject(newest_length(intervals, len(series)), self.max_pvalue) else 0.0
+        stats = self._test("shift", SHIFT_SHARE + FRESH_SHARE - fresh, max_shift, series, ranks, intervals)
+        if not stats.significant and fresh > 0:
+            stats = self._test("fresh", fresh, max_fresh, series, ranks, intervals)
         if not stats.significant:
             stats = self._test("stretch", 1 - SHIFT_SHARE - FRESH_SHARE, max_stretch, series, ranks, intervals)
         return ChangePoint.from_candidate(candidate, stats)
