@@ -5,11 +5,14 @@ A metric is sampled when its rule has no threshold (a benchmark: worse than GOOD
 of one commit read on both sides of its threshold (a KL of 0.0019 and 0.0021 against 0.002). Then:
 
 - CALIBRATING: GOOD and BAD are read `ENDPOINT_FIRST` times each, then once more each per round, until the odds
-  that BAD reads worse than GOOD pass `ENDPOINT_GATE` (search), or a regression of `ENDPOINT_RULED_OUT` spreads
+  that BAD reads worse than GOOD pass `ENDPOINT_LEAN` (search), or a regression of `ENDPOINT_RULED_OUT` spreads
   is ruled out at `ENDPOINT_ODDS` ("not reproducible", no culprit), or `ENDPOINT_MOST` each are read ("not
-  reproducible": not told apart). When BAD reads like GOOD (Gaussian readings of one spread), the search
-  starts at most 1 / `ENDPOINT_GATE` of the time, and a regression of that size ends "not reproducible" at most
-  1 / `ENDPOINT_ODDS` of the time, however many rounds it takes (`_endpoints`).
+  reproducible": not told apart). A search started short of `ENDPOINT_GATE` is on trial: one runner goes on
+  reading the endpoints (the others search) until their odds, or the change-point model's evidence of a change
+  over every reading, pass `ENDPOINT_GATE`, and the rules above still end it "not reproducible" meanwhile
+  (`_still_judged`). When BAD reads like GOOD (Gaussian readings of one spread), the search runs past its trial
+  at most 2 / `ENDPOINT_GATE` of the time (each odds a test martingale), and a regression of that size ends
+  "not reproducible" at most 1 / `ENDPOINT_ODDS` of the time, however many rounds it takes (`_endpoints`).
 - SEARCHING: the change-point posterior of bot.domain.bisect.readings over every reading, planned by the model of a
   level that holds still until the readings drift (bot.domain.bisect.misfit); runners go to its quantiles, a
   commit as often as it stays uncertain. A culprit is named when its mass reaches the confidence under that model
@@ -35,6 +38,7 @@ from bot.domain.bisect.confirmation import found_decision
 from bot.domain.bisect.evidence import Evidence
 from bot.domain.bisect.model import ABResult, Decision, Guess, Kind, Outcome, Phase, Probe, Run, Status
 from bot.domain.bisect.planner import sampled_probes, top_block
+from bot.domain.bisect.posterior import Posterior
 from bot.domain.bisect.readings import Effect, Readings
 from bot.domain.bisect.stats import Split, Stats
 from bot.domain.bisect.turn import Turn
@@ -47,10 +51,13 @@ FAVOURITE = 0.5
 # The endpoints (`_endpoints`, docs/algorithm.md "Endpoints"): read this many times each before they are judged;
 # the odds that BAD reads worse -- a mixture of shifts of 1.5 spreads (most weight: a regression the endpoints can
 # just tell within Pinpoint's 20 runs) and 4 (a large or deterministic one, told in the first readings) against
-# none -- that start the search; the regression, in spreads of the noise, whose ruling out at these odds ends
-# the bisection "not reproducible" (a 4% drop at 2% noise).
+# none -- past which the search runs without reading the endpoints on; the regression, in spreads of the noise,
+# whose ruling out at these odds ends the bisection "not reproducible" (a 4% drop at 2% noise).
 ENDPOINT_FIRST = 4
 ENDPOINT_GATE = 100.0
+# ... and the odds at which the search starts on trial beside the endpoints' readings: the endpoints' last rounds
+# before the gate then read the range too (a 2-spread drop at k = 2: the gate takes 16 endpoint runs, this lean 10)
+ENDPOINT_LEAN = 10.0
 ENDPOINT_SHIFTS = ((0.8, 1.5), (0.2, 4.0))  # (weight, shift in spreads)
 ENDPOINT_RULED_OUT = 2.0
 ENDPOINT_ODDS = 1000.0
@@ -109,6 +116,10 @@ def _values(ev: Evidence, sha: str, kind: Kind) -> list[float]:
     return [value for value, _ in _timed(ev, sha, kind)]
 
 
+def _endpoint_values(ev: Evidence, sha: str) -> list[float]:
+    return _values(ev, sha, Kind.CALIBRATE) + _values(ev, sha, Kind.SEARCH)
+
+
 def _range_readings(t: Turn) -> Readings:
     """Every reading of the range so far, at its position in the turn's scope."""
     rule = t.settings.metric
@@ -133,6 +144,10 @@ class _Endpoints:
     @property
     def search(self) -> bool:
         return self.worse >= math.log(ENDPOINT_GATE)
+
+    @property
+    def lean(self) -> bool:
+        return self.worse >= math.log(ENDPOINT_LEAN)
 
     @property
     def alike(self) -> bool:
@@ -162,39 +177,50 @@ def _endpoints(good: Sequence[float], bad: Sequence[float], higher_is_worse: boo
     return _Endpoints(worse, ruled_out, ENDPOINT_RULED_OUT * contrast.sd)
 
 
+def _not_reproducible(t: Turn, good: list[float], bad: list[float], judged: _Endpoints) -> Decision:
+    """The bisection ends: GOOD and BAD do not differ, or are not told apart within `ENDPOINT_MOST` each."""
+    problem = t.problem
+    each = min(len(good), len(bad))
+    shown = f"GOOD reads {_describe(good)}, BAD {_describe(bad)}"
+    size = f"{judged.regression:.3g}"
+    level = abs(statistics.fmean(good))
+    if level > 0:
+        size += f" ({100 * judged.regression / level:.2g}%)"
+    odds = (
+        f"a regression of {ENDPOINT_RULED_OUT:g} spreads, {size}, ruled out at odds "
+        f"{math.exp(min(judged.ruled_out, 700.0)):.3g}:1 ({ENDPOINT_ODDS:g} needed); odds that BAD reads "
+        f"worse {math.exp(min(judged.worse, 700.0)):.3g}:1 ({ENDPOINT_GATE:g} needed)"
+    )
+    why = "do not differ at the stated error rate" if judged.alike else f"are not told apart in {each} each"
+    found = f"GOOD and BAD {why} ({shown}; {odds}): nothing to bisect"
+    # A runner that drifts widens the spread the regression is measured in: said, as the search says it
+    outside = misfit.misfit(_range_readings(t), len(problem.scope(t.state.merges).candidates))
+    if outside:
+        found += f"; the readings left the model's assumptions: {'; '.join(outside)}"
+    return t.end(Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)))
+
+
 def calibrate(t: Turn) -> Decision:
     problem, ev, s = t.problem, t.evidence, t.settings
     rule = s.metric
     assert rule is not None
-    good = _values(ev, problem.good, Kind.CALIBRATE)
-    bad = _values(ev, problem.bad, Kind.CALIBRATE)
+    good = _endpoint_values(ev, problem.good)
+    bad = _endpoint_values(ev, problem.bad)
     each = min(len(good), len(bad))
     judged = _endpoints(good, bad, rule.higher_is_worse) if each >= ENDPOINT_FIRST else None
-    if judged is not None and (judged.search or judged.alike or each >= ENDPOINT_MOST):
+    # With one runner there is none to search beside the endpoints: the search waits for the gate
+    lean = judged is not None and (judged.search or (judged.lean and t.free + len(t.in_flight) > 1))
+    if judged is not None and (lean or judged.alike or each >= ENDPOINT_MOST):
+        if not lean:
+            return _not_reproducible(t, good, bad, judged)
         shown = f"GOOD reads {_describe(good)}, BAD {_describe(bad)}"
-        if not judged.search:
-            size = f"{judged.regression:.3g}"
-            level = abs(statistics.fmean(good))
-            if level > 0:
-                size += f" ({100 * judged.regression / level:.2g}%)"
-            odds = (
-                f"a regression of {ENDPOINT_RULED_OUT:g} spreads, {size}, ruled out at odds "
-                f"{math.exp(min(judged.ruled_out, 700.0)):.3g}:1 ({ENDPOINT_ODDS:g} needed); odds that BAD reads "
-                f"worse {math.exp(min(judged.worse, 700.0)):.3g}:1 ({ENDPOINT_GATE:g} needed)"
-            )
-            why = "do not differ at the stated error rate" if judged.alike else f"are not told apart in {each} each"
-            found = f"GOOD and BAD {why} ({shown}; {odds}): nothing to bisect"
-            # A runner that drifts widens the spread the regression is measured in: said, as the search says it
-            outside = misfit.misfit(_range_readings(t), len(problem.scope(t.state.merges).candidates))
-            if outside:
-                found += f"; the readings left the model's assumptions: {'; '.join(outside)}"
-            return t.end(Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)))
         if rule.threshold is not None and not rule.worse(statistics.median(bad), rule.threshold):
             found = f"BAD's median is within the threshold {rule.threshold:g} ({shown}): the failure does not reproduce"
             return t.end(Outcome(Status.NOT_REPRODUCIBLE, found, reason=Reason.BAD_PASSES, facts=dict(sha=problem.bad)))
         if rule.threshold is not None and rule.worse(statistics.median(good), rule.threshold):
             found = f"GOOD's median is already beyond the threshold {rule.threshold:g} ({shown})"
             return t.end(Outcome(Status.GOOD_FAILS, found, reason=Reason.GOOD_FAILS, facts=dict(sha=problem.good)))
+        # Past the lean, short of the gate: the search starts, the endpoints read on beside it (`_still_judged`)
         return search(t.moved(phase=Phase.SEARCHING))
     want = max(ENDPOINT_FIRST, each + 1)
     needs = {
@@ -260,6 +286,24 @@ def search(t: Turn) -> Decision:
         if outside:
             found += f"; the readings left the model's assumptions: {'; '.join(outside)}"
         return finish(Outcome(Status.INCONCLUSIVE, found, best_guess=guess.sha, confidence=block.mass))
+    endpoint_probes: list[Probe] = []
+    judged = _still_judged(t, readings, still)
+    if judged is not None:
+        good, bad = judged
+        ends = _endpoints(good, bad, s.metric.higher_is_worse if s.metric else True)
+        if ends.alike or min(len(good), len(bad)) >= ENDPOINT_MOST:
+            return _not_reproducible(t, good, bad, ends)
+        # half the runners (at least one) read the endpoints, the side read less first, GOOD on a tie; the rest search
+        had = {problem.good: len(good), problem.bad: len(bad)}
+        flying = t.flying(problem.good, (Kind.CALIBRATE,)) + t.flying(problem.bad, (Kind.CALIBRATE,))
+        for side in (problem.good, problem.bad):
+            had[side] += t.flying(side, (Kind.CALIBRATE,))
+        while free and flying < max(1, (t.free + len(in_flight)) // 2):
+            side = problem.good if had[problem.good] <= had[problem.bad] else problem.bad
+            endpoint_probes.append(t.probe(side, Kind.CALIBRATE))
+            had[side] += 1
+            flying += 1
+            free -= 1
     busy = [p for p in (scope.position(pr.sha) for pr in in_flight if pr.kind is Kind.SEARCH) if p is not None]
     if lacking:
         positions = [p for p in lacking for _ in range(s.samples - readings.count(p) - busy.count(p))][:free]
@@ -269,8 +313,24 @@ def search(t: Turn) -> Decision:
         positions = sampled_probes(post, free, busy, untestable)
     if not positions and not in_flight and block.last <= n:  # the mass sits on one commit, short of the confidence
         positions = _sides(readings, block.last, block.parent, busy, free)
-    probes = tuple(t.probe(scope.sha(p), Kind.SEARCH) for p in positions)
+    probes = tuple(endpoint_probes) + tuple(t.probe(scope.sha(p), Kind.SEARCH) for p in positions)
     return t.decision(probes, guess=guess, posterior=post)
+
+
+def _still_judged(t: Turn, readings: Readings, still: Posterior) -> tuple[list[float], list[float]] | None:
+    """GOOD's and BAD's readings (calibration's and any the search took of them), while the search started on the
+    endpoints' lean is still on trial: the endpoints' odds short of `ENDPOINT_GATE` and the change-point model's
+    evidence of a change (every reading of the range) short of it too. None once either passes, or when the search
+    was not started on the lean: calibration's readings alone passed the gate, or were never taken (a metric taken
+    as sampled mid-search), or the search is in a merge's commits."""
+    problem, ev, s = t.problem, t.evidence, t.settings
+    if s.metric is None or t.state.merges or readings.evidence_of_change(still) >= ENDPOINT_GATE:
+        return None
+    calibrated = [_values(ev, sha, Kind.CALIBRATE) for sha in (problem.good, problem.bad)]
+    if min(len(v) for v in calibrated) < ENDPOINT_FIRST or _endpoints(*calibrated, s.metric.higher_is_worse).search:
+        return None  # a search the gate itself started is on no trial
+    good, bad = _endpoint_values(ev, problem.good), _endpoint_values(ev, problem.bad)
+    return None if _endpoints(good, bad, s.metric.higher_is_worse).search else (good, bad)
 
 
 def _sides(readings: Readings, culprit: int, parent: int, busy: list[int], free: int) -> list[int]:
