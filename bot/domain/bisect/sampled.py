@@ -326,8 +326,8 @@ def _still_judged(t: Turn, readings: Readings, still: Posterior) -> tuple[list[f
     problem, ev, s = t.problem, t.evidence, t.settings
     if s.metric is None or t.state.merges or readings.evidence_of_change(still) >= ENDPOINT_GATE:
         return None
-    calibrated = [_values(ev, sha, Kind.CALIBRATE) for sha in (problem.good, problem.bad)]
-    if min(len(v) for v in calibrated) < ENDPOINT_FIRST or _endpoints(*calibrated, s.metric.higher_is_worse).search:
+    good, bad = _values(ev, problem.good, Kind.CALIBRATE), _values(ev, problem.bad, Kind.CALIBRATE)
+    if min(len(good), len(bad)) < ENDPOINT_FIRST or _endpoints(good, bad, s.metric.higher_is_worse).search:
         return None  # a search the gate itself started is on no trial
     good, bad = _endpoint_values(ev, problem.good), _endpoint_values(ev, problem.bad)
     return None if _endpoints(good, bad, s.metric.higher_is_worse).search else (good, bad)
