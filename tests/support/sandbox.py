@@ -305,6 +305,11 @@ def install_recorder(monkeypatch, checker: ContractChecker) -> None:
 
 # -- reading the sandbox, waiting on the bot -------------------------------------------------------
 
+# The tests' own reads of the sandbox and the bot go through one client: httpx.get builds a client per call, and with
+# it an SSL context loading the CA bundle (about 20 ms of CPU), and a story's waits poll hundreds of times (a tenth
+# of a story's own CPU went there). No keep-alive: a server stopped and started again on its port is met afresh.
+HTTP = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+
 # What GitHub (and the sandbox's injected faults) answer when a client should try again.
 TRANSIENT = {429, 502, 503}
 
@@ -314,7 +319,7 @@ def github_get(base: str, token: str, path: str, **params):
     limit) is tried again a few times, as any GitHub client does; any other non-200 raises, so a check
     that "nothing was opened" cannot pass because the endpoint failed."""
     for _ in range(8):
-        answer = httpx.get(base + path, params=params, headers={"Authorization": f"token {token}"}, timeout=10)
+        answer = HTTP.get(base + path, params=params, headers={"Authorization": f"token {token}"}, timeout=10)
         transient = answer.status_code in TRANSIENT or (answer.status_code == 403 and "rate limit" in answer.text)
         if not transient:
             break

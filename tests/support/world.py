@@ -17,7 +17,7 @@ from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from scenarios.mamba_track_boundary import build
 from tests.support import ROOT
 from tests.support.net import serving
-from tests.support.sandbox import BotWatch, github_get, wait_for
+from tests.support.sandbox import HTTP, BotWatch, github_get, wait_for
 
 SECRET = "story-secret-" + uuid.uuid4().hex
 
@@ -99,7 +99,7 @@ def sandbox_and_bot(
         health = "no answer"
         for _ in range(100):
             try:
-                answer = httpx.get(bot + "/healthz", timeout=1)
+                answer = HTTP.get(bot + "/healthz", timeout=1)
                 health = f"{answer.status_code} {answer.text}"
                 if answer.status_code == 200 and answer.json()["worker"]:
                     break
@@ -151,7 +151,7 @@ def _log_to(path: Path):
 
 def gh(world, method, path, token_of="sandbox-maintainer", **kw):
     token = world["seeded"].tokens[token_of]
-    return httpx.request(method, world["base"] + path, headers={"Authorization": f"token {token}"}, timeout=10, **kw)
+    return HTTP.request(method, world["base"] + path, headers={"Authorization": f"token {token}"}, timeout=10, **kw)
 
 
 def deliver_comment(world, user: str, body: str, number: int, delivery: str | None = None) -> dict:
@@ -177,7 +177,7 @@ def deliver_webhook(world, comment: dict, user: str, body: str, number: int, del
         "X-Hub-Signature-256": sign(SECRET.encode(), raw),
         "Content-Type": "application/json",
     }
-    answer = httpx.post(world["bot"] + "/webhooks/github", content=raw, headers=headers, timeout=10)
+    answer = HTTP.post(world["bot"] + "/webhooks/github", content=raw, headers=headers, timeout=10)
     assert answer.status_code == 202, answer.text
 
 
