@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.domain.bisect.candidates import Scope
 from bot.domain.bisect.model import Kind, Problem, Run, Settings
@@ -17,6 +17,11 @@ class Evidence:
 
     verdicts: tuple[tuple[Run, Verdict], ...]
     boundary: float | None
+    # tallies by (scope, ci): a decision asks for the same ones several times (the search, the trust check, the
+    # calibration), each a pass over every run
+    _tallies: dict[tuple[Scope, bool], dict[int, Tally]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, problem: Problem, runs: Sequence[Run]) -> Evidence:
@@ -38,13 +43,16 @@ class Evidence:
         return [v for r, v in self.verdicts if r.sha == sha and (ci or r.kind is not Kind.CI)]
 
     def tallies(self, scope: Scope, ci: bool = True) -> dict[int, Tally]:
-        """Passes and failures by position; CI's readings included unless `ci` is False."""
-        out: dict[int, Tally] = {}
-        for run, verdict in self.verdicts:
-            pos = scope.position(run.sha)
-            if pos is not None and verdict.is_evidence and (ci or run.kind is not Kind.CI):
-                out[pos] = out.get(pos, Tally()).add(verdict is Verdict.GOOD)
-        return out
+        """Passes and failures by position; CI's readings included unless `ci` is False. A new dict each call."""
+        known = self._tallies.get((scope, ci))
+        if known is None:
+            known = {}
+            for run, verdict in self.verdicts:
+                pos = scope.position(run.sha)
+                if pos is not None and verdict.is_evidence and (ci or run.kind is not Kind.CI):
+                    known[pos] = known.get(pos, Tally()).add(verdict is Verdict.GOOD)
+            self._tallies[(scope, ci)] = known
+        return dict(known)
 
     def ran(self) -> bool:
         """Whether the bisect runner has reported anything yet (CI's readings come before it does)."""

