@@ -20,15 +20,16 @@ more powerful for a shift of the mean:
 - Each is computed on the readings and on their ranks within the segment, the larger of the two: the readings find
   a few readings far off (a fresh shift); the ranks are unmoved by an outlier 5 sd away.
 - The shift test has `SHIFT_SHARE` = 0.6 of the level, the fresh test `FRESH_SHARE` = 0.3, the stretch test the other
-  0.1, tried in that order; on a newest segment too short for the fresh test to reject anything (`fresh_can_reject`),
-  the shift test has 0.9 (a history of 11 nights, 4 after the shift: its p of at least 2 / C(11, 4) = 0.006 needs 0.9
-  of 0.01). Two runs after a shift, no permutation test can show less than p = 1 / C(n, 2) at n runs (the newest two
-  readings the most extreme pair of the n: 0.0043 at 22 runs, 0.0011 at 60); the shift test, symmetric in the two ends
-  of a segment, no less than 2 / C(n, 2). At the default level 0.01 the fresh test's 0.003 admits it from 27 runs on,
-  and so does the shift test's 0.006, but only when no other split of the series comes near it: the fresh test's
-  statistic has the noise of two splits, not of every split. Each rejects at its share s x alpha when fewer than
-  `RESOLUTION` of `permutations_for(s x alpha)` = ceil(RESOLUTION / (s alpha)) - 1 shuffles reach the observed
-  statistic: p = (shuffles reaching + 1) / (shuffles + 1) <= s x alpha.
+  0.1, tried in that order; on a newest segment too short for the fresh test to reject a 2-run shift
+  (`fresh_can_reject`), the shift test has 0.9 (a shift two runs old at 22-26 runs: 2 / C(n, 2) needs it; a history of
+  11 nights, 4 after the shift: its p of at least 2 / C(11, 4) = 0.006 needs 0.9 of 0.01). Two runs after a shift, no
+  permutation test can show less than p = 1 / C(n, 2) at n runs (the newest two readings the most extreme pair of the
+  n: 0.0043 at 22 runs, 0.0011 at 60); the shift test, symmetric in the two ends of a segment, no less than 2 / C(n,
+  2). At the default level 0.01 the fresh test's 0.003 admits it from 27 runs on, and so does the shift test's 0.006,
+  but only when no other split of the series comes near it: the fresh test's statistic has the noise of two splits,
+  not of every split. Each rejects at its share s x alpha when fewer than `RESOLUTION` of `permutations_for(s x
+  alpha)` = ceil(RESOLUTION / (s alpha)) - 1 shuffles reach the observed statistic: p = (shuffles reaching + 1) /
+  (shuffles + 1) <= s x alpha.
   **When the readings of every segment are exchangeable (nothing changed; noise of any distribution, outliers
   included), the chance that any of them rejects is at most alpha**: for each, the observed arrangement and the shuffles
   are equally likely arrangements, so the observed statistic is among the `RESOLUTION` largest of the shuffles + 1
@@ -140,12 +141,13 @@ def newest_length(intervals: list[slice], total: int) -> int:
 
 
 def fresh_can_reject(n: int, alpha: float) -> bool:
-    """Whether the fresh test can reject at its share of `alpha` on a newest segment of `n` readings: its smallest
-    p-value is that of the newest `FRESH_RUNS` readings the most extreme of the segment, 1 / C(n, FRESH_RUNS). When it
-    cannot (a short series: fewer than 14 readings at 0.01), its share goes to the shift test. `n` is the same for
-    every arrangement the tests compare, so the shares are fixed before the readings are looked at: the level holds.
-    """
-    return math.comb(n, FRESH_RUNS) * FRESH_SHARE * alpha >= 1
+    """Whether the fresh test can reject a shift two readings old at its share of `alpha` on a newest segment of `n`
+    readings: its smallest p-value is then that of the newest two the most extreme pair of the segment,
+    1 / C(n, 2). When it cannot (fewer than 27 readings at 0.01), its share goes to the shift test, which with 0.9 of
+    the level can from 22 readings on (2 / C(n, 2) <= 0.009), and a fresh test would only take level from it. `n` is
+    the same for every arrangement the tests compare, so the shares are fixed before the readings are looked at: the
+    level holds."""
+    return math.comb(n, MIN_SIDE) * FRESH_SHARE * alpha >= 1
 
 
 class MaxShiftPermutations(SignificanceTester):
