@@ -356,25 +356,6 @@ def test_an_opted_out_culprit_gets_evidence_but_no_revert(world):
     assert [(r["reason"], r["count"]) for r in refused] == [("opt_out_label", 1)]  # counted by the guard that said no
 
 
-def test_the_kill_switch_stops_new_bisections(world):
-    scenario, repo = world["scenario"], world["seeded"].repo
-    followup = scenario.followup["number"]
-    switch = gh(
-        world,
-        "POST",
-        f"/repos/{repo}/issues",
-        json={"title": "Stop reverting until the release is out", "labels": ["revert-bisect-stop"]},
-    ).json()["number"]
-    deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
-    refused = wait_for(
-        lambda: [c for c in comments(world, followup) if "cannot start" in c["body"]], timeout=60, bot=world["watch"]
-    )
-    assert f"the kill switch is on: issue #{switch} carries `revert-bisect-stop`" in refused[0]["body"]
-    assert not [
-        c for c in comments(world, followup) if "**revert-bisect**" in c["body"]
-    ]  # no bisection, no status comment
-
-
 def _no_secret_in_any_output(world, tmp_path, private: str, pulls: list[dict], logs: str) -> None:
     """The webhook secret, the private key's lines and every installation token the sandbox issued the App's bot:
     in none of the logs, issues, PRs and comments, dashboard pages, API answers, /metrics, store tables, git configs,

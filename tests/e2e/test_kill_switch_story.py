@@ -94,7 +94,9 @@ def test_a_command_held_back_by_the_kill_switch_is_said_once_on_its_issue(world)
     )
     assert len(_holds(world)) == 2
     refused = [b for b in _comments(world, followup) if "cannot start" in b]
-    assert len(refused) == 2 and f"issue #{switch} carries `revert-bisect-stop`" in refused[0]
+    assert len(refused) == 2
+    assert f"the kill switch is on: issue #{switch} carries `revert-bisect-stop`" in refused[0]
+    assert not [b for b in _comments(world, followup) if "**revert-bisect**" in b]  # no bisection, no status comment
 
 
 def test_a_revert_held_back_by_a_kill_switch_turned_on_mid_bisection_names_the_culprit(world):
