@@ -21,6 +21,7 @@ from sandbox import SandboxState, run_in_thread, seed_from_scenario
 from scenarios.mamba_track_boundary import build
 from tests.support.net import free_port
 from tests.support.sandbox import BotWatch, github_get, wait_for
+from tests.support.world import DECLARED_DETERMINISTIC, policies_with
 
 pytestmark = pytest.mark.postgres
 
@@ -56,6 +57,7 @@ def test_three_replicas_process_each_delivery_once_and_dispatch_each_step_once(t
     state = SandboxState(tmp_path / "sandbox")
     seeded = seed_from_scenario(state, tmp_path / "scenario")
     base, stop_sandbox = run_in_thread(state)
+    policies = policies_with(tmp_path, DECLARED_DETERMINISTIC)  # the story is the replicas', not the search's
     replicas, procs = [], []
     try:
         for n in range(3):
@@ -66,7 +68,7 @@ def test_three_replicas_process_each_delivery_once_and_dispatch_each_step_once(t
                 "REVERT_BISECT_WEBHOOK_SECRET": SECRET,
                 "REVERT_BISECT_GITHUB_URL": base,
                 "REVERT_BISECT_GITHUB_TOKEN": seeded.tokens["revert-bisect-bot"],
-                "REVERT_BISECT_POLICIES": str(ROOT / "policies"),
+                "REVERT_BISECT_POLICIES": str(policies),
                 "REVERT_BISECT_WORKSPACE": str(tmp_path / f"clones-{n}"),
                 "XDG_CACHE_HOME": str(tmp_path / f"cache-{n}"),
             }
