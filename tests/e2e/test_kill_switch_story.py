@@ -6,12 +6,13 @@ import pytest
 
 from bot.cli.demo_ci import accuracy_word
 from tests.support.sandbox import wait_for
-from tests.support.world import SECRET, deliver_comment, gh, sandbox_and_bot
+from tests.support.world import DECLARED_DETERMINISTIC, SECRET, deliver_comment, gh, policies_with, sandbox_and_bot
 
 
 @pytest.fixture
 def world(tmp_path):
-    yield from sandbox_and_bot(tmp_path)
+    """The KL test declared deterministic: these stories are the kill switch's, not the search's."""
+    yield from sandbox_and_bot(tmp_path, policies=policies_with(tmp_path, DECLARED_DETERMINISTIC))
 
 
 def _switch_on(world) -> int:
