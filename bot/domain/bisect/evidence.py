@@ -46,11 +46,15 @@ class Evidence:
         """Passes and failures by position; CI's readings included unless `ci` is False. A new dict each call."""
         known = self._tallies.get((scope, ci))
         if known is None:
-            known = {}
+            by_sha: dict[str, list[int]] = {}  # [passes, fails]: counted first, a Tally made once per commit
             for run, verdict in self.verdicts:
-                pos = scope.position(run.sha)
-                if pos is not None and verdict.is_evidence and (ci or run.kind is not Kind.CI):
-                    known[pos] = known.get(pos, Tally()).add(verdict is Verdict.GOOD)
+                if verdict.is_evidence and (ci or run.kind is not Kind.CI):
+                    by_sha.setdefault(run.sha, [0, 0])[verdict is not Verdict.GOOD] += 1
+            known = {}
+            for sha, (passes, fails) in by_sha.items():
+                pos = scope.position(sha)
+                if pos is not None:
+                    known[pos] = Tally(passes, fails)
             self._tallies[(scope, ci)] = known
         return dict(known)
 
