@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special  # scipy.stats computes its quantiles there; importing it takes each bot start 0.5 s
 
+from bot.domain.bisect.stats import t_quantile  # scipy.special's, not scipy.stats' (0.5 s to import)
 from bot.domain.perf.changes import Change
 
 
@@ -36,7 +36,7 @@ def side(values: Sequence[float | None], positions: Sequence[int], confidence: f
     mean = float(np.mean(readings))
     if len(readings) < 2:
         return Side(positions[0], positions[-1], len(readings), mean, mean, mean)
-    half = float(special.stdtrit(len(readings) - 1, 0.5 + confidence / 2)) * float(
+    half = t_quantile(0.5 + confidence / 2, len(readings) - 1) * float(
         np.std(readings, ddof=1) / math.sqrt(len(readings))
     )
     return Side(positions[0], positions[-1], len(readings), mean, mean - half, mean + half)

@@ -115,8 +115,7 @@ def max_fresh(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
     """Each row's largest standardized difference of means between the newest `MIN_SIDE`..`FRESH_RUNS` readings
     and the rest of the newest segment."""
     largest: np.ndarray = np.full(len(arrangements), -np.inf)
-    total = arrangements.shape[1]
-    segment = arrangements[:, max(intervals, key=lambda i: total if i.stop is None else i.stop)]
+    segment = arrangements[:, _newest(intervals, arrangements.shape[1])]
     n = segment.shape[1]
     spread = float(segment[0].std())
     if n < 2 * MIN_SIDE or spread == 0:
@@ -133,10 +132,14 @@ def max_stretch(arrangements: np.ndarray, intervals: list[slice]) -> np.ndarray:
     return _standardized(arrangements, intervals, stretches=True)
 
 
+def _newest(intervals: list[slice], total: int) -> slice:
+    """The newest segment of a series of `total` readings: the one that ends it."""
+    return max(intervals, key=lambda i: total if i.stop is None else i.stop)
+
+
 def newest_length(intervals: list[slice], total: int) -> int:
-    """The readings of the newest segment (the one that ends the series)."""
-    newest = max(intervals, key=lambda i: total if i.stop is None else i.stop)
-    return len(range(total)[newest])
+    """The readings of the newest segment."""
+    return len(range(total)[_newest(intervals, total)])
 
 
 def fresh_can_reject(n: int, alpha: float) -> bool:
