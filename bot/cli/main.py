@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 from typing import Annotated
 
@@ -30,6 +29,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        import importlib.metadata  # here: every other command starts without it
+
         try:
             version = importlib.metadata.version("revert-bisect")
         except importlib.metadata.PackageNotFoundError:

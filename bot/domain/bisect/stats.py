@@ -4,11 +4,11 @@ beside them), Student's t, and the Bayes factor that the second group reads wors
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from scipy import special
+from types import ModuleType
 
 EFFECT_PRIOR = 1.5  # the prior scale of a regression, in standard deviations of the noise (docs/algorithm.md)
 _T_CAP = 1e6  # a t statistic beyond this (readings identical within each group) is as good as certain
@@ -50,15 +50,24 @@ class Stats:
         return math.sqrt(self.m2 / (self.count - 1)) if self.count > 1 else 0.0
 
 
+@functools.cache
+def _special() -> ModuleType:
+    """scipy.special, imported when a t is first asked for: the store, the CLI and the bot import this module,
+    and a pass/fail bisection never needs it (0.4 s of CPU at every start)."""
+    from scipy import special
+
+    return special
+
+
 def t_cdf(t: float, df: float) -> float:
     """P(T <= t) for Student's t with `df` degrees of freedom (scipy.special.stdtr: a search's Bayes factors ask for
     it tens of thousands of times, 7 times faster than the continued fraction written here before, and closer)."""
-    return float(special.stdtr(df, t))
+    return float(_special().stdtr(df, t))
 
 
 def t_quantile(p: float, df: float) -> float:
     """The t with P(T <= t) = p."""
-    return float(special.stdtrit(df, p))
+    return float(_special().stdtrit(df, p))
 
 
 def _log_j(a: float, df: int) -> float:
