@@ -49,6 +49,10 @@ class TinyMamba(torch.nn.Module):
         self.skip = torch.nn.Parameter(torch.randn(v, d), requires_grad=False)
         # The decode path's bf16 copies of the weights, as a GPU engine loads them.
         self._bf16 = {name: bf16(p) for name, p in self.named_parameters()}
+        # The prefill path's per-token constants, computed once: the values `_mix` used to compute at every token.
+        self._decay = self.decay.detach()
+        self._retain = 1.0 - self._decay.abs()
+        self._state_proj_t = self.state_proj.detach().T
 
     @property
     def state_size(self) -> int:
@@ -59,8 +63,8 @@ class TinyMamba(torch.nn.Module):
 
     def _mix(self, state: torch.Tensor, projected: torch.Tensor) -> None:
         """Overwrite `state` in place with the state after one more token."""
-        update = torch.tanh(projected + state @ self.state_proj.T)
-        state.mul_(self.decay).add_((1.0 - self.decay.abs()) * update)
+        update = torch.tanh(projected + state @ self._state_proj_t)
+        state.mul_(self._decay).add_(self._retain * update)
 
     def _logprobs(self, states: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
         hidden = self.skip[token_ids] + self.config.mixer_gain * states
