@@ -55,9 +55,10 @@ def test_endpoints_that_do_not_differ_end_not_reproducible_within_pinpoints_20_r
 def test_a_two_spread_drop_passes_the_gate_and_is_found():
     """The issue's positive case (a 4% drop at 2% noise, 64 commits, 2 workers): right on 199 of 200 seeds, the other
     (seed 83: the culprit is BAD itself, GOOD read high by chance in its 4 readings) inconclusive at the run budget.
-    The search starts on trial at odds 10, one runner reading the endpoints on beside it until the gate's 100: 42.6
-    runs on average, 14.8 of them at the endpoints (45.5 and 15.6 when the search waited for the gate; 43.4 and
-    12.7 before the gate, on 400 seeds). The issue's 40 runs is not met (bench/endpoint_gate_bench.py,
+    The search starts on trial at odds 10, one runner reading the endpoints on beside it until the gate's 100, and
+    the endgame reads the favourite and its parent in pairs: 41.9 runs on average, 14.8 of them at the endpoints
+    (42.6 with the endgame's runners by the readings' counts; 45.5 and 15.6 when the search waited for the gate;
+    43.4 and 12.7 before the gate, on 400 seeds). The issue's 40 runs is not met (bench/endpoint_gate_bench.py,
     docs/benchmarks.md)."""
     endings, runs, endpoint_runs = [], [], []
     for seed in range(200):
@@ -68,4 +69,4 @@ def test_a_two_spread_drop_passes_the_gate_and_is_found():
         endpoint_runs.append(result.runs_by_kind.get(Kind.CALIBRATE, 0))
     assert endings.count("right") >= 199 and "not_reproducible" not in endings, endings
     assert statistics.fmean(endpoint_runs) <= 15, statistics.fmean(endpoint_runs)
-    assert statistics.fmean(runs) <= 43, statistics.fmean(runs)
+    assert statistics.fmean(runs) <= 42, statistics.fmean(runs)

@@ -46,7 +46,7 @@ from bot.domain.bisect.verdict import MetricRule, Verdict
 from bot.domain.reasons import Reason
 
 # Once a commit holds this much of the mass, the question left is whether it reads worse than its parent: runners
-# go to whichever of the two has fewer readings (the quantiles would keep sampling the side already settled).
+# go to the two in pairs (`_sides`; the quantiles would keep sampling the side already settled).
 FAVOURITE = 0.5
 # The endpoints (`_endpoints`, docs/algorithm.md "Endpoints"): read this many times each before they are judged;
 # the odds that BAD reads worse -- a mixture of shifts of 1.5 spreads (most weight: a regression the endpoints can
@@ -334,9 +334,12 @@ def _still_judged(t: Turn, readings: Readings, still: Posterior) -> tuple[list[f
 
 
 def _sides(readings: Readings, culprit: int, parent: int, busy: list[int], free: int) -> list[int]:
+    """Runners for the favourite and its parent: in pairs, one each in the same round (a drift in time then moves
+    both readings of a pair alike, as the A/B pairs its sides, and the drifting model tells the two apart sooner);
+    an odd runner to the side read less, the favourite on a tie."""
     counts = {p: readings.count(p) + busy.count(p) for p in (culprit, parent)}
-    positions = []
-    for _ in range(free):
+    positions = [p for _ in range(free // 2) for p in (culprit, parent)]
+    for _ in range(free % 2):
         p = min(counts, key=lambda q: (counts[q], q == parent))
         counts[p] += 1
         positions.append(p)
