@@ -47,9 +47,13 @@ class Evidence:
         known = self._tallies.get((scope, ci))
         if known is None:
             by_sha: dict[str, list[int]] = {}  # [passes, fails]: counted first, a Tally made once per commit
+            good, bad, ci_kind = Verdict.GOOD, Verdict.BAD, Kind.CI  # Verdict.is_evidence, inlined: a pass per run
             for run, verdict in self.verdicts:
-                if verdict.is_evidence and (ci or run.kind is not Kind.CI):
-                    by_sha.setdefault(run.sha, [0, 0])[verdict is not Verdict.GOOD] += 1
+                if (verdict is good or verdict is bad) and (ci or run.kind is not ci_kind):
+                    counts = by_sha.get(run.sha)
+                    if counts is None:
+                        counts = by_sha[run.sha] = [0, 0]
+                    counts[verdict is bad] += 1
             known = {}
             for sha, (passes, fails) in by_sha.items():
                 pos = scope.position(sha)

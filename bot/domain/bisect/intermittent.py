@@ -121,19 +121,26 @@ def _intermittent(
     cuts = sorted({0, n} | {p for p in observed if 0 <= p <= n}) + [n + 1]
     counts = [observed.get(p, Tally()) for p in cuts[:-1]]
     rates = tuple(f for f, _ in flakes)
-    log_w = [math.log(w) for _, w in flakes]
-    log_f = [(_log_or_ninf(f), _log_or_ninf(1 - f)) for f in rates]
+    # per flake rate: (log w, log f, log 1-f)
+    weighted = [(math.log(w), _log_or_ninf(f), _log_or_ninf(1 - f)) for f, w in flakes]
+    no_bad = (0.0,) * len(rates)
     total_fails = sum(t.fails for t in counts)
     total_passes = sum(t.passes for t in counts)
     ll = []
     fg = pg = 0
+    exp, log, ninf = math.exp, math.log, -math.inf
     for tally in counts:
         # the segment ending here: positions up to it good, the rest bad (the last segment: no culprit at all)
         fg, pg = fg + tally.fails, pg + tally.passes
         fb, pb = total_fails - fg, total_passes - pg
-        bad = _bad_side(fb, pb, rates, always, min_ratio) if fb + pb else (0.0,) * len(rates)
-        good = [_xlog(fg, lf) + _xlog(pg, l1f) for lf, l1f in log_f]
-        ll.append(_logsumexp([w + g + b for w, g, b in zip(log_w, good, bad)]))
+        bad = _bad_side(fb, pb, rates, always, min_ratio) if fb + pb else no_bad
+        # _logsumexp of w + _xlog(fg, log f) + _xlog(pg, log 1-f) + bad, inlined in the same order of operations
+        # (the same floats): this loop runs for every segment of every decision
+        terms = [
+            w + ((fg * lf if fg else 0.0) + (pg * l1f if pg else 0.0)) + b for (w, lf, l1f), b in zip(weighted, bad)
+        ]
+        top = max(terms)
+        ll.append(top if top == ninf else top + log(sum([exp(v - top) for v in terms])))
     return Posterior.of_segments(n, tuple(cuts), ll, no_culprit_prior)
 
 
