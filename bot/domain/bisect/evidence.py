@@ -47,13 +47,12 @@ class Evidence:
         known = self._tallies.get((scope, ci))
         if known is None:
             by_sha: dict[str, list[int]] = {}  # [passes, fails]: counted first, a Tally made once per commit
-            good, bad, ci_kind = Verdict.GOOD, Verdict.BAD, Kind.CI  # Verdict.is_evidence, inlined: a pass per run
             for run, verdict in self.verdicts:
-                if (verdict is good or verdict is bad) and (ci or run.kind is not ci_kind):
+                if verdict.is_evidence and (ci or run.kind is not Kind.CI):
                     counts = by_sha.get(run.sha)
                     if counts is None:
                         counts = by_sha[run.sha] = [0, 0]
-                    counts[verdict is bad] += 1
+                    counts[verdict is Verdict.BAD] += 1
             known = {}
             for sha, (passes, fails) in by_sha.items():
                 pos = scope.position(sha)

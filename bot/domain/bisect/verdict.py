@@ -17,9 +17,12 @@ class Verdict(str, enum.Enum):
     SKIP = "skip"
     INFRA = "infra"
 
-    @property
-    def is_evidence(self) -> bool:
-        return self in (Verdict.GOOD, Verdict.BAD)
+    # GOOD or BAD: a plain attribute (set below), not a property, as a simulation asks it millions of times
+    is_evidence: bool
+
+
+for _verdict in Verdict:
+    _verdict.is_evidence = _verdict in (Verdict.GOOD, Verdict.BAD)
 
 
 @dataclass(frozen=True)
