@@ -37,6 +37,25 @@ def test_version(cli):
     assert r.stdout == f"revert-bisect {importlib.metadata.version('revert-bisect')}\n"
 
 
+def test_the_cli_and_the_bot_start_without_what_only_a_command_needs():
+    """`revert-bisect --help`, `--version` and every command's parsing start without the store, git, numpy or scipy
+    (about 1 s of CPU each: a CLI process runs often, in scripts and in the tests); the bot starts without scipy,
+    which only a sampled metric needs (bot.domain.bisect.stats._special)."""
+    import subprocess
+    import sys
+
+    script = "import sys, {module}; print(' '.join(sorted({{m.partition('.')[0] for m in sys.modules}} & {heavy!r})))"
+    for module, heavy in (
+        ("bot.cli.main", {"sqlalchemy", "git", "github", "numpy", "scipy", "torch"}),
+        ("bot.app", {"scipy", "torch"}),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", script.format(module=module, heavy=heavy)], capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "", f"importing {module} loads {proc.stdout.strip()}"
+
+
 GROUP = typer.main.get_command(app)
 HELP_COMMANDS = [name for name in GROUP.commands if name != "sandbox"]  # sandbox hands --help to its own parser
 
