@@ -39,7 +39,9 @@ def nights(world, shas: list[str]) -> list[int]:
     state, repo = world["state"], world["seeded"].repo
     runs = [state.start_run(repo, PERF, sha, event="schedule", branch_of_sha="main") for sha in shas]
     for run in runs:
-        assert state.actions.wait(run, 120).conclusion == "success"
+        done = state.actions.wait(run, 120)
+        failed = [j for j in done.latest_jobs() if j.conclusion != "success"]
+        assert done.conclusion == "success", "\n".join(f"{j.name}: {j.conclusion}\n{j.text[-3000:]}" for j in failed)
     return runs
 
 
@@ -93,7 +95,8 @@ def test_a_slowdown_is_bisected_to_its_pr_and_a_flat_history_writes_nothing(worl
 
     bisection = httpx.get(world["bot"] + "/api/bisections/1", timeout=30).json()
     assert bisection["status"] == "found" and bisection["culprit"] == scenario.slowdown["sha"]
-    assert world["watch"].settled()
+    # the comment is written before its job ends, and the nights' webhooks keep coming: every job landed first
+    wait_for(world["watch"].settled, timeout=60, bot=world["watch"])
     pulls = gh(world, "GET", f"/repos/{world['seeded'].repo}/pulls", params={"state": "all"}).json()
     assert not [p for p in pulls if p["title"].startswith("Revert ")]  # `on_slowdown: comment`: no revert PR
     now = dict(everything_written(world))
