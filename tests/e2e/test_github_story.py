@@ -17,6 +17,7 @@ from tests.support.sandbox import wait_for
 from tests.support.world import (
     DECLARED_DETERMINISTIC,
     SECRET,
+    command_near_the_culprit,
     comments,
     deliver_comment,
     gh,
@@ -332,9 +333,7 @@ def test_an_opted_out_culprit_gets_evidence_but_no_revert(world):
         ).status_code
         == 200
     )
-    command = deliver_comment(
-        world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup
-    )
+    command = deliver_comment(world, "sandbox-maintainer", command_near_the_culprit(scenario), followup)
     final = wait_for(
         lambda: [c for c in comments(world, followup) if "**found**" in c["body"]], timeout=240, bot=world["watch"]
     )
@@ -412,9 +411,7 @@ def test_shadow_mode_bisects_and_proves_but_writes_nothing_beyond_the_thread(tmp
         followup = scenario.followup["number"]
         issues_before = set(state.repos[repo.lower()].issues)
         branches_before = set(gitstore.branches(state.repo(repo).path))
-        deliver_comment(
-            world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup
-        )
+        deliver_comment(world, "sandbox-maintainer", command_near_the_culprit(scenario), followup)
         final = wait_for(
             lambda: [c for c in comments(world, followup) if "**found**" in c["body"]], timeout=300, bot=world["watch"]
         )
@@ -441,9 +438,7 @@ def test_comment_only_puts_the_evidence_on_the_culprit_pr_and_pushes_nothing(tmp
         culprit_pr, followup = scenario.culprit_pr, scenario.followup["number"]
         issues_before = set(state.repos[repo.lower()].issues)
         branches_before = set(gitstore.branches(state.repo(repo).path))
-        deliver_comment(
-            world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup
-        )
+        deliver_comment(world, "sandbox-maintainer", command_near_the_culprit(scenario), followup)
         final = wait_for(
             lambda: [c for c in comments(world, followup) if "**found**" in c["body"]], timeout=300, bot=world["watch"]
         )

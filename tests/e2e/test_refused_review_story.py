@@ -5,7 +5,7 @@ comment, and publishes the rest: the revert PR, the comment on the culprit PR an
 from __future__ import annotations
 
 from tests.support.sandbox import wait_for
-from tests.support.world import comments, deliver_comment, open_reverts
+from tests.support.world import command_near_the_culprit, comments, deliver_comment, open_reverts
 
 
 def test_an_outside_contributors_culprit_is_reverted_without_their_review_request(world):
@@ -14,7 +14,7 @@ def test_an_outside_contributors_culprit_is_reverted_without_their_review_reques
     author = next(p["author"] for p in scenario.prs if p["number"] == culprit_pr)
     with state.lock:
         state.repo(repo).permissions.pop(author, None)  # an outside contributor: no role on the repository
-    deliver_comment(world, "sandbox-maintainer", f"/revert-bisect decode-cache-hit good={scenario.good[:12]}", followup)
+    deliver_comment(world, "sandbox-maintainer", command_near_the_culprit(scenario), followup)
 
     status = wait_for(
         lambda: [c for c in comments(world, followup) if "**revert-bisect**" in c["body"] and "Revert PR" in c["body"]],
