@@ -314,6 +314,8 @@ def _flat(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> None:
             row.append(f"{100 * sum(len(d[name][1]) for d in done) / (len(done) * nights):.2f}")
             row.append(f"{100 * sum(len(set(d[name][1])) for d in done) / (len(done) * nights):.2f}")
         rows.append(row)
+        if not args.flat_nights_30:  # no 30-metric histories asked for: no 30-metric row
+            continue
         groups = [done[k : k + 30] for k in range(0, len(done) - 29, 30)]
         row30 = [f"{noise:.0%}", variant, "30"]
         flat30 = _run(
