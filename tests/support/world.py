@@ -149,13 +149,13 @@ def _log_to(path: Path):
     return remove
 
 
-def command_near_the_culprit(scenario, test: str = "decode-cache-hit") -> str:
+def command_near_the_culprit(scenario) -> str:
     """`/revert-bisect` over the four commits around the culprit (GOOD two before it, BAD the one after), for a
     story whose point is what the bot does once it has found: the search over the whole range is the command
     story's and the scheduled run's to prove, and every commit searched is a test process importing torch."""
     i = scenario.culprit_index
     good, bad = scenario.shas[max(i - 2, 0)], scenario.shas[min(i + 1, len(scenario.shas) - 1)]
-    return f"/revert-bisect {test} good={good[:12]} bad={bad[:12]}"
+    return f"/revert-bisect decode-cache-hit good={good[:12]} bad={bad[:12]}"
 
 
 def gh(world, method, path, token_of="sandbox-maintainer", **kw):
