@@ -223,6 +223,11 @@ def _pct(xs: list[bool]) -> str:
     return f"{100 * sum(xs) / len(xs):.1f}%" if xs else "-"
 
 
+def _per100(events: float, units: float) -> float:
+    """Events per 100 units; nan (printed "nan") when nothing was measured, e.g. `--flat-nights-30 0`."""
+    return 100 * events / units if units else float("nan")
+
+
 def _run(pool, task, jobs: list, label: str) -> list:
     start = time.perf_counter()
     done = pool.map(task, jobs, chunksize=max(1, len(jobs) // 64))
@@ -273,7 +278,7 @@ def _calibrate(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> N
             f"calibration noise {noise:.0%} {variant}",
         )
         for key in ["wrapper", *OTAVA_GRID]:
-            rates.setdefault(key, []).append(100 * sum(d[key] for d in done) / (len(done) * nights))
+            rates.setdefault(key, []).append(_per100(sum(d[key] for d in done), len(done) * nights))
     pooled = {key: statistics.mean(r) for key, r in rates.items()}
     closest = min(OTAVA_GRID, key=lambda p: abs(np.log((pooled[p] + 1e-3) / (pooled["wrapper"] + 1e-3))))
     rows = []
@@ -311,11 +316,9 @@ def _flat(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> None:
         row = [f"{noise:.0%}", variant, "1"]
         for name in names:
             row.append(_pct([d[name][0] for d in done]))
-            row.append(f"{100 * sum(len(d[name][1]) for d in done) / (len(done) * nights):.2f}")
-            row.append(f"{100 * sum(len(set(d[name][1])) for d in done) / (len(done) * nights):.2f}")
+            row.append(f"{_per100(sum(len(d[name][1]) for d in done), len(done) * nights):.2f}")
+            row.append(f"{_per100(sum(len(set(d[name][1])) for d in done), len(done) * nights):.2f}")
         rows.append(row)
-        if not args.flat_nights_30:  # no 30-metric histories asked for: no 30-metric row
-            continue
         groups = [done[k : k + 30] for k in range(0, len(done) - 29, 30)]
         row30 = [f"{noise:.0%}", variant, "30"]
         flat30 = _run(
@@ -326,12 +329,12 @@ def _flat(pool, args: argparse.Namespace, spa: bool, names: list[str]) -> None:
         )
         for name in names:
             if name == "wrapper":
-                per_metric = 100 * sum(a for a, _ in flat30) / (len(flat30) * nights * 30)
-                per_night = 100 * sum(n for _, n in flat30) / (len(flat30) * nights)
+                per_metric = _per100(sum(a for a, _ in flat30), len(flat30) * nights * 30)
+                per_night = _per100(sum(n for _, n in flat30), len(flat30) * nights)
             else:  # independent metrics: a night of 30 is 30 of the 1-metric series side by side
-                per_metric = 100 * sum(len(d[name][1]) for d in done) / (len(done) * nights)
+                per_metric = _per100(sum(len(d[name][1]) for d in done), len(done) * nights)
                 nights_hit = sum(len({night for d in group for night in d[name][1]}) for group in groups)
-                per_night = 100 * nights_hit / (len(groups) * nights) if groups else float("nan")
+                per_night = _per100(nights_hit, len(groups) * nights)
             row30 += ["-", f"{per_metric:.3f}", f"{per_night:.2f}"]
         rows.append(row30)
     header = ["noise", "series", "metrics/night"]
