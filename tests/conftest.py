@@ -39,8 +39,8 @@ def pytest_configure(config):
     for name in [n for n in os.environ if n.startswith("REVERT_BISECT_") and n != "REVERT_BISECT_TEST_PG"]:
         del os.environ[name]
     # The machine's configuration, as a CI runner sets it: three workers share two cores, and every miniature
-    # test file they start imports torch, whose OpenMP threads spin between parallel regions (0.13-0.21 of the ~1.7 CPU-s
-    # each such process costs; the miniature's tests run one thread anyway). A shell's own setting stays.
+    # test file they start imports torch, whose OpenMP threads spin between parallel regions (0.13-0.21 of the
+    # ~1.7 CPU-s each such process costs; the miniature's tests run one thread anyway). A shell's own setting stays.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
